@@ -1,0 +1,87 @@
+"""pcie.contention: NPU links trained below capability, shared uplinks, AER counters."""
+
+from __future__ import annotations
+
+from checks.context import Context
+from checks.model import Finding, passed, skipped, warned
+from checks.registry import check
+from probes.errors import HostError, NotRecorded
+from probes.pci import PciFunction, read_pci_functions
+
+# PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
+# controller, 0x12 processing accelerators.
+_BUSY_CLASSES = ("0108", "02", "0302", "12")
+_CLASS_NAMES = {"0108": "NVMe", "02": "network", "0302": "GPU", "12": "accelerator"}
+
+
+def _busy_class(fn: PciFunction) -> str | None:
+    code = fn.class_code or ""
+    return next((_CLASS_NAMES[p] for p in _BUSY_CLASSES if code.startswith(p)), None)
+
+
+def _below_root_port(fn: PciFunction) -> set[str]:
+    # parents run nearest first, root port last; the root port's own link is not shared
+    return {bridge.address for bridge in fn.parents[:-1]}
+
+
+def _link_text(fn: PciFunction) -> str:
+    link = fn.link
+    return (f"{link.current_speed_raw or '?'} x{link.current_width or '?'} of "
+            f"{link.max_speed_raw or '?'} x{link.max_width or '?'}")
+
+
+def _describe(fn: PciFunction) -> str:
+    numa = "unknown" if fn.numa_node is None else str(fn.numa_node)
+    return f"{fn.address} {fn.family or fn.device_id}: link {_link_text(fn)}, NUMA node {numa}"
+
+
+def _sharing(npu: PciFunction, others: list[PciFunction]) -> list[str]:
+    mine = _below_root_port(npu)
+    found = []
+    for other in others:
+        kind = _busy_class(other)
+        shared = mine & _below_root_port(other)
+        if kind and not other.is_huawei and shared:
+            found.append(f"{npu.address} shares the uplink of {sorted(shared)[0]} with "
+                         f"{kind} device {other.address}")
+    return found
+
+
+def _aer_problems(fn: PciFunction, ctx: Context) -> list[str]:
+    limit_cor = int(ctx.policy.get("pcie", "aer_correctable_warn"))
+    limit_unc = int(ctx.policy.get("pcie", "aer_uncorrectable_warn"))
+    cor = fn.aer.get("aer_dev_correctable", {}).get("TOTAL_ERR_COR", 0)
+    fatal = fn.aer.get("aer_dev_fatal", {}).get("TOTAL_ERR_FATAL", 0)
+    nonfatal = fn.aer.get("aer_dev_nonfatal", {}).get("TOTAL_ERR_NONFATAL", 0)
+    problems = []
+    if cor > limit_cor:
+        problems.append(f"{fn.address}: {cor} correctable AER errors (policy {limit_cor})")
+    if fatal + nonfatal > limit_unc:
+        problems.append(f"{fn.address}: {fatal} fatal and {nonfatal} non-fatal AER errors")
+    return problems
+
+
+@check("pcie.contention", "PCIe links of the NPUs", "pcie",
+       "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node")
+def pcie_contention(ctx: Context) -> Finding:
+    try:
+        functions = list(read_pci_functions(ctx.host, vendor=None))
+    except NotRecorded:
+        return skipped("/sys/bus/pci was not recorded")
+    except HostError as exc:
+        return skipped(f"cannot read /sys/bus/pci/devices: {exc.reason}")
+    npus = [f for f in functions if f.is_huawei and f.family]
+    if not npus:
+        return skipped("no Ascend PCI function (vendor 0x19e5) on this machine")
+    others = [f for f in functions if f not in npus]
+    problems = [f"{n.address} link trained at {_link_text(n)}" for n in npus if n.link_degraded]
+    for npu in npus:
+        problems += _sharing(npu, others) + _aer_problems(npu, ctx)
+    evidence = [_describe(n) for n in npus]
+    if problems:
+        return warned("; ".join(problems),
+                      "reseat the card or move the other device to another root port; an "
+                      "idle link may train down to save power, so confirm under load with "
+                      "`lspci -vv -s ADDRESS` (LnkSta vs LnkCap)", *evidence)
+    return passed(f"{len(npus)} NPU function(s) at full link width and speed, no shared "
+                  "uplink, AER counters within policy", *evidence)

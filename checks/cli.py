@@ -1,0 +1,169 @@
+"""`ascend-doctor` command line.
+
+Exit codes: 0 all pass, 1 warnings only, 2 at least one failure (or, for `npu`, an
+npu-smi error), 3 the doctor itself could not run (bad arguments, unreadable input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+
+from probes.errors import ProbeError
+from probes.host import DEFAULT_TIMEOUT_S, Host
+
+EXIT_OK, EXIT_WARN, EXIT_FAIL, EXIT_USAGE = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """The doctor cannot run: the message is one line naming what to fix."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_host_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", metavar="DIR",
+                        help="read every file under DIR instead of / (a mounted image, a copy)")
+    parser.add_argument("--from", dest="from_path", metavar="RECORDING",
+                        help="answer from a recording (directory or .tar.gz) instead of this host")
+    parser.add_argument("--python", metavar="PATH",
+                        help="interpreter of the deployment whose packages are checked")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                        help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
+
+
+def _csv(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    _add_host_options(parser)
+    parser.add_argument("--model", metavar="DIR",
+                        help="model directory (config.json, safetensors shards, tokenizer)")
+    parser.add_argument("--policy", metavar="FILE", help="policy overrides (YAML)")
+    parser.add_argument("--only", type=_csv, default=[], metavar="ID,...",
+                        help="run only these checks")
+    parser.add_argument("--skip", type=_csv, default=[], metavar="ID,...",
+                        help="do not run these checks")
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the ascend-doctor/1 JSON report")
+    out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show the evidence of passing checks too")
+
+
+EPILOG = """commands:
+  (none)            run the checks on this machine (or --root DIR, --from RECORDING)
+  list              every check: id, category, what it looks at
+  explain ID        the playbook of a check or a symptom
+  playbooks [TEXT]  list playbooks, or search them by symptom words
+  npu               the NPU inventory (live, --from RECORDING, --from-file PASTED)
+
+exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
+            3 the doctor itself could not run (bad arguments, unreadable policy)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ascend-doctor", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     description="Is this Ascend machine, its software stack and this "
+                     "checkpoint ready to serve a Qwen MoE model?")
+    _add_run_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.add_parser("list", help="every check: id, category, what it looks at")
+    explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
+    explain.add_argument("id", metavar="ID")
+    books = sub.add_parser("playbooks", help="list playbooks or search them by symptom words")
+    books.add_argument("text", nargs="*", metavar="TEXT")
+    npu = sub.add_parser("npu", help="NPU inventory of this machine, a recording or a pasted "
+                         "npu-smi output", description="Print the NPU inventory.")
+    _add_host_options(npu)
+    npu.add_argument("--from-file", metavar="FILE",
+                     help="parse a pasted npu-smi output (any kind, detected); - for stdin")
+    npu.add_argument("--json", action="store_true", help="print the ascend-npu/1 JSON document")
+    return parser
+
+
+def make_host(args: argparse.Namespace) -> Host:
+    if args.from_path and args.root:
+        raise UsageError("--from and --root exclude each other: a recording has its own root")
+    if args.from_path:
+        from probes.recording import SnapshotHost
+
+        return SnapshotHost(Path(args.from_path))
+    from probes.live import LiveHost
+
+    root = args.root or "/"
+    if not os.path.isdir(root):
+        raise UsageError(f"--root {root}: not a directory")
+    return LiveHost(root=root, python=args.python, default_timeout_s=args.timeout)
+
+
+def _read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
+def cmd_npu(args: argparse.Namespace, console: Console) -> int:
+    from checks.npu_view import render
+    from probes.inventory import parse_output, read_live
+
+    if args.from_file:
+        reading = parse_output(_read_input(args.from_file), args.from_file)
+    else:
+        reading = read_live(make_host(args), timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(reading.document, indent=2, ensure_ascii=False))
+    else:
+        render(reading, console)
+    return EXIT_FAIL if reading.is_error else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        # a file or a pipe has no width to fit; never cut a table at 80 columns
+        console = Console(highlight=False, width=160)
+    try:
+        return _dispatch(args, console)
+    except (UsageError, ProbeError) as exc:
+        print(f"ascend-doctor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ascend-doctor: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, console: Console) -> int:
+    from checks import commands
+
+    if args.command == "npu":
+        return cmd_npu(args, console)
+    if args.command == "list":
+        return commands.cmd_list(console)
+    if args.command == "explain":
+        return commands.cmd_explain(args.id, console)
+    if args.command == "playbooks":
+        return commands.cmd_playbooks(" ".join(args.text), console)
+    return commands.cmd_run(args, make_host(args), console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""What checks share: the host, the policy, the inputs, and facts read once.
+
+Checks run concurrently; each fact is read at most once (a lock per fact) so that two
+checks needing `npu-smi info` run it once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from checks.policy import Policy
+from probes.host import Host
+
+T = TypeVar("T")
+
+
+@dataclass
+class Context:
+    host: Host
+    policy: Policy
+    model_dir: Path | None = None
+    timeout_s: float = 10.0
+    _facts: dict[str, Any] = field(default_factory=dict, repr=False)
+    _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def fact(self, name: str, read: Callable[[], T]) -> T:
+        """The value of `read()`, computed once per run; exceptions are re-raised each time."""
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._facts:
+                try:
+                    self._facts[name] = (True, read())
+                except Exception as exc:
+                    self._facts[name] = (False, exc)
+            ok, value = self._facts[name]
+        if not ok:
+            raise value
+        return value

@@ -1,0 +1,85 @@
+"""Run checks concurrently, each with a timeout; one check's crash stays its own."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import datetime as dt
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from checks.context import Context
+from checks.model import Check, Finding, Result, Status
+
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class Run:
+    results: tuple[Result, ...]
+    duration_ms: float
+
+    def counts(self) -> dict[Status, int]:
+        counts: dict[Status, int] = {"pass": 0, "warn": 0, "fail": 0, "skip": 0, "error": 0}
+        for result in self.results:
+            counts[result.status] += 1
+        return counts
+
+    def exit_code(self) -> int:
+        """0 all pass, 1 warnings only, 2 a failure or a broken check; waived ones don't count."""
+        live = [r.status for r in self.results if not r.waiver]
+        if "fail" in live or "error" in live:
+            return 2
+        return 1 if "warn" in live else 0
+
+
+def _call(check: Check, ctx: Context) -> tuple[Finding, float]:
+    began = time.perf_counter()
+    try:
+        finding = check.fn(ctx)
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        finding = Finding("error", f"the check broke: {type(exc).__name__}: {exc}",
+                          (f"at {where.filename}:{where.lineno}",),
+                          "report this as a bug in ascend-doctor, with the --json output")
+    return finding, (time.perf_counter() - began) * 1000
+
+
+def _waive(result: Result, ctx: Context, today: dt.date) -> Result:
+    waiver = ctx.policy.waiver_for(result.id)
+    if waiver is None or result.status not in ("warn", "fail"):
+        return result
+    if not waiver.active(today):
+        note = f"waiver expired on {waiver.expires.isoformat()}: {waiver.reason}"
+        return replace(result, evidence=(*result.evidence, note))
+    return replace(result, waiver=f"{waiver.reason} (until {waiver.expires.isoformat()})")
+
+
+def run_checks(checks: Sequence[Check], ctx: Context,
+               today: dt.date | None = None) -> Run:
+    start = time.perf_counter()
+    timeout_s = float(ctx.policy.get("runner", "check_timeout_s"))
+    pool = cf.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="check")
+    try:
+        futures = [(c, pool.submit(_call, c, ctx)) for c in checks]
+        results = [_collect(c, fut, start, timeout_s) for c, fut in futures]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    day = today or dt.date.today()
+    waived = tuple(_waive(r, ctx, day) for r in results)
+    return Run(waived, (time.perf_counter() - start) * 1000)
+
+
+def _collect(check: Check, future: cf.Future[tuple[Finding, float]], start: float,
+             timeout_s: float) -> Result:
+    # every check had `timeout_s` from the start of the run: they run side by side
+    remaining_s = max(0.0, start + timeout_s - time.perf_counter())
+    try:
+        finding, duration_ms = future.result(timeout=remaining_s)
+    except cf.TimeoutError:
+        finding = Finding("error", f"the check did not finish within {timeout_s:g} s",
+                          (), "raise runner.check_timeout_s in the policy, or look for a "
+                          "hung command (npu-smi, the --python interpreter)")
+        duration_ms = timeout_s * 1000
+    return Result.of(check, finding, duration_ms)

@@ -1,0 +1,102 @@
+"""One entry point for any npu-smi output: detect what it is, parse it, give JSON.
+
+Used by `ascend-doctor npu` for live machines, recordings and pasted outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from probes import npu_smi, npu_smi_kv
+from probes.errors import ParseError
+from probes.host import DEFAULT_TIMEOUT_S, CommandResult, Host
+
+SCHEMA = "ascend-npu/1"
+
+Parsed = Any  # one of the npu_smi / npu_smi_kv result dataclasses
+
+
+@dataclass(frozen=True)
+class NpuReading:
+    """What one npu-smi output says, as the JSON contract of docs/npu-inventory.md."""
+
+    kind: str  # info, mapping, list, watch, error, a -t kind, or "unavailable"
+    document: dict[str, Any]
+    noise: tuple[str, ...] = ()
+
+    @property
+    def is_error(self) -> bool:
+        return self.kind in ("error", "unavailable")
+
+
+def parse_output(text: str, what: str = "npu-smi output") -> NpuReading:
+    """Detect the kind of an npu-smi output and parse it. Raises ParseError."""
+    clean, noise = npu_smi.split_noise(text)
+    error = npu_smi.detect_error(text)
+    if error is not None:
+        return NpuReading("error", _with_schema(npu_smi.to_json(error)), tuple(noise))
+    kind = npu_smi.detect_kind(clean)
+    doc = _parse_kind(kind, clean, what)
+    doc = _with_schema(doc)
+    if noise:
+        doc.setdefault("warnings", [])
+        doc["noise"] = list(noise)
+    return NpuReading(str(doc.get("kind", kind)), doc, tuple(noise))
+
+
+def _parse_kind(kind: str, text: str, what: str) -> dict[str, Any]:
+    if kind == "info":
+        return npu_smi.to_json(npu_smi.parse_info(text))
+    if kind == "mapping":
+        return npu_smi.to_json(npu_smi.parse_mapping(text))
+    if kind == "list":
+        return npu_smi.to_json(npu_smi.parse_list(text))
+    if kind == "watch":
+        return npu_smi.to_json(npu_smi.parse_watch(text))
+    if kind == "kv":
+        return _parse_kv(text)
+    raise ParseError(what, "not an npu-smi output this tool knows (info, -m, -l, watch, -t ...)")
+
+
+def _parse_kv(text: str) -> dict[str, Any]:
+    if "NPU" in text and "CPU Affinity" in text:
+        return npu_smi_kv.to_json(npu_smi_kv.parse_topo(text))
+    if "Process id:" in text or "No process in device" in text:
+        return npu_smi_kv.to_json(npu_smi_kv.parse_proc_mem(text))
+    return npu_smi_kv.to_json(npu_smi_kv.parse_kv(text))
+
+
+def _with_schema(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"schema": SCHEMA, **{k: v for k, v in doc.items() if k != "schema"}}
+
+
+def unavailable(result: CommandResult, hint: str) -> NpuReading:
+    """The reading of a machine where npu-smi could not give a table."""
+    doc = {"schema": SCHEMA, "kind": "error", "error": f"{result.describe()}; {hint}"}
+    return NpuReading("unavailable", doc)
+
+
+def read_live(host: Host, timeout_s: float = DEFAULT_TIMEOUT_S) -> NpuReading:
+    """Run `npu-smi info` on the host and parse what it printed."""
+    result = host.run(["npu-smi", "info"], timeout_s=timeout_s)
+    if result.outcome != "exited":
+        return unavailable(result, _hint_for(result))
+    text = result.stdout if result.stdout.strip() else result.stderr
+    if result.exit_code != 0 and result.stderr.strip():
+        text = result.stdout + "\n" + result.stderr
+    try:
+        return parse_output(text, "`npu-smi info`")
+    except ParseError as exc:
+        doc = {"schema": SCHEMA, "kind": "error", "error": str(exc)}
+        return NpuReading("error", doc)
+
+
+def _hint_for(result: CommandResult) -> str:
+    if result.outcome == "not_found":
+        return "no NPU driver tools here (in a container, mount /usr/local/bin/npu-smi)"
+    if result.outcome == "timeout":
+        return "npu-smi hung; the driver or a device may be stuck (see `dmesg`)"
+    if result.outcome == "not_recorded":
+        return "the recording holds no `npu-smi info` output"
+    return "check that npu-smi is executable by this user"

@@ -1,0 +1,362 @@
+"""LiveHost: the real machine, optionally seen through a root directory (like --sysroot).
+
+Under a root every absolute path on the observed machine is read below that directory, and
+symlinks are resolved *inside* it: an absolute target is re-rooted, a relative target (sysfs
+uses `../../../devices/...`) is followed component by component, and `..` stops at the root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from probes.errors import HostError, PathMissing, PathUnreadable
+from probes.host import DEFAULT_TIMEOUT_S, CommandResult, PathKind, PythonEnvironment
+from probes.pyenv import inspect_python
+
+# Linux gives up with ELOOP after 40 links; so do we.
+MAX_SYMLINKS = 40
+# After a timeout, how long to wait for the killed process group to release the pipes.
+KILL_GRACE_S = 0.4
+
+NO_PYTHON_UNDER_ROOT = "under --root, name the deployment's interpreter with --python PATH"
+
+
+class LiveHost:
+    """The machine this process runs on, or a tree mounted at `root`.
+
+    Programs: with root "/" a bare name is looked up on `PATH` from `env` (the observed
+    environment, not necessarily this process's). Under another root a bare name is looked
+    up on the `PATH` entries re-rooted below it (a fake root's `usr/local/bin/npu-smi` is
+    found) and an absolute argv[0] is re-rooted too, so the live machine's own programs are
+    never run by mistake. The program itself still runs on this kernel (a script's `#!` line
+    uses this machine's interpreter).
+    """
+
+    def __init__(
+        self,
+        root: str = "/",
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+        default_timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.root = os.path.abspath(root)
+        self._env: dict[str, str] = dict(os.environ if env is None else env)
+        self.python = python
+        self.default_timeout_s = default_timeout_s
+
+    @property
+    def under_root(self) -> bool:
+        return self.root != "/"
+
+    @property
+    def description(self) -> str:
+        return f"live under {self.root}" if self.under_root else "live"
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self._env
+
+    # -- paths -------------------------------------------------------------------------
+
+    def host_path(self, path: str) -> str:
+        """The path on this machine that holds the observed `path` (symlinks resolved)."""
+        return self._on_host(self._resolve(path))
+
+    def _on_host(self, observed: str) -> str:
+        return os.path.join(self.root, observed.lstrip("/")) if self.under_root else observed
+
+    def _resolve(self, path: str) -> str:
+        if not path.startswith("/"):
+            raise PathUnreadable(path, "not an absolute path")
+        return resolve_inside(self.root, path)
+
+    def realpath(self, path: str) -> str:
+        return self._resolve(path)
+
+    def kind(self, path: str) -> PathKind:
+        try:
+            mode = os.stat(self.host_path(path)).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except OSError as exc:
+            raise unreadable(path, exc) from exc
+        return kind_of_mode(mode)
+
+    def exists(self, path: str) -> bool:
+        try:
+            return self.kind(path) != "missing"
+        except HostError:
+            return False  # a loop or an unreadable parent: nothing usable is there
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8", errors="replace")
+
+    def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError(f"{path}: offset and length must be >= 0")
+        try:
+            with open(self.host_path(path), "rb") as fh:
+                fh.seek(offset)
+                return fh.read() if length is None else fh.read(length)
+        except OSError as exc:
+            raise host_error(path, exc) from exc
+
+    def list_dir(self, path: str) -> list[str]:
+        host = self.host_path(path)
+        try:
+            return sorted(os.listdir(host))
+        except NotADirectoryError as exc:
+            if os.path.exists(host):  # the path is a file; ENOTDIR above it means missing
+                raise PathUnreadable(path, "not a directory") from exc
+            raise PathMissing(path) from exc
+        except OSError as exc:
+            raise host_error(path, exc) from exc
+
+    # -- programs ----------------------------------------------------------------------
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> CommandResult:
+        argv = tuple(argv)
+        limit_s = self.default_timeout_s if timeout_s is None else timeout_s
+        if not argv or not argv[0]:
+            return CommandResult(argv=argv, outcome="error", error="empty command line")
+        try:
+            program = self.find_program(argv[0])
+        except HostError as exc:
+            return CommandResult(argv=argv, outcome="error", error=str(exc))
+        if program is None:
+            return CommandResult(argv=argv, outcome="not_found", error=f"{argv[0]} not found")
+        return spawn(argv, limit_s, self._env, executable=program)
+
+    def find_program(self, name: str) -> str | None:
+        """The path on this machine of the program `name` names, or None."""
+        if "/" not in name:
+            return self._search_path(name)
+        if not name.startswith("/"):
+            if self.under_root:
+                raise PathUnreadable(name, "give an absolute program path under --root")
+            return name if is_executable_file(name) else None
+        host = self.host_path(name)
+        return host if is_executable_file(host) else None
+
+    def _search_path(self, name: str) -> str | None:
+        search = self._env.get("PATH", os.defpath)
+        if not self.under_root:
+            return shutil.which(name, path=search)
+        for entry in search.split(os.pathsep):
+            if not entry.startswith("/"):
+                continue  # a relative entry means the doctor's cwd, not the observed machine
+            try:
+                host = self.host_path(f"{entry.rstrip('/')}/{name}")
+            except HostError:
+                continue
+            if is_executable_file(host):
+                return host
+        return None
+
+    # -- python ------------------------------------------------------------------------
+
+    def python_packages(self) -> PythonEnvironment:
+        if self.python is None and self.under_root:
+            return PythonEnvironment(interpreter="", error=NO_PYTHON_UNDER_ROOT)
+        asked = self.python or sys.executable
+        try:
+            program = self.find_program(asked)
+        except HostError as exc:
+            return PythonEnvironment(interpreter=asked, error=str(exc))
+        if program is None:
+            return PythonEnvironment(interpreter=asked, error=f"{asked}: interpreter not found")
+        found = inspect_python(program, self._env, run=self._run_resolved)
+        return self._as_observed(replace(found, interpreter=asked))
+
+    def _run_resolved(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        return spawn(tuple(argv), timeout_s, self._env)
+
+    def _as_observed(self, found: PythonEnvironment) -> PythonEnvironment:
+        """Strip the root prefix from package locations: they are paths on this machine."""
+        if not self.under_root:
+            return found
+        prefix = self.root.rstrip("/")
+        locations = {
+            name: where[len(prefix) :] if where.startswith(prefix + "/") else where
+            for name, where in found.locations.items()
+        }
+        return replace(found, locations=locations)
+
+
+# -- path resolution inside a root ---------------------------------------------------------
+
+
+def resolve_inside(root: str, path: str) -> str:
+    """`path` with every symlink resolved, never leaving `root`; returns the observed path.
+
+    Missing components are kept as they are (like os.path.realpath without strict).
+    Raises PathUnreadable after MAX_SYMLINKS links (a loop).
+    """
+    pending = list(reversed(path.split("/")))
+    resolved: list[str] = []
+    links = 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if resolved:
+                resolved.pop()  # at the root, `..` is the root itself
+            continue
+        target = _read_link(root, [*resolved, part])
+        if target is None:
+            resolved.append(part)
+            continue
+        links += 1
+        if links > MAX_SYMLINKS:
+            raise PathUnreadable(path, "too many levels of symbolic links (a loop?)")
+        if target.startswith("/"):
+            resolved = []  # absolute targets are re-rooted
+        pending.extend(reversed(target.split("/")))
+    return "/" + "/".join(resolved)
+
+
+def _read_link(root: str, parts: list[str]) -> str | None:
+    """The target of the link at `parts` under `root`, or None when it is not a link."""
+    try:
+        return os.readlink(os.path.join(root, *parts))
+    except OSError:
+        return None  # not a link, missing, or not a directory above: keep the name
+
+
+# -- small helpers -------------------------------------------------------------------------
+
+
+def kind_of_mode(mode: int) -> PathKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISCHR(mode):
+        return "char_device"
+    if stat.S_ISBLK(mode):
+        return "block_device"
+    return "other"
+
+
+def is_executable_file(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def host_error(path: str, exc: OSError) -> HostError:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return PathMissing(path)
+    return unreadable(path, exc)
+
+
+def unreadable(path: str, exc: OSError) -> PathUnreadable:
+    return PathUnreadable(path, exc.strerror or str(exc))
+
+
+# -- running programs ----------------------------------------------------------------------
+
+
+def spawn(
+    argv: Sequence[str],
+    timeout_s: float,
+    env: Mapping[str, str],
+    executable: str | None = None,
+) -> CommandResult:
+    """Run `argv` without a shell; a timeout kills the whole process group.
+
+    Returns within timeout_s + 1.5 * KILL_GRACE_S even when grandchildren hold the pipes
+    or the child is stuck in a driver call.
+    """
+    argv = tuple(argv)
+    started_s = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            executable=executable,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,  # its own process group, so a timeout can kill it all
+        )
+    except OSError as exc:
+        return CommandResult(argv=argv, outcome="error", error=one_line(exc))
+    return _wait(proc, argv, timeout_s, started_s)
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], argv: tuple[str, ...], timeout_s: float, started_s: float
+) -> CommandResult:
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        out, err = _kill_and_drain(proc, exc)
+        return CommandResult(
+            argv=argv,
+            outcome="timeout",
+            stdout=decode(out),
+            stderr=decode(err),
+            duration_s=time.monotonic() - started_s,
+            error=f"timed out after {timeout_s:g} s",
+        )
+    return CommandResult(
+        argv=argv,
+        outcome="exited",
+        exit_code=proc.returncode,
+        stdout=decode(out),
+        stderr=decode(err),
+        duration_s=time.monotonic() - started_s,
+    )
+
+
+def _kill_and_drain(
+    proc: subprocess.Popen[bytes], first: subprocess.TimeoutExpired
+) -> tuple[bytes, bytes]:
+    """Kill the group, then collect what is left, waiting KILL_GRACE_S at most."""
+    _kill_group(proc)
+    try:
+        return proc.communicate(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired as second:
+        # Something outside the group (it called setsid) still holds the pipes: give up on them.
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        _reap(proc)
+        return _as_bytes(second.output or first.output), _as_bytes(second.stderr or first.stderr)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    # A child stuck in the kernel (a hung driver call) dies only when that call returns.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE_S / 2)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _as_bytes(data: bytes | str | None) -> bytes:
+    if data is None:
+        return b""
+    return data.encode() if isinstance(data, str) else data
+
+
+def decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

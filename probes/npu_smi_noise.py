@@ -1,0 +1,85 @@
+"""Noise lines around npu-smi outputs, and the error messages npu-smi prints instead of output."""
+
+from __future__ import annotations
+
+import re
+
+from probes.npu_smi_model import NpuSmiError
+from probes.npu_smi_text import is_border, is_box_row
+
+# driver log-level noise (#057, #058), the "driver not completely installed" trailer (#060),
+# and shell prompts / `$ npu-smi ...` echo lines that transcriptions leave in (#043, #057)
+_NOISE = (
+    re.compile(r"^\s*DrvMng\w*\s+failed\b"),
+    re.compile(r"^\s*\[WARNING\]\s*The driver package may not be completely installed"),
+    re.compile(r"^\s*(?:\S+@\S+?:\S*\s*[#$]|\$)\s*npu-smi\b"),
+)
+
+_RET_CODE = re.compile(r"\bret(?:\s+is|\s*=)?\s*(-?\d+)")
+
+# (pattern, kind); the first match decides; order puts specific messages first
+_ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"because the device is used|ret is -8020\b", re.I), "device_in_use"),
+    (re.compile(r"\bdcmi\b.*\binitiali[sz]e", re.I), "dcmi_init_failed"),
+    (re.compile(r"\bdcmi\b.*\bfailed\b.*\bret\b", re.I), "dcmi_error"),
+    (re.compile(r"^Invalid (?:card|chip|device) id\b|^Error parameter of\b", re.I), "invalid_card"),
+    (re.compile(r"permission denied|operation not permitted|must be root", re.I),
+     "permission_denied"),
+    (re.compile(r"^There is no NPU (?:card|chip)\b", re.I), "no_npu"),
+    (re.compile(r"error while loading shared libraries", re.I), "driver_library_missing"),
+    (re.compile(r"npu-smi:?\s*(?:command )?not found|npu-smi.*No such file or directory", re.I),
+     "command_not_found"),
+    # "dose" is how the tool spells it
+    (re.compile(r"\bdo(?:es|se) not support querying", re.I), "unsupported"),
+)
+
+_USAGE = re.compile(r"^\s*Usage:\s*npu-smi\b")
+
+
+def is_noise(line: str) -> bool:
+    return any(pattern.search(line) for pattern in _NOISE)
+
+
+def split_noise(text: str) -> tuple[str, tuple[str, ...]]:
+    """Separate known noise lines from the output; returns (clean text, noise lines as printed)."""
+    kept: list[str] = []
+    noise: list[str] = []
+    # line ends kept, so the clean text is the original minus whole lines, byte for byte
+    for line in text.splitlines(keepends=True):
+        (noise if is_noise(line) else kept).append(line)
+    return "".join(kept), tuple(line.rstrip() for line in noise)
+
+
+def error_kind(line: str) -> str | None:
+    """The kind of error a single line announces, or None."""
+    stripped = line.strip()
+    for pattern, kind in _ERRORS:
+        if pattern.search(stripped):
+            return kind
+    return None
+
+
+def _ret_code(line: str) -> int | None:
+    match = _RET_CODE.search(line)
+    return int(match.group(1)) if match else None
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """Lines that may carry an error: not noise, not table lines (a process name says anything)."""
+    lines = (line.strip() for line in text.splitlines())
+    return [ln for ln in lines if ln and not is_noise(ln) and not is_box_row(ln)
+            and not is_border(ln)]
+
+
+def detect_error(text: str) -> NpuSmiError | None:
+    """The error npu-smi printed instead of its output, or None when the text holds none."""
+    lines = _candidate_lines(text)
+    hits = [(ln, error_kind(ln)) for ln in lines]
+    found = [(ln, kind) for ln, kind in hits if kind is not None]
+    if not found:
+        return None
+    kind = found[0][1] or "unknown"
+    message_lines = [ln for ln, _ in found] + [ln for ln in lines if _USAGE.match(ln)]
+    codes = [code for code in (_ret_code(ln) for ln, _ in found) if code is not None]
+    return NpuSmiError(code=codes[0] if codes else None, kind=kind,
+                       message="\n".join(message_lines))

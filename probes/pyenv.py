@@ -1,0 +1,120 @@
+"""Which distributions one Python interpreter sees, asked of that interpreter itself.
+
+The interpreter runs a tiny inline script with its normal start-up (no -I, -E or -S), so
+PYTHONPATH, site-packages and .pth files count exactly as they will for the deployment.
+The script imports nothing heavy (never torch) and runs on Python 3.8+ without this
+package being importable there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+
+from probes.host import CommandResult, PythonEnvironment, normalise_dist_name
+
+RunFn = Callable[[Sequence[str], float], CommandResult]
+
+DEFAULT_PYENV_TIMEOUT_S = 20.0
+
+# Marks our line, so output from a chatty sitecustomize or .pth file cannot confuse us.
+MARKER = "ASCEND_DOCTOR_PYENV "
+
+# The first distribution per PEP 503 name in sys.path order wins: that is the one `import`
+# would load. The empty entry (cwd, added by -c) is skipped: it is the doctor's cwd, not
+# the deployment's. Keep this runnable on Python 3.8.
+SCRIPT = """
+import json, re, sys
+try:
+    from importlib import metadata
+except ImportError:
+    print(@MARKER@ + json.dumps({"error": "importlib.metadata needs Python 3.8 or later"}))
+    sys.exit(0)
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+seen = {}
+for entry in sys.path:
+    if not entry:
+        continue
+    for dist in metadata.distributions(path=[entry]):
+        name = dist.metadata["Name"]
+        if not name or norm(name) in seen:
+            continue
+        seen[norm(name)] = {"version": str(dist.version or ""), "location": entry}
+print(@MARKER@ + json.dumps(
+    {"version": sys.version, "executable": sys.executable, "packages": seen}))
+""".replace("@MARKER@", repr(MARKER))
+
+
+def inspect_python(
+    interpreter: str,
+    env: Mapping[str, str],
+    timeout_s: float = DEFAULT_PYENV_TIMEOUT_S,
+    run: RunFn | None = None,
+) -> PythonEnvironment:
+    """Ask `interpreter` (a path on this machine) what it can import, in environment `env`.
+
+    Never raises for a broken interpreter: `error` then says why, in one line.
+    """
+    runner = run if run is not None else _live_runner(env)
+    result = runner((interpreter, "-c", SCRIPT), timeout_s)
+    if result.outcome != "exited":
+        return _failed(interpreter, _why_not_run(interpreter, result))
+    if result.exit_code != 0:
+        return _failed(
+            interpreter,
+            f"{interpreter} exited with code {result.exit_code}{_last_line(result.stderr)}",
+        )
+    return parse_report(interpreter, result.stdout)
+
+
+def parse_report(interpreter: str, stdout: str) -> PythonEnvironment:
+    """The PythonEnvironment described by the script's marked output line."""
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(MARKER)), None)
+    if line is None:
+        return _failed(interpreter, f"{interpreter} printed no report (is it a Python?)")
+    try:
+        report = json.loads(line[len(MARKER) :])
+        return _from_report(interpreter, report)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return _failed(interpreter, f"{interpreter} printed an unreadable report: {exc}")
+
+
+def _from_report(interpreter: str, report: dict[str, object]) -> PythonEnvironment:
+    if report.get("error"):
+        return _failed(interpreter, f"{interpreter}: {report['error']}")
+    found = report["packages"]
+    if not isinstance(found, dict):
+        raise TypeError("packages is not an object")
+    packages = {normalise_dist_name(k): str(v["version"]) for k, v in found.items()}
+    locations = {normalise_dist_name(k): str(v["location"]) for k, v in found.items()}
+    version = str(report["version"]).split(" ", 1)[0]  # "3.11.7 (main, ...)" -> "3.11.7"
+    return PythonEnvironment(
+        interpreter=interpreter, python_version=version, packages=packages, locations=locations
+    )
+
+
+def _why_not_run(interpreter: str, result: CommandResult) -> str:
+    if result.outcome == "not_found":
+        return f"{interpreter}: interpreter not found"
+    if result.outcome == "timeout":
+        return f"{interpreter} did not answer within {result.duration_s:.0f} s"
+    return f"{interpreter} could not run: {result.error}"
+
+
+def _failed(interpreter: str, why: str) -> PythonEnvironment:
+    return PythonEnvironment(interpreter=interpreter, error=" ".join(why.split()))
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return f": {lines[-1].strip()}" if lines else ""
+
+
+def _live_runner(env: Mapping[str, str]) -> RunFn:
+    from probes.live import spawn  # live imports this module; import late to avoid a cycle
+
+    def run(argv: Sequence[str], timeout_s: float) -> CommandResult:
+        return spawn(argv, timeout_s, env)
+
+    return run

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from checks.policy import PolicyError, load_policy
+
+
+def test_defaults_load_with_sources() -> None:
+    policy = load_policy()
+    assert policy.get("npu", "temperature_fail_c") == 95
+    assert policy.get("runner", "check_timeout_s") > 0
+    assert policy.waivers == ()
+    assert policy.source == "built-in defaults"
+
+
+def test_every_default_threshold_names_a_source() -> None:
+    text = (Path(__file__).parents[2] / "checks" / "policy.yaml").read_text()
+    sections = [b for b in text.split("\n\n") if ":" in b and not b.startswith("#")]
+    for block in sections:
+        assert "#" in block, f"a policy section without a source comment:\n{block}"
+
+
+def test_override_changes_only_given_keys(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text("npu:\n  temperature_warn_c: 70\n")
+    policy = load_policy(path)
+    assert policy.get("npu", "temperature_warn_c") == 70
+    assert policy.get("npu", "temperature_fail_c") == 95
+    assert policy.source == str(path)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("npu:\n  temprature_fail_c: 90\n", "unknown key 'npu.temprature_fail_c'"),
+    ("nup:\n  x: 1\n", "unknown section 'nup'"),
+    ("npu:\n  temperature_fail_c: hot\n", "'npu.temperature_fail_c' must be"),
+    ("logging:\n  production: 1\n", "'logging.production' must be bool"),
+    ("- a\n- b\n", "a policy is a mapping"),
+    ("npu: [\n", "not valid YAML"),
+    ("waivers:\n  - {id: x}\n", "each waiver needs"),
+    ("waivers:\n  - {id: x, reason: y, expires: soon}\n", "YYYY-MM-DD"),
+])
+def test_bad_policies_are_refused_with_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        load_policy(path)
+
+
+def test_missing_policy_file_names_it(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match=r"nope\.yaml"):
+        load_policy(tmp_path / "nope.yaml")
+
+
+def test_waivers_parse_and_expire(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text("waivers:\n  - id: pcie.contention\n    reason: known x8 riser\n"
+                    "    expires: 2027-01-31\n")
+    waiver = load_policy(path).waiver_for("pcie.contention")
+    assert waiver is not None and waiver.reason == "known x8 riser"
+    assert waiver.active(dt.date(2027, 1, 31))
+    assert not waiver.active(dt.date(2027, 2, 1))

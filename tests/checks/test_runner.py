@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from pathlib import Path
+
+from checks.context import Context
+from checks.model import Check, Finding, failed, passed, skipped, warned
+from checks.policy import load_policy
+from checks.runner import run_checks
+from probes.live import LiveHost
+
+
+def _ctx(tmp_path: Path, policy_text: str = "") -> Context:
+    path = tmp_path / "policy.yaml"
+    path.write_text(policy_text or "runner:\n  check_timeout_s: 1\n")
+    return Context(LiveHost(root=str(tmp_path), env={}), load_policy(path))
+
+
+def _check(id: str, finding: Finding | Exception, delay_s: float = 0.0) -> Check:
+    def fn(ctx: Context) -> Finding:
+        time.sleep(delay_s)
+        if isinstance(finding, Exception):
+            raise finding
+        return finding
+
+    return Check(id, id, "test", "nothing", fn)
+
+
+def test_statuses_and_exit_codes(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    quiet = run_checks([_check("a", passed("ok")), _check("b", skipped("n/a"))], ctx)
+    assert quiet.exit_code() == 0
+    assert run_checks([_check("a", passed("ok")), _check("b", warned("w", "r"))],
+                      ctx).exit_code() == 1
+    run = run_checks([_check("a", warned("w", "r")), _check("b", failed("f", "r"))], ctx)
+    assert run.exit_code() == 2
+    assert run.counts() == {"pass": 0, "warn": 1, "fail": 1, "skip": 0, "error": 0}
+
+
+def test_a_crash_is_contained_as_error(tmp_path: Path) -> None:
+    run = run_checks([_check("boom", RuntimeError("disk on fire")),
+                      _check("fine", passed("ok"))], _ctx(tmp_path))
+    by_id = {r.id: r for r in run.results}
+    assert by_id["boom"].status == "error"
+    assert "RuntimeError: disk on fire" in by_id["boom"].summary
+    assert by_id["fine"].status == "pass"
+    assert run.exit_code() == 2
+
+
+def test_a_hung_check_times_out_and_the_rest_finish(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    run = run_checks([_check("slow", passed("late"), delay_s=3.0),
+                      _check("quick", passed("ok"))], _ctx(tmp_path))
+    elapsed = time.perf_counter() - started
+    by_id = {r.id: r for r in run.results}
+    assert by_id["slow"].status == "error" and "within 1 s" in by_id["slow"].summary
+    assert by_id["quick"].status == "pass"
+    assert elapsed < 2.5
+
+
+def test_checks_run_concurrently(tmp_path: Path) -> None:
+    barrier = threading.Barrier(3, timeout=5)
+
+    def meet(ctx: Context) -> Finding:
+        barrier.wait()
+        return passed("met")
+
+    checks = [Check(f"c{i}", "c", "test", "x", meet) for i in range(3)]
+    run = run_checks(checks, _ctx(tmp_path, "runner:\n  check_timeout_s: 10\n"))
+    assert [r.status for r in run.results] == ["pass", "pass", "pass"]
+
+
+def test_facts_are_read_once_across_checks(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, "runner:\n  check_timeout_s: 10\n")
+    calls: list[int] = []
+
+    def read() -> int:
+        calls.append(1)
+        time.sleep(0.05)
+        return 42
+
+    def uses(c: Context) -> Finding:
+        return passed(str(c.fact("answer", read)))
+
+    run_checks([Check(f"c{i}", "c", "t", "x", uses) for i in range(4)], ctx)
+    assert calls == [1]
+
+
+def test_waiver_keeps_the_status_but_not_the_exit_code(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, "waivers:\n  - {id: b, reason: known riser, expires: 2027-01-31}\n")
+    run = run_checks([_check("b", warned("x8 link", "reseat"))], ctx, today=dt.date(2027, 1, 1))
+    assert run.results[0].status == "warn"
+    assert run.results[0].waiver.startswith("known riser")
+    assert run.exit_code() == 0
+    expired = run_checks([_check("b", warned("x8", "r"))], ctx, today=dt.date(2027, 2, 2))
+    assert expired.exit_code() == 1
+    assert any("expired" in e for e in expired.results[0].evidence)

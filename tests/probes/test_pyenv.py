@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FakeRoot
+
+from probes.host import CommandResult
+from probes.live import LiveHost
+from probes.pyenv import MARKER, inspect_python, parse_report
+
+PY_DIR = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def make_venv(where: Path, copies: bool = False) -> Path:
+    args = [sys.executable, "-m", "venv", "--without-pip", str(where)]
+    subprocess.run([*args, "--copies"] if copies else args, check=True, timeout=120)
+    return where / "bin" / "python"
+
+
+def add_dist(site: Path, name: str, version: str) -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("venv") / "env"
+    python = make_venv(where)
+    add_dist(where / "lib" / PY_DIR / "site-packages", "torch-npu", "2.5.1.post1")
+    return python
+
+
+def clean_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def test_venv_distribution_is_seen(venv: Path) -> None:
+    found = inspect_python(str(venv), clean_env())
+    assert found.error == ""
+    assert found.interpreter == str(venv)
+    assert found.python_version == sys.version.split()[0]
+    assert found.version_of("torch_npu") == "2.5.1.post1"
+    assert found.version_of("Torch-NPU") == "2.5.1.post1"
+    assert found.locations["torch-npu"].endswith("site-packages")
+    # the doctor's own packages are not in a fresh venv
+    assert found.version_of("pyyaml") is None
+
+
+def test_pythonpath_takes_precedence(venv: Path, tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    add_dist(shadow, "torch_npu", "2.4.0")
+    found = inspect_python(str(venv), {**clean_env(), "PYTHONPATH": str(shadow)})
+    assert found.version_of("torch-npu") == "2.4.0"
+    assert found.locations["torch-npu"] == str(shadow)
+
+
+def test_missing_interpreter(tmp_path: Path) -> None:
+    found = inspect_python(str(tmp_path / "nope" / "python"), clean_env())
+    assert found.error
+    assert "\n" not in found.error
+    assert found.packages == {}
+
+
+def fake_interpreter(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_timeout(tmp_path: Path) -> None:
+    found = inspect_python(fake_interpreter(tmp_path, "exec sleep 10\n"), clean_env(), 0.3)
+    assert "did not answer" in found.error
+
+
+def test_nonzero_exit_names_last_stderr_line(tmp_path: Path) -> None:
+    python = fake_interpreter(tmp_path, "echo 'first' >&2; echo 'Fatal: no stdlib' >&2; exit 1\n")
+    found = inspect_python(python, clean_env())
+    assert found.error.endswith("exited with code 1: Fatal: no stdlib")
+
+
+def test_not_a_python(tmp_path: Path) -> None:
+    found = inspect_python(fake_interpreter(tmp_path, "echo hello\n"), clean_env())
+    assert "no report" in found.error
+
+
+def test_bad_json(tmp_path: Path) -> None:
+    found = inspect_python(fake_interpreter(tmp_path, f"echo '{MARKER}{{bad'\n"), clean_env())
+    assert "unreadable report" in found.error
+    assert "\n" not in found.error
+
+
+def test_noise_before_report_is_ignored() -> None:
+    line = MARKER + '{"version": "3.8.10 (x)", "packages": {"Torch_NPU": '
+    line += '{"version": "2.1.0", "location": "/site"}}}'
+    found = parse_report("/py", "sitecustomize says hi\n" + line + "\n")
+    assert found.python_version == "3.8.10"
+    assert found.packages == {"torch-npu": "2.1.0"}
+
+
+def test_injected_runner_is_used() -> None:
+    def run(argv: object, timeout_s: float) -> CommandResult:
+        return CommandResult(argv=("x",), outcome="not_found")
+
+    assert "not found" in inspect_python("/py", {}, run=run).error
+
+
+def test_live_host_under_root_inspects_the_root_interpreter(fake_root: FakeRoot) -> None:
+    python = make_venv(fake_root.path / "opt" / "venv", copies=True)
+    add_dist(fake_root.path / "opt" / "venv" / "lib" / PY_DIR / "site-packages", "vllm", "0.9.1")
+    host = LiveHost(root=str(fake_root.path), env=clean_env(), python="/opt/venv/bin/python")
+    found = host.python_packages()
+    assert python.exists()
+    assert found.error == ""
+    assert found.interpreter == "/opt/venv/bin/python"
+    assert found.version_of("vllm") == "0.9.1"
+    assert found.locations["vllm"] == f"/opt/venv/lib/{PY_DIR}/site-packages"

@@ -1,0 +1,49 @@
+"""The import rules of DESIGN.md §1, checked in fresh interpreters."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _all_modules(package: str) -> list[str]:
+    pkg_dir = ROOT / package
+    names = [package]
+    for info in pkgutil.walk_packages([str(pkg_dir)], prefix=f"{package}."):
+        names.append(info.name)
+    return names
+
+
+def _loaded_after_import(modules: list[str]) -> set[str]:
+    code = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True)
+    return set(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize("package", ["probes", "checks", "playbooks"])
+def test_judging_packages_load_neither_torch_nor_textual(package: str) -> None:
+    loaded = _loaded_after_import(_all_modules(package))
+    assert not loaded & {"torch", "textual", "transformers"}, package
+
+
+def test_engine_loads_no_textual() -> None:
+    loaded = _loaded_after_import(_all_modules("engine"))
+    assert "textual" not in loaded
+
+
+def test_the_rule_would_notice_a_violation() -> None:
+    loaded = _loaded_after_import(["json", "textual"])
+    assert "textual" in loaded
