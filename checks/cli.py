@@ -149,6 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ascend-doctor: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader (`| head`) went away: not an error of ours, and no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _dispatch(args: argparse.Namespace, console: Console) -> int:

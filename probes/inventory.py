@@ -24,6 +24,17 @@ class NpuReading:
     kind: str  # info, mapping, list, watch, error, a -t kind, or "unavailable"
     document: dict[str, Any]
     noise: tuple[str, ...] = ()
+    parsed: Parsed = None  # the parser's dataclass (NpuInfo, NpuSmiError, KvOutput, ...)
+    command: CommandResult | None = None  # set when npu-smi could not give an output
+
+    @property
+    def info(self) -> npu_smi.NpuInfo | None:
+        """The main table, when this reading is one."""
+        return self.parsed if isinstance(self.parsed, npu_smi.NpuInfo) else None
+
+    @property
+    def error_text(self) -> str:
+        return str(self.document.get("error", "")) if self.is_error else ""
 
     @property
     def is_error(self) -> bool:
@@ -35,36 +46,50 @@ def parse_output(text: str, what: str = "npu-smi output") -> NpuReading:
     clean, noise = npu_smi.split_noise(text)
     error = npu_smi.detect_error(text)
     if error is not None:
-        return NpuReading("error", _with_schema(npu_smi.to_json(error)), tuple(noise))
+        doc = _with_schema(npu_smi.to_json(error))
+        return NpuReading("error", doc, tuple(noise), error)
     kind = npu_smi.detect_kind(clean)
-    doc = _parse_kind(kind, clean, what)
+    parsed, doc = _parse_kind(kind, clean, what)
     doc = _with_schema(doc)
     if noise:
         doc.setdefault("warnings", [])
         doc["noise"] = list(noise)
-    return NpuReading(str(doc.get("kind", kind)), doc, tuple(noise))
+    return NpuReading(str(doc.get("kind", kind)), doc, tuple(noise), parsed)
 
 
-def _parse_kind(kind: str, text: str, what: str) -> dict[str, Any]:
-    if kind == "info":
-        return npu_smi.to_json(npu_smi.parse_info(text))
-    if kind == "mapping":
-        return npu_smi.to_json(npu_smi.parse_mapping(text))
-    if kind == "list":
-        return npu_smi.to_json(npu_smi.parse_list(text))
-    if kind == "watch":
-        return npu_smi.to_json(npu_smi.parse_watch(text))
+def _parse_kind(kind: str, text: str, what: str) -> tuple[Parsed, dict[str, Any]]:
     if kind == "kv":
         return _parse_kv(text)
-    raise ParseError(what, "not an npu-smi output this tool knows (info, -m, -l, watch, -t ...)")
+    table = _parse_table(kind, text)
+    if table is None:
+        raise ParseError(what, "not an npu-smi output this tool knows "
+                         "(info, -m, -l, watch, -t ...)")
+    return table, npu_smi.to_json(table)
 
 
-def _parse_kv(text: str) -> dict[str, Any]:
+def _parse_table(
+    kind: str, text: str
+) -> npu_smi.NpuInfo | npu_smi.NpuMapping | npu_smi.NpuList | npu_smi.WatchTable | None:
+    if kind == "info":
+        return npu_smi.parse_info(text)
+    if kind == "mapping":
+        return npu_smi.parse_mapping(text)
+    if kind == "list":
+        return npu_smi.parse_list(text)
+    if kind == "watch":
+        return npu_smi.parse_watch(text)
+    return None
+
+
+def _parse_kv(text: str) -> tuple[Parsed, dict[str, Any]]:
+    parsed: Parsed
     if "NPU" in text and "CPU Affinity" in text:
-        return npu_smi_kv.to_json(npu_smi_kv.parse_topo(text))
-    if "Process id:" in text or "No process in device" in text:
-        return npu_smi_kv.to_json(npu_smi_kv.parse_proc_mem(text))
-    return npu_smi_kv.to_json(npu_smi_kv.parse_kv(text))
+        parsed = npu_smi_kv.parse_topo(text)
+    elif "Process id:" in text or "No process in device" in text:
+        parsed = npu_smi_kv.parse_proc_mem(text)
+    else:
+        parsed = npu_smi_kv.parse_kv(text)
+    return parsed, npu_smi_kv.to_json(parsed)
 
 
 def _with_schema(doc: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +99,7 @@ def _with_schema(doc: dict[str, Any]) -> dict[str, Any]:
 def unavailable(result: CommandResult, hint: str) -> NpuReading:
     """The reading of a machine where npu-smi could not give a table."""
     doc = {"schema": SCHEMA, "kind": "error", "error": f"{result.describe()}; {hint}"}
-    return NpuReading("unavailable", doc)
+    return NpuReading("unavailable", doc, command=result)
 
 
 def read_live(host: Host, timeout_s: float = DEFAULT_TIMEOUT_S) -> NpuReading:
@@ -88,7 +113,11 @@ def read_live(host: Host, timeout_s: float = DEFAULT_TIMEOUT_S) -> NpuReading:
     try:
         return parse_output(text, "`npu-smi info`")
     except ParseError as exc:
-        doc = {"schema": SCHEMA, "kind": "error", "error": str(exc)}
+        message = str(exc)
+        if result.exit_code != 0:
+            first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "no output")
+            message = f"{result.describe()}: {first}"
+        doc = {"schema": SCHEMA, "kind": "error", "error": message}
         return NpuReading("error", doc)
 
 
