@@ -69,7 +69,8 @@ def _suggest(playbook_id: str, ids: list[str]) -> tuple[str, ...]:
     wanted = playbook_id.strip().lower()
     tail = [i for i in ids if i.endswith("." + wanted) or i.split(".", 1)[-1] == wanted]
     close = difflib.get_close_matches(wanted, ids, n=3, cutoff=0.5)
-    return tuple(dict.fromkeys([*tail, *close]))[:3]
+    found = [book.id for book, _ in search(playbook_id, limit=3)]
+    return tuple(dict.fromkeys([*tail, *close, *found]))[:3]
 
 
 def get(playbook_id: str) -> Playbook:

@@ -21,6 +21,7 @@ _LIST_FIELDS: tuple[str, ...] = ("symptoms", "checks", "sources")
 _ALLOWED_KEYS = frozenset(("id", "title", "kind", *_LIST_FIELDS))
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 _HEADING_RE = re.compile(r"^##\s+(.+?)\s*$", re.MULTILINE)
+_FENCE_RE = re.compile(r"^\s*```", re.MULTILINE)
 
 
 class PlaybookError(ValueError):
@@ -56,9 +57,19 @@ class Entry(Protocol):
     def iterdir(self) -> Iterator[Entry]: ...
 
 
+def _headings(body: str) -> list[re.Match[str]]:
+    """`## ` headings of a markdown body, ignoring lines inside ``` fences."""
+    fences = [m.start() for m in _FENCE_RE.finditer(body)]
+
+    def inside_fence(pos: int) -> bool:
+        return sum(1 for f in fences if f < pos) % 2 == 1
+
+    return [m for m in _HEADING_RE.finditer(body) if not inside_fence(m.start())]
+
+
 def split_sections(body: str) -> dict[str, str]:
     """Map each `## heading` of a body to the stripped text that follows it."""
-    matches = list(_HEADING_RE.finditer(body))
+    matches = _headings(body)
     out: dict[str, str] = {}
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
@@ -93,7 +104,7 @@ def _required_string(meta: dict[str, object], key: str, where: str) -> str:
 
 
 def _check_sections(body: str, where: str) -> None:
-    found = tuple(m.group(1) for m in _HEADING_RE.finditer(body))
+    found = tuple(m.group(1) for m in _headings(body))
     if found != SECTIONS:
         raise PlaybookError(
             f"{where}: body must have exactly these '## ' sections in this order: "

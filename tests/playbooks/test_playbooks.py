@@ -236,6 +236,13 @@ def test_get_suggests_full_id_for_a_bare_name() -> None:
     assert info.value.suggestions[0] == "symptom.garbled-output"
 
 
+def test_get_falls_back_to_search_for_suggestions() -> None:
+    with pytest.raises(PlaybookNotFound) as info:
+        playbooks.get("fp8")
+    assert info.value.suggestions
+    assert all(s.startswith(("folklore.fp8", "checkpoint.")) for s in info.value.suggestions)
+
+
 def test_for_check_ignores_other_kinds_and_unknown_ids() -> None:
     assert playbooks.for_check("symptom.garbled-output") is None
     assert playbooks.for_check("no.such-check") is None
@@ -348,6 +355,15 @@ def test_malformed_file_raises_naming_file_and_problem(
         load_dir(tmp_path)
     assert str(path) in str(info.value)
     assert problem in str(info.value)
+
+
+def test_headings_inside_code_fences_are_not_sections(tmp_path: Path) -> None:
+    text = VALID.replace(
+        "## How to confirm\n\nx\n", "## How to confirm\n\n```\n## not a heading\n```\n"
+    )
+    write(tmp_path, "demo.ok.md", text)
+    (book,) = load_dir(tmp_path)
+    assert "## not a heading" in book.section("How to confirm")
 
 
 def test_non_utf8_file_raises(tmp_path: Path) -> None:

@@ -1,0 +1,166 @@
+"""cann.environment: the CANN toolkit environment a process needs (facts/PATHS.md §2-3).
+
+torch_npu raises at import when ASCEND_HOME_PATH is set but missing, when its `runtime/` or
+`compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing (PT registry_manager.py,
+PATHS.md §3): those are failures. Library-path gaps are warnings: a process may still load
+the libraries another way (rpath, ld.so.conf).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+from checks.builtin import facts
+from checks.builtin.versions import Judgement, stack, toolkit_dir
+from checks.context import Context
+from checks.model import Finding, skipped
+from checks.registry import check
+from probes.environment import read_ld_library_dirs
+from probes.errors import HostError, NotRecorded
+from probes.host import Host
+from probes.stack import TOOLKIT_ENV_VARS, StackVersions
+
+LIBASCENDCL = "libascendcl.so"
+
+
+def _exists(host: Host, path: str) -> bool | None:
+    """True/False, or None when a recording never saw the path."""
+    try:
+        return host.exists(path)
+    except NotRecorded:
+        return None
+    except HostError:
+        return False
+
+
+def set_env_script(host: Host, s: StackVersions) -> str:
+    """Where `set_env.sh` of the installed toolkit is: beside `ascend-toolkit/` or in the
+    toolkit directory itself (`cann`, `cann-<ver>`, PATHS.md §2.3)."""
+    default = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+    if s.toolkit.path is None:
+        return default
+    tk = toolkit_dir(s.toolkit.path)
+    candidates = [posixpath.join(posixpath.dirname(tk), "set_env.sh"),
+                  posixpath.join(tk, "set_env.sh")]
+    return next((c for c in candidates if _exists(host, c)), candidates[0])
+
+
+def judge_toolkit_vars(ctx: Context, env: Mapping[str, str], j: Judgement) -> str | None:
+    """ASCEND_HOME_PATH / ASCEND_TOOLKIT_HOME: set and existing. Returns the home in effect."""
+    s = stack(ctx)
+    set_vars = {name: env[name] for name in TOOLKIT_ENV_VARS if env.get(name)}
+    if not set_vars:
+        if s.toolkit.found:
+            script = set_env_script(ctx.host, s)
+            j.add("fail", f"set_env.sh not sourced: CANN is installed ({s.toolkit.path}) but "
+                  "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset",
+                  f"source {script} in the shell or container entrypoint that starts the "
+                  "process.")
+        elif s.toolkit.state != "not_recorded":
+            j.add("warn", "ASCEND_* variables are set but no CANN toolkit was found "
+                  f"({s.toolkit.error})",
+                  "Install the CANN toolkit, or set ASCEND_HOME_PATH to where it is.")
+        return None
+    for name, value in set_vars.items():
+        if _exists(ctx.host, value) is False:
+            j.add("fail", f"{name}={value} does not exist on this machine",
+                  f"Point {name} at the installed toolkit (source its set_env.sh).")
+        else:
+            j.add("pass", f"{name}={value} exists")
+    return set_vars.get("ASCEND_HOME_PATH")
+
+
+def judge_home_layout(ctx: Context, home: str, j: Judgement) -> None:
+    """runtime/ and compiler/ under ASCEND_HOME_PATH (torch_npu raises without them)."""
+    if _exists(ctx.host, home) is not True:
+        return
+    missing = [d for d in ("runtime", "compiler")
+               if _exists(ctx.host, posixpath.join(home, d)) is False]
+    if missing:
+        j.add("fail", f"ASCEND_HOME_PATH={home} has no {' or '.join(missing)}/ "
+              "(torch_npu raises at import)",
+              "Reinstall the CANN toolkit, or point ASCEND_HOME_PATH at a complete one.")
+    else:
+        j.add("pass", f"{home} has runtime/ and compiler/")
+
+
+def judge_opp(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
+    """ASCEND_OPP_PATH set and existing (torch_npu raises otherwise, PATHS.md §3)."""
+    opp = env.get("ASCEND_OPP_PATH")
+    remedy = "Source the toolkit's set_env.sh, which sets ASCEND_OPP_PATH=<toolkit>/opp."
+    if not opp:
+        j.add("fail", "ASCEND_OPP_PATH is not set (torch_npu raises at import)", remedy)
+    elif _exists(ctx.host, opp) is False:
+        j.add("fail", f"ASCEND_OPP_PATH={opp} does not exist (torch_npu raises at import)",
+              remedy)
+    else:
+        j.add("pass", f"ASCEND_OPP_PATH={opp} exists")
+
+
+def judge_driver_libs(ctx: Context, ld_path: tuple[str, ...], j: Judgement) -> None:
+    """`<driver root>/driver/lib64` on LD_LIBRARY_PATH (HIA envref_07_0002)."""
+    s = stack(ctx)
+    if s.driver.path is None:
+        j.evidence.append("driver version.info not found: driver lib64 not looked for")
+        return
+    lib64 = posixpath.join(posixpath.dirname(s.driver.path), "lib64")
+    on_path = [p for p in ld_path
+               if posixpath.normpath(p) == lib64 or posixpath.normpath(p).startswith(lib64 + "/")]
+    if on_path:
+        j.add("pass", f"driver libraries on LD_LIBRARY_PATH: {', '.join(on_path)}")
+        return
+    j.add("warn", f"{lib64} is not on LD_LIBRARY_PATH",
+          f"Add {lib64}, {lib64}/common and {lib64}/driver to LD_LIBRARY_PATH "
+          "(the toolkit's set_env.sh does not; the driver install prints them).")
+
+
+def judge_libascendcl(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
+    lookup = read_ld_library_dirs(ctx.host, env, (LIBASCENDCL,)).libraries[LIBASCENDCL]
+    if lookup.found:
+        j.add("pass", f"{LIBASCENDCL} resolves in {lookup.found_in}")
+    elif lookup.found is None:
+        j.evidence.append(f"{LIBASCENDCL}: not found where recorded; "
+                          f"not recorded: {', '.join(lookup.unknown_in)}")
+    else:
+        j.add("warn", f"{LIBASCENDCL} is not in any LD_LIBRARY_PATH directory",
+              "Source the toolkit's set_env.sh (it adds <toolkit>/lib64).")
+
+
+def judge_visible_devices(ctx: Context, j: Judgement) -> None:
+    """ASCEND_RT_VISIBLE_DEVICES: the runtime silently stops at the first bad entry."""
+    visible = facts.environment(ctx).visible_devices
+    if visible.raw is None:
+        return
+    if visible.problems:
+        j.add("fail", f"ASCEND_RT_VISIBLE_DEVICES={visible.raw!r}: "
+              f"{'; '.join(visible.problems)}",
+              "Write ascending logical ids separated by commas only, e.g. "
+              "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3.")
+    else:
+        j.add("pass", f"ASCEND_RT_VISIBLE_DEVICES={visible.raw} -> devices {visible.ids}")
+
+
+@check("cann.environment", "CANN toolkit environment", "environment",
+       "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
+       "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES")
+def cann_environment(ctx: Context) -> Finding:
+    env = ctx.host.env
+    s = stack(ctx)
+    ascend_vars = sorted(n for n in env if n.startswith("ASCEND_"))
+    if not s.toolkit.found and not ascend_vars:
+        if s.toolkit.state == "not_recorded":
+            return skipped("the CANN toolkit files were not recorded")
+        return skipped("no CANN toolkit on this machine", s.toolkit.error)
+    j = Judgement()
+    j.evidence.append(f"toolkit: {s.toolkit.path or s.toolkit.error}")
+    j.evidence.append(f"ASCEND_* set: {', '.join(ascend_vars) or 'none'}")
+    home = judge_toolkit_vars(ctx, env, j)
+    if home:
+        judge_home_layout(ctx, home, j)
+    if any(env.get(name) for name in TOOLKIT_ENV_VARS):
+        judge_opp(ctx, env, j)  # without set_env.sh the failure above already covers it
+    judge_driver_libs(ctx, facts.environment(ctx).ld_library_path, j)
+    judge_libascendcl(ctx, env, j)
+    judge_visible_devices(ctx, j)
+    return j.finding("the CANN toolkit environment is complete")

@@ -1,0 +1,200 @@
+"""devices.nodes, logging.level and pcie.contention on fake machines."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS_DIR, FakeRoot
+
+from checks.builtin.devices import device_nodes
+from checks.builtin.logging import logging_level
+from checks.builtin.pcie import pcie_contention
+from checks.context import Context
+from checks.policy import load_policy
+from probes.live import LiveHost
+
+PATH = "/usr/local/bin:/usr/bin:/bin"
+A2_INFO = CORPUS_DIR / "npu-smi" / "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
+
+
+def ctx_for(root: FakeRoot, env: dict[str, str] | None = None) -> Context:
+    return Context(LiveHost(root=str(root.path), env={"PATH": PATH, **(env or {})}),
+                   load_policy())
+
+
+def with_npu_smi(root: FakeRoot) -> None:
+    root.script("/usr/local/bin/npu-smi", f'cat "{A2_INFO}"\n')
+
+
+def with_nodes(root: FakeRoot, count: int, shared: tuple[str, ...] = (
+        "davinci_manager", "devmm_svm", "hisi_hdc")) -> None:
+    root.dir("/dev")
+    for n in range(count):
+        root.file(f"/dev/davinci{n}")
+    for name in shared:
+        root.file(f"/dev/{name}")
+
+
+# --- devices.nodes ----------------------------------------------------------------------------
+
+def test_nodes_all_present_but_plain_files_warn(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    with_nodes(fake_root, 8)
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "not character devices" in finding.summary
+
+
+def test_missing_manager_nodes_fail_naming_them(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    with_nodes(fake_root, 8, shared=("davinci_manager",))
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail"
+    assert "/dev/devmm_svm" in finding.summary and "/dev/hisi_hdc" in finding.summary
+    assert "--device /dev/devmm_svm" in finding.remedy
+
+
+def test_fewer_davinci_nodes_than_chips_fail(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    with_nodes(fake_root, 2)
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail" and "6 of 8 /dev/davinci<N>" in finding.summary
+
+
+def test_no_npu_machine_skips(fake_root: FakeRoot) -> None:
+    fake_root.dir("/dev")
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "skip" and "not an NPU machine" in finding.summary
+
+
+def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    dev = fake_root.dir("/dev")
+    names = [f"davinci{n}" for n in range(8)] + ["davinci_manager", "devmm_svm", "hisi_hdc"]
+    try:
+        for name in names:  # the same major/minor as /dev/null: harmless, but a real char device
+            os.mknod(dev / name, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "pass", finding
+    assert "8 davinci node(s)" in finding.summary
+
+
+# --- logging.level ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "status", "words"), [
+    (None, "pass", "level 3 (ERROR)"),
+    ("3", "pass", "level 3 (ERROR)"),
+    ("2", "pass", "level 2 (WARNING)"),
+    ("4", "pass", "level 4 (NULL)"),
+    ("1", "warn", "level 1 (INFO)"),
+    ("0", "warn", "level 0 (DEBUG)"),
+    ("5", "warn", "not one of 0 (DEBUG)"),
+    ("debug", "warn", "not one of 0 (DEBUG)"),
+])
+def test_log_level_meanings(fake_root: FakeRoot, value: str | None, status: str,
+                            words: str) -> None:
+    env = {"HOME": "/root"} | ({"ASCEND_GLOBAL_LOG_LEVEL": value} if value is not None else {})
+    finding = logging_level(ctx_for(fake_root, env))
+    assert finding.status == status
+    assert words in finding.summary
+
+
+def test_print_to_stdout_warns(fake_root: FakeRoot) -> None:
+    finding = logging_level(ctx_for(fake_root, {"ASCEND_SLOG_PRINT_TO_STDOUT": "1"}))
+    assert finding.status == "warn" and "ASCEND_SLOG_PRINT_TO_STDOUT=1" in finding.summary
+
+
+def test_log_dir_precedence_is_reported(fake_root: FakeRoot) -> None:
+    env = {"HOME": "/home/svc", "ASCEND_WORK_PATH": "/data/work",
+           "ASCEND_PROCESS_LOG_PATH": "/data/logs"}
+    finding = logging_level(ctx_for(fake_root, env))
+    assert "/data/logs (from ASCEND_PROCESS_LOG_PATH)" in finding.summary
+
+
+def test_debug_box_policy_accepts_info(fake_root: FakeRoot, tmp_path: Path) -> None:
+    ctx = ctx_for(fake_root, {"ASCEND_GLOBAL_LOG_LEVEL": "1"})
+    policy = tmp_path / "debug.yaml"
+    policy.write_text("logging:\n  production: false\n")
+    ctx.policy = load_policy(policy)
+    assert logging_level(ctx).status == "pass"
+
+
+# --- pcie.contention --------------------------------------------------------------------------
+
+def pci_function(root: FakeRoot, chain: list[str], vendor: str, device: str, klass: str,
+                 link: tuple[str, str, str, str] = ("16.0 GT/s PCIe", "16", "16.0 GT/s PCIe",
+                                                     "16"),
+                 numa: str = "0", aer_cor: int = 0) -> None:
+    """A function at the end of `chain` (root port first) under host bridge pci0000:00."""
+    address = chain[-1]
+    real = "/sys/devices/pci0000:00/" + "/".join(chain)
+    for depth in range(len(chain)):
+        bridge = "/sys/devices/pci0000:00/" + "/".join(chain[: depth + 1])
+        for name, value in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width",
+                            "16"), ("max_link_speed", "16.0 GT/s PCIe"), ("max_link_width", "16")):
+            if not (root.path / bridge.lstrip("/") / name).exists():
+                root.file(f"{bridge}/{name}", value + "\n")
+    files = {"vendor": vendor, "device": device, "class": klass, "numa_node": numa,
+             "current_link_speed": link[0], "current_link_width": link[1],
+             "max_link_speed": link[2], "max_link_width": link[3],
+             "aer_dev_correctable": f"RxErr {aer_cor}\nTOTAL_ERR_COR {aer_cor}\n",
+             "aer_dev_fatal": "TOTAL_ERR_FATAL 0\n", "aer_dev_nonfatal": "TOTAL_ERR_NONFATAL 0\n"}
+    for name, value in files.items():
+        root.file(f"{real}/{name}", value + "\n")
+    root.link(f"/sys/bus/pci/devices/{address}", "../../.." + real.removeprefix("/sys"))
+
+
+NPU = ("0x19e5", "0xd802", "0x120000")
+
+
+def test_healthy_npu_links_pass_and_show_numa(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU, numa="1")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass"
+    assert any("NUMA node 1" in e for e in finding.evidence)
+
+
+def test_link_trained_at_x8_warns(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "0000:01:00.0 link trained at 16.0 GT/s PCIe x8 of 16.0 GT/s PCIe x16" in finding.summary
+
+
+def test_nvme_behind_the_same_switch_at_any_depth_warns(fake_root: FakeRoot) -> None:
+    switch = ["0000:00:01.0", "0000:01:00.0"]  # root port, switch upstream port
+    pci_function(fake_root, [*switch, "0000:02:00.0", "0000:03:00.0"], *NPU)
+    pci_function(fake_root, [*switch, "0000:02:04.0", "0000:04:00.0", "0000:05:00.0"],
+                 "0x144d", "0xa808", "0x010802")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "0000:03:00.0 shares the uplink" in finding.summary
+    assert "NVMe device 0000:05:00.0" in finding.summary
+
+
+def test_devices_sharing_only_the_root_complex_pass(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU)
+    pci_function(fake_root, ["0000:00:02.0", "0000:02:00.0"], "0x15b3", "0x1017", "0x020000")
+    assert pcie_contention(ctx_for(fake_root)).status == "pass"
+
+
+def test_aer_counters_above_policy_warn(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU, aer_cor=500)
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn" and "500 correctable AER errors" in finding.summary
+
+
+def test_no_ascend_function_skips(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:02.0", "0000:02:00.0"], "0x15b3", "0x1017", "0x020000")
+    assert pcie_contention(ctx_for(fake_root)).status == "skip"
+
+
+def test_no_sysfs_skips(fake_root: FakeRoot) -> None:
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "skip" and "/sys/bus/pci/devices" in finding.summary

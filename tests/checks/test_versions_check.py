@@ -1,0 +1,239 @@
+"""versions.parity on fake machines: real version files, a real interpreter, fake packages."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks.builtin.versions import compat_data, versions_parity
+from checks.context import Context
+from checks.model import Finding
+from checks.policy import load_policy
+from checks.registry import all_checks, select
+from checks.runner import run_checks
+from probes.live import LiveHost
+from tests.conftest import CORPUS_DIR, FakeRoot
+
+CORPUS = CORPUS_DIR / "npu-smi"
+ASCEND = "/usr/local/Ascend"
+DRIVER_FILE = f"{ASCEND}/driver/version.info"
+FIRMWARE_FILE = f"{ASCEND}/firmware/version.info"
+TOOLKIT_FILE = f"{ASCEND}/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info"
+NNAL_FILE = f"{ASCEND}/nnal/atb/latest/version.info"
+MINDIE_FILE = f"{ASCEND}/mindie/latest/version.info"
+PYTHON = "/usr/bin/python3"
+
+HEALTHY_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
+                    "vllm_ascend": "0.11.0"}
+
+
+def corpus(name: str) -> str:
+    return next(CORPUS.glob(f"{name}-*")).read_text()
+
+
+def driver_accepting_c23() -> str:
+    # corpus 033 with the 8.3 family (C23, facts COMPAT.yaml observed families) accepted
+    return corpus("033").replace("[V100R001C15]\n", "[V100R001C15],[V100R001C23]\n")
+
+
+def nnal_info(version: str) -> str:
+    return (f"Ascend-cann-atb : {version}\nAscend-cann-atb Version : {version}.B030\n"
+            "Platform : aarch64\n")
+
+
+def toolkit_info(version: str, inner: str) -> str:
+    return (f"package_name=Ascend-cann-toolkit\nversion={version}\ninnerversion={inner}\n"
+            "arch=aarch64\nos=linux\n")
+
+
+def install_stack(root: FakeRoot, *, driver: str | None = None, firmware: str | None = None,
+                  toolkit: str | None = None, nnal: str | None = "8.3.RC2") -> None:
+    """A driver 23.0.7 / firmware 7.1.0.11.220 / CANN 8.3.RC2 / NNAL machine (corpus files)."""
+    root.file(DRIVER_FILE, driver if driver is not None else driver_accepting_c23())
+    root.file(FIRMWARE_FILE, firmware if firmware is not None else corpus("034"))
+    root.file(TOOLKIT_FILE, toolkit if toolkit is not None else corpus("021"))
+    if nnal is not None:
+        root.file(NNAL_FILE, nnal_info(nnal))
+
+
+def site_packages(where: Path, packages: dict[str, str]) -> str:
+    """A directory of `*.dist-info/METADATA` the interpreter finds through PYTHONPATH."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name, version in packages.items():
+        meta = where / f"{name}-{version}.dist-info" / "METADATA"
+        meta.parent.mkdir()
+        meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return str(where)
+
+
+def context(root: FakeRoot, packages: dict[str, str] | None, python: bool = True) -> Context:
+    """A Context on `root` whose --python is this interpreter, seeing `packages` first."""
+    env = {"PATH": "/usr/bin:/bin"}
+    if python:
+        # a real interpreter inside the root: a shim that execs this test's Python
+        root.script(PYTHON, f'exec "{sys.executable}" "$@"\n')
+        env["PYTHONPATH"] = site_packages(root.path.parent / "site", packages or {})
+    host = LiveHost(root=str(root.path), env=env, python=PYTHON if python else None)
+    return Context(host, load_policy())
+
+
+def run(root: FakeRoot, packages: dict[str, str] | None = None, python: bool = True) -> Finding:
+    return versions_parity(context(root, packages, python))
+
+
+def test_healthy_machine_passes(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "pass", found
+    text = "\n".join(found.evidence)
+    assert "firmware 7.1.0.11.220 within driver 23.0.7" in text
+    assert "vllm-ascend v0.11.0 row" in text
+    assert DRIVER_FILE in text
+
+
+def test_torch_beside_torch_npu_of_another_torch_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, {"torch": "2.6.0", "torch_npu": "2.5.1.post1"})
+    assert found.status == "fail"
+    assert "torch_npu 2.5.1.post1 is built for torch 2.5.1, found torch 2.6.0" in found.summary
+    assert "torch==2.5.1" in found.remedy
+
+
+def test_nnal_of_another_release_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, nnal="8.2.RC1")
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail"
+    assert "NNAL/ATB 8.2.RC1 is not the CANN 8.3.RC2 release" in found.summary
+    assert "nnal 8.3.RC2" in found.remedy
+
+
+def test_firmware_outside_driver_range_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, firmware=corpus("034").replace("7.1.0.11.220", "7.3.0.1.231"))
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail"
+    assert "firmware 7.3.0.1.231" in found.summary
+    assert "driver 23.0.7" in found.summary
+    assert "compatible_version_fw [7.0.0,7.1.99]" in found.summary
+
+
+def test_driver_not_accepted_by_firmware_fails(fake_root: FakeRoot) -> None:
+    driver = driver_accepting_c23().replace("23.0.7", "24.1.rc1")
+    install_stack(fake_root, driver=driver)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail"
+    assert "driver 24.1.rc1 is not in firmware 7.1.0.11.220's compatible_version_drv" \
+        in found.summary
+
+
+def test_toolkit_family_not_in_driver_list_warns(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, driver=corpus("033"))  # lists C13..C30 but not C23
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "warn"
+    assert "family V100R001C23 is not in driver 23.0.7's compatible_version" in found.summary
+
+
+def test_unknown_newer_torch_npu_warns_not_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, {"torch": "2.14.0", "torch_npu": "2.14.0"})
+    assert found.status == "warn"
+    assert "torch_npu 2.14.0 is not in the compatibility data" in found.summary
+
+
+def test_unknown_is_policy_applies(fake_root: FakeRoot, tmp_path: Path) -> None:
+    install_stack(fake_root)
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text("versions:\n  unknown_is: pass\n")
+    ctx = context(fake_root, {"torch": "2.14.0", "torch_npu": "2.14.0"})
+    ctx.policy = load_policy(policy_file)
+    assert versions_parity(ctx).status == "pass"
+
+
+def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
+    # torch_npu 2.6.0.post3 is branch v2.6.0-7.2.0 (CANN 8.3.RC1); 7.2.0 declares 8.2.RC1
+    install_stack(fake_root, toolkit=toolkit_info("8.2.RC1", "V100R001C22SPC001B100"),
+                  nnal="8.2.RC1", driver=corpus("033").replace("[V100R001C15]\n",
+                                                               "[V100R001C22]\n"))
+    found = run(fake_root, {"torch": "2.6.0", "torch_npu": "2.6.0.post3"})
+    assert found.status == "warn"
+    assert "older but declared compatible" in found.summary
+    assert "CANN 8.3.RC1" in found.remedy
+
+
+def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=corpus("019"), nnal="8.5.0")  # CANN 8.5.0
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
+    assert found.status == "fail"
+    assert "torch_npu 2.5.1 wants CANN 8.1.RC1 (torch_npu row v2.5.1-7.0.0), found CANN 8.5.0" \
+        in found.summary
+
+
+def test_vllm_ascend_row_mismatch_names_the_row(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, {**HEALTHY_PACKAGES, "torch_npu": "2.7.1"})
+    assert found.status == "fail"
+    assert "vllm-ascend v0.11.0 row wants torch_npu 2.7.1.post1, found 2.7.1" in found.summary
+    assert "torch_npu 2.7.1.post1" in found.remedy
+
+
+def test_unknown_vllm_ascend_warns(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, {**HEALTHY_PACKAGES, "vllm_ascend": "0.99.0"})
+    assert found.status == "warn"
+    assert "vllm-ascend 0.99.0 is not in the compatibility data" in found.summary
+
+
+def test_mindie_of_another_cann_fails(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    fake_root.file(MINDIE_FILE, "Ascend-mindie : MindIE 2.1.RC2.B080\nPlatform : aarch64\n")
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail"
+    assert "MindIE 2.1.RC2 row wants CANN 8.2.RC2, found CANN 8.3.RC2" in found.summary
+
+
+def test_unknown_mindie_warns(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    fake_root.file(MINDIE_FILE, "Ascend-mindie : MindIE 9.9.0\n")
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "warn"
+    assert "MindIE 9.9.0 is not in the compatibility data" in found.summary
+
+
+def test_python_error_judges_files_only(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, nnal="8.2.RC1")
+    found = run(fake_root, python=False)  # under a root without --python: an error
+    assert found.status == "fail"
+    assert "NNAL/ATB 8.2.RC1" in found.summary
+    assert any("python packages" in e and "not read" in e for e in found.evidence)
+
+
+def test_partial_stack_says_what_was_not_found(fake_root: FakeRoot) -> None:
+    fake_root.file(TOOLKIT_FILE, corpus("021"))
+    found = run(fake_root, {"torch": "2.7.1"})
+    assert found.status == "pass"
+    assert any(e.startswith("driver: not found") for e in found.evidence)
+    assert any(e.startswith("NNAL/ATB: not found") for e in found.evidence)
+
+
+def test_nothing_installed_skips(fake_root: FakeRoot) -> None:
+    found = run(fake_root, {"torch": "2.7.1"})  # torch alone is not an Ascend stack
+    assert found.status == "skip"
+    assert "no Ascend driver, CANN toolkit or torch_npu" in found.summary
+
+
+def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, nnal="8.2.RC1")
+    checks = select(all_checks(), ["versions.parity"], [])
+    report = run_checks(checks, context(fake_root, HEALTHY_PACKAGES))
+    (result,) = report.results
+    assert result.id == "versions.parity"
+    assert result.status == "fail"
+
+
+@pytest.mark.parametrize("row", compat_data().torch_npu_rows, ids=lambda r: str(r["torch_npu"]))
+def test_compat_rows_parse(row: dict[str, str]) -> None:
+    from probes.versions import parse_version, torch_base
+
+    assert torch_base(parse_version(str(row["torch_npu"]))) == str(row["torch"])
+    parse_version(str(row["cann"]))
