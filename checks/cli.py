@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from rich.console import Console
-
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S, Host
 
@@ -120,8 +118,7 @@ def _read_input(path: str) -> str:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
 
-def cmd_npu(args: argparse.Namespace, console: Console) -> int:
-    from checks.npu_view import render
+def cmd_npu(args: argparse.Namespace) -> int:
     from probes.inventory import parse_output, read_live
 
     if args.from_file:
@@ -131,18 +128,17 @@ def cmd_npu(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(reading.document, indent=2, ensure_ascii=False))
     else:
-        render(reading, console)
+        from checks.npu_view import render
+        from checks.terminal import make_console
+
+        render(reading, make_console())
     return EXIT_FAIL if reading.is_error else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        # a file or a pipe has no width to fit; never cut a table at 80 columns
-        console = Console(highlight=False, width=160)
     try:
-        return _dispatch(args, console)
+        return _dispatch(args)
     except (UsageError, ProbeError) as exc:
         print(f"ascend-doctor: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -156,18 +152,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _dispatch(args: argparse.Namespace, console: Console) -> int:
+def _dispatch(args: argparse.Namespace) -> int:
     from checks import commands
 
     if args.command == "npu":
-        return cmd_npu(args, console)
+        return cmd_npu(args)
     if args.command == "list":
-        return commands.cmd_list(console)
+        return commands.cmd_list()
     if args.command == "explain":
-        return commands.cmd_explain(args.id, console)
+        return commands.cmd_explain(args.id)
     if args.command == "playbooks":
-        return commands.cmd_playbooks(" ".join(args.text), console)
-    return commands.cmd_run(args, make_host(args), console)
+        return commands.cmd_playbooks(" ".join(args.text))
+    return commands.cmd_run(args, make_host(args))
 
 
 if __name__ == "__main__":

@@ -7,21 +7,21 @@ import json
 import os
 from pathlib import Path
 
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.table import Table
-from rich.text import Text
-
 from checks.cli import EXIT_OK, EXIT_USAGE, UsageError
 from checks.context import Context
 from checks.policy import PolicyError, load_policy
 from checks.registry import all_checks, select
-from checks.report import HostInfo, render_terminal, to_json, to_junit
+from checks.report import HostInfo, to_json, to_junit
 from checks.runner import run_checks
+from checks.terminal import make_console
+from probes.errors import NotRecorded, ProbeError
 from probes.host import Host
 
 
-def cmd_list(console: Console) -> int:
+def cmd_list() -> int:
+    from rich.table import Table
+
+    console = make_console()
     table = Table(title="ascend-doctor checks", title_justify="left")
     for header in ("id", "category", "looks at"):
         table.add_column(header)
@@ -31,9 +31,13 @@ def cmd_list(console: Console) -> int:
     return EXIT_OK
 
 
-def cmd_explain(playbook_id: str, console: Console) -> int:
+def cmd_explain(playbook_id: str) -> int:
+    from rich.markdown import Markdown
+    from rich.text import Text
+
     import playbooks
 
+    console = make_console()
     try:
         book = playbooks.get(playbook_id)
     except playbooks.PlaybookNotFound as exc:
@@ -45,9 +49,13 @@ def cmd_explain(playbook_id: str, console: Console) -> int:
     return EXIT_OK
 
 
-def cmd_playbooks(text: str, console: Console) -> int:
+def cmd_playbooks(text: str) -> int:
+    from rich.table import Table
+    from rich.text import Text
+
     import playbooks
 
+    console = make_console()
     table = Table(title=f"playbooks matching '{text}'" if text else "playbooks",
                   title_justify="left")
     for header in ("id", "kind", "title"):
@@ -62,25 +70,35 @@ def cmd_playbooks(text: str, console: Console) -> int:
     return EXIT_OK
 
 
-def _model_dir(args: argparse.Namespace) -> Path | None:
+def _model_dir(args: argparse.Namespace, host: Host) -> Path | None:
+    """The --model directory, a path on the observed machine (under --root, in a recording)."""
     if not args.model:
         return None
-    path = Path(args.model)
-    if not path.is_dir():
-        raise UsageError(f"--model {args.model}: not a directory (give the model folder "
-                         "holding config.json)")
-    return path
+    path = os.path.abspath(args.model) if not args.root and not args.from_path else args.model
+    try:
+        kind = host.kind(path)
+    except NotRecorded:
+        return Path(path)  # the checks say what the recording lacks
+    except ProbeError:
+        kind = "missing"
+    if kind != "dir":
+        raise UsageError(f"--model {args.model}: not a directory on the observed machine "
+                         "(give the model folder holding config.json)")
+    return Path(path)
 
 
-def _host_info(host: Host, args: argparse.Namespace, policy_source: str) -> HostInfo:
-    env = host.python_packages()
+def _host_info(ctx: Context, args: argparse.Namespace, policy_source: str) -> HostInfo:
+    from checks.builtin import facts
+
+    host = ctx.host
+    env = facts.python(ctx)  # read once per run, shared with the checks
     python = env.interpreter or "(none)"
     if env.error:
         python = f"{python} — {env.error}" if env.interpreter else env.error
     return HostInfo(host.description, python, policy_source, args.model)
 
 
-def cmd_run(args: argparse.Namespace, host: Host, console: Console) -> int:
+def cmd_run(args: argparse.Namespace, host: Host) -> int:
     try:
         policy = load_policy(Path(args.policy) if args.policy else None)
     except PolicyError as exc:
@@ -89,13 +107,15 @@ def cmd_run(args: argparse.Namespace, host: Host, console: Console) -> int:
         checks = select(all_checks(), args.only, args.skip)
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
-    ctx = Context(host, policy, _model_dir(args), timeout_s=args.timeout)
+    ctx = Context(host, policy, _model_dir(args, host), timeout_s=args.timeout)
     run = run_checks(checks, ctx)
-    info = _host_info(host, args, policy.source)
+    info = _host_info(ctx, args, policy.source)
     if args.json:
         print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
     else:
-        render_terminal(run, info, console, args.verbose)
+        from checks.report_terminal import render_terminal
+
+        render_terminal(run, info, make_console(), args.verbose)
     if args.junit:
         _write_atomic(Path(args.junit), to_junit(run, info))
     return run.exit_code()

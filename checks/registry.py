@@ -18,6 +18,7 @@ BUILTIN_MODULES = (
     "checks.builtin.devices",
     "checks.builtin.checkpoint",
     "checks.builtin.tokenizer",
+    "checks.builtin.hbm_fit",
 )
 
 

@@ -1,31 +1,20 @@
-"""Reports of a doctor run: terminal (rich), JSON (ascend-doctor/1) and JUnit XML."""
+"""Machine reports of a doctor run: JSON (ascend-doctor/1) and JUnit XML.
+
+The terminal report is in checks.report_terminal (it needs rich; these do not).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from itertools import groupby
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
-from checks.model import Result, Status
+from checks.model import Result
 from checks.runner import Run
 
 SCHEMA = "ascend-doctor/1"
 TOOL_VERSION = "0.1.0"
-
-_LABEL: Mapping[Status, tuple[str, str]] = {
-    "pass": ("PASS", "green"),
-    "warn": ("WARN", "yellow"),
-    "fail": ("FAIL", "bold red"),
-    "skip": ("SKIP", "dim"),
-    "error": ("ERROR", "magenta"),
-}
-
 
 @dataclass(frozen=True)
 class HostInfo:
@@ -56,51 +45,6 @@ def _result_json(result: Result) -> dict[str, Any]:
     if not result.waiver:
         doc.pop("waiver")
     return doc
-
-
-def render_terminal(run: Run, host: HostInfo, console: Console, verbose: bool = False) -> None:
-    console.print(Text(f"ascend-doctor {TOOL_VERSION} — {host.description}", style="bold"))
-    console.print(f"python: {host.python}   policy: {host.policy}"
-                  + (f"   model: {host.model}" if host.model else ""))
-    for category, results in groupby(run.results, key=lambda r: r.category):
-        console.print()
-        console.print(Text(category, style="bold underline"))
-        for result in results:
-            _render_result(result, console, verbose)
-    console.print()
-    console.print(summary_line(run))
-
-
-def _render_result(result: Result, console: Console, verbose: bool) -> None:
-    label, style = _LABEL[result.status]
-    line = Text("  ")
-    line.append(f"{label:<5}", style=style)
-    line.append(f" {result.id:<22} ", style="bold")
-    line.append(result.summary)
-    console.print(line)
-    if result.waiver:
-        console.print(Text(f"        waived: {result.waiver}", style="dim"))
-    show_detail = verbose or result.status in ("warn", "fail", "error")
-    if show_detail:
-        for item in result.evidence:
-            console.print(Text(f"        · {item}", style="dim"))
-    if result.status in ("warn", "fail", "error"):
-        if result.remedy:
-            console.print(Text(f"        fix: {result.remedy}"))
-        console.print(Text(f"        see: ascend-doctor explain {result.playbook}", style="cyan"))
-
-
-def summary_line(run: Run) -> Text:
-    counts = run.counts()
-    words: tuple[tuple[Status, str], ...] = (
-        ("pass", "passed"), ("warn", "warnings"), ("fail", "failed"),
-        ("skip", "skipped"), ("error", "errors"))
-    parts = [f"{counts[s]} {word}" for s, word in words if counts[s]]
-    verdict = {0: "ready", 1: "ready, with warnings", 2: "NOT ready"}[run.exit_code()]
-    text = Text(f"{len(run.results)} checks: " + ", ".join(parts) + f" in "
-                f"{run.duration_ms / 1000:.1f} s — ")
-    text.append(verdict, style={0: "green", 1: "yellow", 2: "bold red"}[run.exit_code()])
-    return text
 
 
 def to_junit(run: Run, host: HostInfo) -> str:

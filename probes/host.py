@@ -64,6 +64,15 @@ class PythonEnvironment:
         return self.packages.get(normalise_dist_name(name))
 
 
+@dataclass(frozen=True)
+class DiskUsage:
+    """The file system holding `path`: its size, and what an unprivileged user may still write."""
+
+    total_bytes: int
+    free_bytes: int  # statvfs f_bavail: root's reserved blocks are not counted
+    path: str  # the path that was asked about, on the observed machine
+
+
 def normalise_dist_name(name: str) -> str:
     """PEP 503 normalisation: `Torch_NPU` and `torch-npu` are the same distribution."""
     out = []
@@ -105,6 +114,14 @@ class Host(Protocol):
 
     def list_dir(self, path: str) -> list[str]:
         """Sorted entry names. Raises HostError."""
+        ...
+
+    def file_size(self, path: str) -> int:
+        """Size in bytes (symlinks followed). Raises HostError (PathMissing, PathUnreadable)."""
+        ...
+
+    def disk_usage(self, path: str) -> DiskUsage:
+        """The file system holding `path`. Raises PathMissing when nothing is at `path`."""
         ...
 
     def exists(self, path: str) -> bool: ...

@@ -20,8 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from probes.errors import HostError, PathMissing, PathUnreadable
-from probes.host import DEFAULT_TIMEOUT_S, CommandResult, PathKind, PythonEnvironment
-from probes.pyenv import inspect_python
+from probes.host import (
+    DEFAULT_TIMEOUT_S,
+    CommandResult,
+    DiskUsage,
+    PathKind,
+    PythonEnvironment,
+)
+from probes.pyenv import inspect_current, inspect_python
 
 # Linux gives up with ELOOP after 40 links; so do we.
 MAX_SYMLINKS = 40
@@ -111,6 +117,24 @@ class LiveHost:
         except OSError as exc:
             raise host_error(path, exc) from exc
 
+    def file_size(self, path: str) -> int:
+        try:
+            info = os.stat(self.host_path(path))
+        except OSError as exc:
+            raise host_error(path, exc) from exc
+        if stat.S_ISDIR(info.st_mode):
+            raise PathUnreadable(path, os.strerror(errno.EISDIR))  # as read_text says
+        return info.st_size
+
+    def disk_usage(self, path: str) -> DiskUsage:
+        try:
+            fs = os.statvfs(self.host_path(path))
+        except OSError as exc:
+            raise host_error(path, exc) from exc
+        return DiskUsage(
+            total_bytes=fs.f_blocks * fs.f_frsize, free_bytes=fs.f_bavail * fs.f_frsize, path=path
+        )
+
     def list_dir(self, path: str) -> list[str]:
         host = self.host_path(path)
         try:
@@ -168,6 +192,8 @@ class LiveHost:
     def python_packages(self) -> PythonEnvironment:
         if self.python is None and self.under_root:
             return PythonEnvironment(interpreter="", error=NO_PYTHON_UNDER_ROOT)
+        if self.python is None and self._same_python_environment():
+            return inspect_current()
         asked = self.python or sys.executable
         try:
             program = self.find_program(asked)
@@ -177,6 +203,12 @@ class LiveHost:
             return PythonEnvironment(interpreter=asked, error=f"{asked}: interpreter not found")
         found = inspect_python(program, self._env, run=self._run_resolved)
         return self._as_observed(replace(found, interpreter=asked))
+
+    def _same_python_environment(self) -> bool:
+        """This interpreter, started with this environment: its own sys.path is the answer."""
+        return not self.under_root and all(
+            self._env.get(name) == os.environ.get(name)
+            for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE"))
 
     def _run_resolved(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         return spawn(tuple(argv), timeout_s, self._env)

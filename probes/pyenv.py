@@ -8,7 +8,10 @@ package being importable there.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from probes.host import CommandResult, PythonEnvironment, normalise_dist_name
@@ -32,15 +35,27 @@ except ImportError:
     sys.exit(0)
 def norm(name):
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
+def head(dist):
+    # Name and Version from the header block only: the email parser behind
+    # dist.metadata reads whole descriptions and doubles the cost
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    found = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, _, value = line.partition(":")
+        if key in ("Name", "Version") and key not in found:
+            found[key] = value.strip()
+    return found.get("Name", ""), found.get("Version", "")
 seen = {}
 for entry in sys.path:
     if not entry:
         continue
     for dist in metadata.distributions(path=[entry]):
-        name = dist.metadata["Name"]
+        name, version = head(dist)
         if not name or norm(name) in seen:
             continue
-        seen[norm(name)] = {"version": str(dist.version or ""), "location": entry}
+        seen[norm(name)] = {"version": version, "location": entry}
 print(@MARKER@ + json.dumps(
     {"version": sys.version, "executable": sys.executable, "packages": seen}))
 """.replace("@MARKER@", repr(MARKER))
@@ -66,6 +81,14 @@ def inspect_python(
             f"{interpreter} exited with code {result.exit_code}{_last_line(result.stderr)}",
         )
     return parse_report(interpreter, result.stdout)
+
+
+def inspect_current() -> PythonEnvironment:
+    """The same report for this very interpreter, without starting another one."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(SCRIPT, "<pyenv>", "exec"), {"__name__": "ascend_doctor_pyenv"})
+    return parse_report(sys.executable, out.getvalue())
 
 
 def parse_report(interpreter: str, stdout: str) -> PythonEnvironment:

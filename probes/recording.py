@@ -1,7 +1,7 @@
 """Record what a Host was asked and answered; answer again from the recording anywhere.
 
 `RecordingHost(inner)` forwards every question to `inner` and keeps question + answer;
-`save()` writes the "ascend-snapshot/1" format (docs/snapshot-format.md). `SnapshotHost(path)`
+`save()` writes the "ascend-snapshot/1.1" format (docs/snapshot-format.md). `SnapshotHost(path)`
 answers from such a directory or a `.tar.gz` of one, and says "not recorded" for anything
 else. Reading a bundle is hostile-input code: every member name, kind, size and JSON shape is
 checked, and each problem is one SnapshotError naming the member.
@@ -28,11 +28,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar, cast
 
 from probes.errors import HostError, NotRecorded, PathMissing, PathUnreadable, ProbeError
-from probes.host import CommandResult, Host, PathKind, PythonEnvironment
+from probes.host import CommandResult, DiskUsage, Host, PathKind, PythonEnvironment
 
 SCHEMA_NAME = "ascend-snapshot"
 SCHEMA_MAJOR = 1
-SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}"
+# 1.1 added the file_size and disk_usage answers; readers take 1 and any 1.x.
+SCHEMA_MINOR = 1
+SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 MIB = 1024 * 1024
 PATH_KINDS = ("file", "dir", "char_device", "block_device", "other", "missing")
@@ -120,6 +122,8 @@ class FileRecord:
     text: str | RecordedError | None = None
     listing: tuple[str, ...] | RecordedError | None = None
     ranges: tuple[RangeRecord, ...] = ()
+    file_size: int | RecordedError | None = None
+    disk_usage: DiskUsage | RecordedError | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,12 @@ class RecordingHost:
 
     def realpath(self, path: str) -> str:
         return self._ask(path, "realpath", lambda: self.inner.realpath(path))
+
+    def file_size(self, path: str) -> int:
+        return self._ask(path, "file_size", lambda: self.inner.file_size(path))
+
+    def disk_usage(self, path: str) -> DiskUsage:
+        return self._ask(path, "disk_usage", lambda: self.inner.disk_usage(path))
 
     def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         try:
@@ -341,6 +351,12 @@ class SnapshotHost:
     def realpath(self, path: str) -> str:
         return _value_or_raise(self._asked_about(path, "realpath"), path)
 
+    def file_size(self, path: str) -> int:
+        return _value_or_raise(self._asked_about(path, "file_size"), path)
+
+    def disk_usage(self, path: str) -> DiskUsage:
+        return _value_or_raise(self._asked_about(path, "disk_usage"), path)
+
     def exists(self, path: str) -> bool:
         entry = self._entry(path)
         if entry.exists is not None:
@@ -459,7 +475,7 @@ def _command_json(record: CommandRecord) -> dict[str, object]:
 
 def _file_json(entry: FileRecord, blobs: dict[str, bytes]) -> dict[str, object]:
     out: dict[str, object] = {}
-    for question in ("kind", "exists", "realpath"):
+    for question in ("kind", "exists", "realpath", "file_size"):
         answer = getattr(entry, question)
         if answer is not None:
             out[question] = _answer_json(answer, lambda v: {"value": v})
@@ -467,9 +483,16 @@ def _file_json(entry: FileRecord, blobs: dict[str, bytes]) -> dict[str, object]:
         out["listing"] = _answer_json(entry.listing, lambda v: {"value": list(v)})
     if entry.text is not None:
         out["text"] = _answer_json(entry.text, lambda v: _blob_ref(v.encode(), blobs))
+    if entry.disk_usage is not None:
+        out["disk_usage"] = _answer_json(entry.disk_usage, _disk_usage_json)
     if entry.ranges:
         out["ranges"] = [_range_json(r, blobs) for r in entry.ranges]
     return out
+
+
+def _disk_usage_json(usage: DiskUsage) -> dict[str, Any]:
+    # the path is the files.json key; it is not repeated
+    return {"value": {"total_bytes": usage.total_bytes, "free_bytes": usage.free_bytes}}
 
 
 def _answer_json(answer: T | RecordedError, ok: Callable[[T], dict[str, Any]]) -> object:
@@ -651,7 +674,10 @@ def _parse_manifest(raw: Any) -> Manifest:
     name, _, version = schema.partition("/")
     major = version.split(".", 1)[0]
     if name != SCHEMA_NAME or major != str(SCHEMA_MAJOR):
-        raise SnapshotError(f"manifest.json: schema {schema!r} is not supported (reads {SCHEMA})")
+        raise SnapshotError(
+            f"manifest.json: schema {schema!r} is not supported "
+            f"(reads {SCHEMA_NAME}/{SCHEMA_MAJOR} and {SCHEMA_NAME}/{SCHEMA_MAJOR}.x)"
+        )
     return Manifest(
         schema=schema,
         created_at=_expect(raw["created_at"], str, "created_at"),
@@ -701,12 +727,12 @@ def _parse_command(raw: Any) -> CommandRecord:
 
 def _parse_files(raw: Any, blobs: _BlobReader) -> dict[str, FileRecord]:
     return {
-        _expect(path, str, "path"): _parse_file(_expect(entry, dict, path), blobs)
+        _expect(path, str, "path"): _parse_file(path, _expect(entry, dict, path), blobs)
         for path, entry in _expect(raw, dict, "files").items()
     }
 
 
-def _parse_file(raw: dict[str, Any], blobs: _BlobReader) -> FileRecord:
+def _parse_file(path: str, raw: dict[str, Any], blobs: _BlobReader) -> FileRecord:
     return FileRecord(
         kind=_answer(raw, "kind", _parse_kind),
         exists=_expect(raw["exists"]["value"], bool, "exists") if "exists" in raw else None,
@@ -716,6 +742,24 @@ def _parse_file(raw: dict[str, Any], blobs: _BlobReader) -> FileRecord:
         ranges=tuple(
             _parse_range(r, blobs) for r in _expect(raw.get("ranges", []), list, "ranges")
         ),
+        file_size=_answer(raw, "file_size", lambda a: _byte_count(a["value"], "file_size")),
+        disk_usage=_answer(raw, "disk_usage", lambda a: _parse_disk_usage(a["value"], path)),
+    )
+
+
+def _byte_count(value: Any, what: str) -> int:
+    count = _expect(value, int, what)
+    if count < 0:
+        raise ValueError(f"{what}: negative byte count {count}")
+    return count
+
+
+def _parse_disk_usage(raw: Any, path: str) -> DiskUsage:
+    usage = _expect(raw, dict, "disk_usage")
+    return DiskUsage(
+        total_bytes=_byte_count(usage["total_bytes"], "total_bytes"),
+        free_bytes=_byte_count(usage["free_bytes"], "free_bytes"),
+        path=path,
     )
 
 

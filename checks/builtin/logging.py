@@ -1,16 +1,37 @@
-"""logging.level: ASCEND_GLOBAL_LOG_LEVEL with its real meaning, and where logs go."""
+"""logging.level: ASCEND_GLOBAL_LOG_LEVEL with its real meaning, and where logs go.
+
+CANN never rotates application logs (facts/PATHS.md §5), so the check also measures the
+resolved log directory (bounded walk) and the free space of the file system holding it.
+"""
 
 from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
 
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, passed, warned
 from checks.registry import check
-from probes.environment import LOG_LEVEL_NAMES
+from probes.environment import LOG_LEVEL_NAMES, LogDir
+from probes.errors import HostError, NotRecorded
+from probes.host import Host
+
+MIB = 1024 * 1024
+# The walk of the log directory stops after this many entries or below this depth.
+MAX_ENTRIES = 20000
+MAX_DEPTH = 8
+
+LEVEL_REMEDY = ("for production set ASCEND_GLOBAL_LOG_LEVEL=3 (ERROR, the default) or 2 "
+                "(WARNING) and unset ASCEND_SLOG_PRINT_TO_STDOUT")
+DISK_REMEDY = ("CANN never rotates application logs: delete or archive old plog/device logs "
+               "(e.g. `find DIR -name '*.log' -mtime +7 -delete`), or point "
+               "ASCEND_PROCESS_LOG_PATH at a file system with room")
 
 
 @check("logging.level", "CANN log level and log directory", "logging",
-       "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log directory")
+       "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log directory "
+       "size and free space")
 def logging_level(ctx: Context) -> Finding:
     env = facts.environment(ctx)
     level = env.log_level
@@ -20,7 +41,8 @@ def logging_level(ctx: Context) -> Finding:
     log_dir = env.log_dir
     where = (f"log directory {log_dir.path} (from {log_dir.source})" if log_dir.path
              else "log directory unknown")
-    evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes)
+    disk = log_disk(ctx, log_dir)
+    evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes, *disk.evidence)
     problems = list(level.problems)
     production = bool(ctx.policy.get("logging", "production"))
     if production and level.level in (0, 1):
@@ -28,8 +50,176 @@ def logging_level(ctx: Context) -> Finding:
                         "slower and fills the disk; CANN never rotates application logs")
     if ctx.host.env.get("ASCEND_SLOG_PRINT_TO_STDOUT") == "1":
         problems.append("ASCEND_SLOG_PRINT_TO_STDOUT=1 prints host logs to stdout")
-    if problems:
-        return warned("; ".join(problems),
-                      "for production set ASCEND_GLOBAL_LOG_LEVEL=3 (ERROR, the default) or 2 "
-                      "(WARNING) and unset ASCEND_SLOG_PRINT_TO_STDOUT", *evidence)
-    return passed(f"log level {level.level} ({name}); {where}", *evidence)
+    if problems or disk.problems:
+        remedy = "; ".join(([LEVEL_REMEDY] if problems else []) +
+                           ([DISK_REMEDY] if disk.problems else []))
+        summary = "; ".join([*problems, *disk.problems])
+        return warned(_with_unknown(summary, disk), remedy, *evidence)
+    summary = f"log level {level.level} ({name}); {where}"
+    return passed(_with_unknown(summary, disk), *evidence)
+
+
+def _with_unknown(summary: str, disk: LogDisk) -> str:
+    """A part that could not be measured is said in the summary, never passed over."""
+    return f"{summary}; {disk.unknown}" if disk.unknown else summary
+
+
+# -- the log directory on disk --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DirSize:
+    """What a bounded walk of a directory found."""
+
+    total_bytes: int
+    files: int
+    stopped: str = ""  # why the walk stopped early, e.g. "stopped after 20000 files"
+    unreadable: int = 0  # entries that could not be listed or measured
+
+    @property
+    def complete(self) -> bool:
+        return not self.stopped and not self.unreadable
+
+
+@dataclass(frozen=True)
+class LogDisk:
+    """The disk side of the check: problems to warn about, and what was (not) measured."""
+
+    problems: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    unknown: str = ""  # non-empty when a part could not be measured: said in the summary
+
+
+def log_disk(ctx: Context, log_dir: LogDir) -> LogDisk:
+    path = log_dir.path
+    if path is None:
+        return LogDisk(evidence=("log directory unknown: size and free space not measured",),
+                       unknown="log disk usage not measured")
+    if not path.startswith("/"):
+        return LogDisk(evidence=(f"log directory {path} is relative to the process's working "
+                                 "directory: size and free space not measured",),
+                       unknown="log disk usage not measured")
+    min_free_mb = int(ctx.policy.get("logging", "min_free_disk_mb"))
+    max_dir_mb = int(ctx.policy.get("logging", "max_log_dir_mb"))
+    size = _size_part(ctx.host, path, max_dir_mb)
+    free = _free_part(ctx.host, path, min_free_mb)
+    return LogDisk(
+        problems=size.problems + free.problems,
+        evidence=size.evidence + free.evidence,
+        unknown="; ".join(part for part in (size.unknown, free.unknown) if part),
+    )
+
+
+def _size_part(host: Host, path: str, max_dir_mb: int) -> LogDisk:
+    try:
+        kind = host.kind(path)
+        if kind == "missing":
+            return LogDisk(evidence=(f"log directory {path} does not exist yet",))
+        if kind != "dir":
+            return LogDisk(problems=(f"log directory {path} is a {kind}, not a directory",))
+        size = measure_dir(host, path, MAX_ENTRIES, MAX_DEPTH)
+    except NotRecorded:
+        return LogDisk(evidence=(f"log directory {path} size: not recorded",),
+                       unknown="log directory size not recorded")
+    except HostError as exc:
+        return LogDisk(evidence=(f"log directory size not measured: {exc}",),
+                       unknown="log directory size not measured")
+    shown = describe_size(size)
+    evidence = f"log directory {path} holds {shown} in {size.files} files"
+    if size.total_bytes > max_dir_mb * MIB:
+        problem = (f"log directory {path} holds {shown}, over logging.max_log_dir_mb="
+                   f"{max_dir_mb} MB")
+        return LogDisk(problems=(problem,), evidence=(evidence,))
+    return LogDisk(evidence=(evidence,))
+
+
+def _free_part(host: Host, path: str, min_free_mb: int) -> LogDisk:
+    try:
+        measured = nearest_existing(host, path)
+        usage = host.disk_usage(measured)
+    except NotRecorded:
+        return LogDisk(evidence=(f"free space for {path}: not recorded",),
+                       unknown="log file system free space not recorded")
+    except HostError as exc:
+        return LogDisk(evidence=(f"free space not measured: {exc}",),
+                       unknown="log file system free space not measured")
+    on = path if measured == path else f"{measured} (nearest existing parent of {path})"
+    evidence = (f"{mb(usage.free_bytes)} free of {mb(usage.total_bytes)} on the file system "
+                f"holding {on}")
+    if usage.free_bytes < min_free_mb * MIB:
+        problem = (f"only {mb(usage.free_bytes)} free on the file system holding {on}, below "
+                   f"logging.min_free_disk_mb={min_free_mb} MB")
+        return LogDisk(problems=(problem,), evidence=(evidence,))
+    return LogDisk(evidence=(evidence,))
+
+
+def nearest_existing(host: Host, path: str) -> str:
+    """`path` when something is there, else its nearest parent that exists."""
+    current = posixpath.normpath(path)
+    while current != "/" and host.kind(current) == "missing":
+        current = posixpath.dirname(current)
+    return current
+
+
+def measure_dir(host: Host, path: str, max_entries: int = MAX_ENTRIES,
+                max_depth: int = MAX_DEPTH) -> DirSize:
+    """Total bytes of the files below `path` (symlinks followed), walking at most
+    `max_entries` entries and `max_depth` directory levels. NotRecorded propagates."""
+    total = files = seen = unreadable = 0
+    too_deep = False
+    pending = [(path, 0)]  # directories to list, with their depth below `path`
+    while pending:
+        directory, depth = pending.pop()
+        names = _listing(host, directory)
+        if names is None:
+            unreadable += 1
+            continue
+        for name in names:
+            if seen >= max_entries:
+                return DirSize(total, files, f"stopped after {max_entries} files", unreadable)
+            seen += 1
+            child = posixpath.join(directory, name)
+            kind, size = _entry(host, child)
+            if kind == "file":
+                files += 1
+                total += size
+            elif kind == "unreadable":
+                unreadable += 1
+            elif kind == "dir" and depth + 1 < max_depth:
+                pending.append((child, depth + 1))
+            elif kind == "dir":
+                too_deep = True
+    return DirSize(total, files, f"stopped at depth {max_depth}" if too_deep else "", unreadable)
+
+
+def _listing(host: Host, directory: str) -> list[str] | None:
+    try:
+        return host.list_dir(directory)
+    except NotRecorded:
+        raise
+    except HostError:
+        return None
+
+
+def _entry(host: Host, path: str) -> tuple[str, int]:
+    """(kind, size in bytes for a file, else 0); kind "unreadable" when it cannot be asked."""
+    try:
+        kind = host.kind(path)
+        return kind, host.file_size(path) if kind == "file" else 0
+    except NotRecorded:
+        raise
+    except HostError:
+        return "unreadable", 0
+
+
+def describe_size(size: DirSize) -> str:
+    if size.stopped:
+        return f"at least {mb(size.total_bytes)} ({size.stopped})"
+    if size.unreadable:
+        return f"at least {mb(size.total_bytes)} ({size.unreadable} entries unreadable)"
+    return mb(size.total_bytes)
+
+
+def mb(count: int) -> str:
+    """Bytes for a person: MB (MiB, as the policy counts them) to one decimal."""
+    return f"{count / MIB:,.1f} MB" if count >= MIB // 10 else f"{count} bytes"

@@ -1,16 +1,15 @@
-"""devices.nodes, logging.level and pcie.contention on fake machines."""
+"""devices.nodes and pcie.contention on fake machines (logging.level: test_logging_check.py)."""
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from conftest import CORPUS_DIR, FakeRoot
+from machines import pci_function
 
 from checks.builtin.devices import device_nodes
-from checks.builtin.logging import logging_level
 from checks.builtin.pcie import pcie_contention
 from checks.context import Context
 from checks.policy import load_policy
@@ -84,70 +83,7 @@ def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
     assert "8 davinci node(s)" in finding.summary
 
 
-# --- logging.level ----------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("value", "status", "words"), [
-    (None, "pass", "level 3 (ERROR)"),
-    ("3", "pass", "level 3 (ERROR)"),
-    ("2", "pass", "level 2 (WARNING)"),
-    ("4", "pass", "level 4 (NULL)"),
-    ("1", "warn", "level 1 (INFO)"),
-    ("0", "warn", "level 0 (DEBUG)"),
-    ("5", "warn", "not one of 0 (DEBUG)"),
-    ("debug", "warn", "not one of 0 (DEBUG)"),
-])
-def test_log_level_meanings(fake_root: FakeRoot, value: str | None, status: str,
-                            words: str) -> None:
-    env = {"HOME": "/root"} | ({"ASCEND_GLOBAL_LOG_LEVEL": value} if value is not None else {})
-    finding = logging_level(ctx_for(fake_root, env))
-    assert finding.status == status
-    assert words in finding.summary
-
-
-def test_print_to_stdout_warns(fake_root: FakeRoot) -> None:
-    finding = logging_level(ctx_for(fake_root, {"ASCEND_SLOG_PRINT_TO_STDOUT": "1"}))
-    assert finding.status == "warn" and "ASCEND_SLOG_PRINT_TO_STDOUT=1" in finding.summary
-
-
-def test_log_dir_precedence_is_reported(fake_root: FakeRoot) -> None:
-    env = {"HOME": "/home/svc", "ASCEND_WORK_PATH": "/data/work",
-           "ASCEND_PROCESS_LOG_PATH": "/data/logs"}
-    finding = logging_level(ctx_for(fake_root, env))
-    assert "/data/logs (from ASCEND_PROCESS_LOG_PATH)" in finding.summary
-
-
-def test_debug_box_policy_accepts_info(fake_root: FakeRoot, tmp_path: Path) -> None:
-    ctx = ctx_for(fake_root, {"ASCEND_GLOBAL_LOG_LEVEL": "1"})
-    policy = tmp_path / "debug.yaml"
-    policy.write_text("logging:\n  production: false\n")
-    ctx.policy = load_policy(policy)
-    assert logging_level(ctx).status == "pass"
-
-
 # --- pcie.contention --------------------------------------------------------------------------
-
-def pci_function(root: FakeRoot, chain: list[str], vendor: str, device: str, klass: str,
-                 link: tuple[str, str, str, str] = ("16.0 GT/s PCIe", "16", "16.0 GT/s PCIe",
-                                                     "16"),
-                 numa: str = "0", aer_cor: int = 0) -> None:
-    """A function at the end of `chain` (root port first) under host bridge pci0000:00."""
-    address = chain[-1]
-    real = "/sys/devices/pci0000:00/" + "/".join(chain)
-    for depth in range(len(chain)):
-        bridge = "/sys/devices/pci0000:00/" + "/".join(chain[: depth + 1])
-        for name, value in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width",
-                            "16"), ("max_link_speed", "16.0 GT/s PCIe"), ("max_link_width", "16")):
-            if not (root.path / bridge.lstrip("/") / name).exists():
-                root.file(f"{bridge}/{name}", value + "\n")
-    files = {"vendor": vendor, "device": device, "class": klass, "numa_node": numa,
-             "current_link_speed": link[0], "current_link_width": link[1],
-             "max_link_speed": link[2], "max_link_width": link[3],
-             "aer_dev_correctable": f"RxErr {aer_cor}\nTOTAL_ERR_COR {aer_cor}\n",
-             "aer_dev_fatal": "TOTAL_ERR_FATAL 0\n", "aer_dev_nonfatal": "TOTAL_ERR_NONFATAL 0\n"}
-    for name, value in files.items():
-        root.file(f"{real}/{name}", value + "\n")
-    root.link(f"/sys/bus/pci/devices/{address}", "../../.." + real.removeprefix("/sys"))
-
 
 NPU = ("0x19e5", "0xd802", "0x120000")
 

@@ -244,3 +244,52 @@ def test_python_under_root_needs_explicit_interpreter(fake_root: FakeRoot) -> No
 def test_python_under_root_is_resolved_under_root(fake_root: FakeRoot) -> None:
     found = LiveHost(root=str(fake_root.path), python=sys.executable).python_packages()
     assert "not found" in found.error
+
+
+# -- sizes and file systems --------------------------------------------------------------
+
+
+def test_file_size_follows_links_inside_root(host: LiveHost) -> None:
+    assert host.file_size("/usr/local/Ascend/driver/version.info") == len("Version=25.0.rc1.1\n")
+    assert host.file_size("/etc/ascend_install.info") == len("Version=25.0.rc1.1\n")
+    assert host.file_size(f"/sys/bus/pci/devices/{PCI_ADDR}/vendor") == len("0x19e5\n")
+    assert host.file_size("/opt/escape/version.info") == len("Version=25.0.rc1.1\n")
+
+
+def test_file_size_errors_are_like_read_text(host: LiveHost) -> None:
+    with pytest.raises(PathMissing):
+        host.file_size("/dev/davinci0")
+    with pytest.raises(PathMissing):
+        host.file_size("/usr/local/Ascend/driver/version.info/below")
+    with pytest.raises(PathUnreadable, match="directory"):
+        host.file_size("/sys")
+    with pytest.raises(PathUnreadable, match="symbolic links"):
+        host.file_size("/loop/a")
+    with pytest.raises(PathUnreadable):
+        host.file_size("etc/hostname")
+
+
+def test_file_size_of_empty_and_large_sparse_files(fake_root: FakeRoot) -> None:
+    fake_root.file("/empty")
+    big = fake_root.file("/big")
+    with big.open("wb") as fh:
+        fh.truncate(5 * 1024**3)  # sparse: 5 GiB without the disk space
+    host = LiveHost(root=str(fake_root.path))
+    assert host.file_size("/empty") == 0
+    assert host.file_size("/big") == 5 * 1024**3
+
+
+def test_disk_usage_is_the_file_system_under_root(host: LiveHost) -> None:
+    usage = host.disk_usage("/usr/local/Ascend")
+    fs = os.statvfs(host.root)
+    assert usage.path == "/usr/local/Ascend"
+    assert usage.total_bytes == fs.f_blocks * fs.f_frsize
+    assert 0 <= usage.free_bytes <= usage.total_bytes
+    assert host.disk_usage("/etc/ascend_install.info").total_bytes == usage.total_bytes
+
+
+def test_disk_usage_of_missing_path(host: LiveHost) -> None:
+    with pytest.raises(PathMissing):
+        host.disk_usage("/var/log/ascend")
+    with pytest.raises(PathUnreadable):
+        host.disk_usage("/loop/b")

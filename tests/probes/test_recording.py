@@ -13,7 +13,7 @@ import pytest
 from conftest import FakeRoot
 
 from probes.errors import NotRecorded, PathMissing, PathUnreadable
-from probes.host import Host
+from probes.host import DiskUsage, Host
 from probes.live import LiveHost
 from probes.recording import (
     SCHEMA,
@@ -83,6 +83,14 @@ def questions(host: Host) -> list[Callable[[], object]]:
         lambda: host.kind("/dev/davinci_manager"),
         lambda: host.realpath(LINK),
         lambda: host.realpath("/loop"),
+        lambda: host.file_size(MODEL),
+        lambda: host.file_size(f"{LINK}/vendor"),
+        lambda: host.file_size("/models/missing.safetensors"),
+        lambda: host.file_size("/sys"),
+        lambda: host.file_size("/loop"),
+        lambda: host.disk_usage("/models"),
+        lambda: host.disk_usage(MODEL),
+        lambda: host.disk_usage("/nope"),
         lambda: dict(host.env),
         lambda: host.python_packages(),
     ]
@@ -117,6 +125,17 @@ def test_recorded_answers_are_what_the_machine_said(machine: LiveHost, tmp_path:
     assert answers[6] == ("PathMissing", "/dev/davinci0: no such file or directory")
     assert answers[8][0] == "PathUnreadable"  # type: ignore[index]
     assert answers[20] == DEVICE_DIR
+    assert answers[22:26] == [
+        len(MODEL_BYTES),
+        len("0x19e5\n"),
+        ("PathMissing", "/models/missing.safetensors: no such file or directory"),
+        ("PathUnreadable", "/sys: Is a directory"),
+    ]
+    assert answers[26][0] == "PathUnreadable"  # type: ignore[index]
+    usage = answers[27]
+    assert isinstance(usage, DiskUsage) and usage.path == "/models"
+    assert 0 <= usage.free_bytes <= usage.total_bytes and usage.total_bytes > 0
+    assert answers[29] == ("PathMissing", "/nope: no such file or directory")
     assert "--python" in answers[-1].error  # type: ignore[attr-defined]
 
 
@@ -125,7 +144,7 @@ def test_manifest_and_description(machine: LiveHost, tmp_path: Path) -> None:
     recorder.read_text(f"{LINK}/vendor")
     replay = SnapshotHost(recorder.save(tmp_path / "snap"))
     manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
-    assert manifest["schema"] == SCHEMA == "ascend-snapshot/1"
+    assert manifest["schema"] == SCHEMA == "ascend-snapshot/1.1"
     assert manifest["created_at"].endswith("Z")
     assert replay.manifest.hostname == "atlas-800-a2"
     assert replay.manifest.root == machine.root
@@ -149,6 +168,10 @@ def test_unrecorded_questions(machine: LiveHost, tmp_path: Path) -> None:
         lambda: replay.exists("/dev/davinci0"),
         lambda: replay.read_bytes(MODEL, 4, 8),
         lambda: replay.read_text(MODEL),
+        lambda: replay.file_size(MODEL),  # the ranges say nothing about the size
+        lambda: replay.file_size("/etc/hostname"),
+        lambda: replay.disk_usage(MODEL),
+        lambda: replay.disk_usage("/"),
         lambda: replay.env,
     ):
         with pytest.raises(NotRecorded):
@@ -194,6 +217,16 @@ def test_recording_host_reraises_and_records(machine: LiveHost) -> None:
     assert isinstance(snap, Recording)
     assert snap.files["/nope"].text is not None
     assert snap.files["/loop"].ranges[0].error is not None
+    with pytest.raises(PathMissing):
+        recorder.file_size("/nope")
+    with pytest.raises(PathMissing):
+        recorder.disk_usage("/nope")
+    with pytest.raises(PathUnreadable):
+        recorder.file_size("/sys")
+    snap = recorder.snapshot()
+    assert snap.files["/nope"].file_size is not None
+    assert snap.files["/nope"].disk_usage is not None
+    assert snap.files["/sys"].file_size is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap.env = {}  # type: ignore[misc]
 
@@ -204,6 +237,38 @@ def test_python_packages_round_trip(tmp_path: Path) -> None:
     assert found.version_of("pyyaml")
     replay = SnapshotHost(recorder.save(tmp_path / "snap.tar.gz"))
     assert replay.python_packages() == found
+
+
+def test_size_answers_in_files_json(machine: LiveHost, tmp_path: Path) -> None:
+    recorder = RecordingHost(machine)
+    usage = recorder.disk_usage("/models")
+    recorder.file_size(MODEL)
+    with pytest.raises(PathMissing):
+        recorder.file_size("/nope")
+    recorder.save(tmp_path / "snap")
+    files = json.loads((tmp_path / "snap" / "files.json").read_text())
+    assert files["/models"] == {
+        "disk_usage": {
+            "value": {"total_bytes": usage.total_bytes, "free_bytes": usage.free_bytes}
+        }
+    }
+    assert files[MODEL] == {"file_size": {"value": len(MODEL_BYTES)}}
+    assert files["/nope"]["file_size"]["error"]["type"] == "PathMissing"
+    replay = SnapshotHost(tmp_path / "snap")
+    assert replay.disk_usage("/models") == usage
+    assert replay.file_size(MODEL) == len(MODEL_BYTES)
+    with pytest.raises(PathMissing):
+        replay.file_size("/nope")
+
+
+def test_version_1_snapshot_is_still_read(snapshot_dir: Path) -> None:
+    manifest = json.loads((snapshot_dir / "manifest.json").read_text())
+    manifest["schema"] = "ascend-snapshot/1"
+    (snapshot_dir / "manifest.json").write_text(json.dumps(manifest))
+    replay = SnapshotHost(snapshot_dir)
+    assert replay.read_text(f"{LINK}/vendor") == "0x19e5\n"
+    with pytest.raises(NotRecorded):
+        replay.file_size(f"{LINK}/vendor")
 
 
 def test_save_refuses_a_non_empty_directory(machine: LiveHost, tmp_path: Path) -> None:
@@ -247,6 +312,12 @@ def test_newer_minor_version_is_read(snapshot_dir: Path) -> None:
         ("commands.json", '[{"argv": "npu-smi", "outcome": "exited"}]'),
         ("files.json", '{"/x": {"text": {"blob": "../manifest.json"}}}'),
         ("files.json", '{"/x": {"kind": {"value": "socket"}}}'),
+        ("files.json", '{"/x": {"file_size": {"value": -1}}}'),
+        ("files.json", '{"/x": {"file_size": {"value": true}}}'),
+        ("files.json", '{"/x": {"file_size": {"value": "12"}}}'),
+        ("files.json", '{"/x": {"disk_usage": {"value": {"total_bytes": 10}}}}'),
+        ("files.json", '{"/x": {"disk_usage": {"value": [10, 5]}}}'),
+        ("files.json", '{"/x": {"disk_usage": {"value": {"total_bytes": 1, "free_bytes": -5}}}}'),
         ("env.json", '{"A": 1}'),
         ("manifest.json", "{}"),
     ],

@@ -1,0 +1,284 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checks.builtin.tokenizer import (
+    IdObservation,
+    TensorObservation,
+    judge_dtype,
+    judge_token_ids,
+    on_this_machine,
+    round_trip,
+    tokenizer_dtype,
+    tokenizer_token_ids,
+)
+from checks.context import Context
+from checks.model import CheckFn, Finding
+from checks.policy import load_policy
+from checks.registry import all_checks
+from probes.live import LiveHost
+from probes.recording import RecordingHost
+from tests.tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
+
+QWEN3_MARKERS = (("<|im_start|>", 151644), ("<|im_end|>", 151645))
+PROBE = (151644, 8948, 198, 108386, 151645, 198, 151644, 77091, 198)
+
+
+def ctx_for(model: Path | None, host: object | None = None) -> Context:
+    live = LiveHost(root="/", env={})
+    return Context(host or live, load_policy(None), model_dir=model)  # type: ignore[arg-type]
+
+
+def text_of(finding: Finding) -> str:
+    return "\n".join([finding.summary, *finding.evidence, finding.remedy])
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_qwen3_model_dir(tmp_path_factory.mktemp("qwen3") / "model")
+
+
+def needs_transformers() -> None:
+    pytest.importorskip("transformers")
+
+
+# -- registration and when the checks do not apply ---------------------------------------
+
+
+def test_both_checks_are_registered_under_tokenizer() -> None:
+    found = {c.id: c for c in all_checks()}
+    assert found["tokenizer.dtype"].category == "tokenizer"
+    assert found["tokenizer.token-ids"].category == "tokenizer"
+    assert found["tokenizer.token-ids"].playbook_id == "tokenizer.token-ids"
+
+
+@pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
+def test_no_model_skips(fn: CheckFn) -> None:
+    finding = fn(ctx_for(None))
+    assert finding.status == "skip"
+    assert "no --model given" in finding.summary
+
+
+@pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
+def test_another_root_skips(fn: CheckFn, tmp_path: Path) -> None:
+    ctx = ctx_for(tmp_path, LiveHost(root=str(tmp_path), env={}))
+    finding = fn(ctx)
+    assert finding.status == "skip"
+    assert "need the model directory on this machine" in finding.summary
+
+
+def test_which_hosts_are_this_machine(tmp_path: Path) -> None:
+    live = LiveHost(root="/", env={})
+    assert on_this_machine(live)
+    assert on_this_machine(RecordingHost(live))
+    assert not on_this_machine(LiveHost(root=str(tmp_path), env={}))
+    assert not on_this_machine(object())
+
+
+def test_a_directory_without_a_tokenizer_warns(tmp_path: Path) -> None:
+    needs_transformers()
+    (tmp_path / "config.json").write_text(json.dumps(qwen3_moe_config()))
+    finding = tokenizer_token_ids(ctx_for(tmp_path))
+    assert finding.status == "warn"
+    assert "no tokenizer files in" in finding.summary
+    assert "tokenizer.json" in finding.summary
+
+
+def test_a_broken_tokenizer_file_warns(tmp_path: Path) -> None:
+    needs_transformers()
+    (tmp_path / "config.json").write_text(json.dumps(qwen3_moe_config()))
+    (tmp_path / "tokenizer.json").write_text("{not json")
+    finding = tokenizer_dtype(ctx_for(tmp_path))
+    assert finding.status == "warn"
+    assert "cannot load a tokenizer" in finding.summary
+
+
+# -- the real Qwen3 tokenizer ------------------------------------------------------------
+
+
+def test_healthy_qwen3_passes_both(healthy: Path) -> None:
+    needs_transformers()
+    ctx = ctx_for(healthy)
+    dtype, ids = tokenizer_dtype(ctx), tokenizer_token_ids(ctx)
+    assert dtype.status == "pass", text_of(dtype)
+    assert ids.status == "pass", text_of(ids)
+    assert "return_tensors='np': input_ids int64, attention_mask int64" in text_of(dtype)
+    assert "1 = masked out" in text_of(dtype)
+    assert "npu_fused_infer_attention_score" in text_of(dtype)
+    assert "transformers " in text_of(dtype) and "tokenizers " in text_of(dtype)
+    assert "largest id 151668 < vocab_size 151936" in ids.summary
+    assert "<|im_start|> = 151644" in text_of(ids)
+    assert "uint16 would corrupt" in text_of(ids)
+
+
+def test_the_tokenizer_is_loaded_once_per_run(healthy: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_transformers()
+    import checks.builtin.tokenizer as module
+
+    calls: list[Path] = []
+    real = module._load
+
+    def counting(model_dir: Path) -> object:
+        calls.append(model_dir)
+        return real(model_dir)
+
+    monkeypatch.setattr(module, "_load", counting)
+    ctx = ctx_for(healthy)
+    tokenizer_dtype(ctx)
+    tokenizer_token_ids(ctx)
+    assert calls == [healthy]
+
+
+def test_a_small_vocab_size_fails_naming_the_largest_id(tmp_path: Path) -> None:
+    needs_transformers()
+    model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=65536))
+    finding = tokenizer_token_ids(ctx_for(model))
+    assert finding.status == "fail"
+    assert "151668" in finding.summary and "65536" in finding.summary
+    assert "tokenizer.token-ids" in finding.remedy
+
+
+def test_vocab_size_under_text_config_is_read(tmp_path: Path) -> None:
+    needs_transformers()
+    config = qwen3_moe_config()
+    config["text_config"] = {"vocab_size": config.pop("vocab_size")}
+    model = write_qwen3_model_dir(tmp_path / "m", config=config)
+    assert tokenizer_token_ids(ctx_for(model)).status == "pass"
+
+
+def test_a_qwen3_tokenizer_on_a_qwen35_embedding_warns(tmp_path: Path) -> None:
+    needs_transformers()
+    model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=248320))
+    finding = tokenizer_token_ids(ctx_for(model))
+    assert finding.status == "warn"
+    assert "another model" in finding.summary
+
+
+def test_a_clamped_eos_in_generation_config_warns(tmp_path: Path) -> None:
+    needs_transformers()
+    model = write_qwen3_model_dir(tmp_path / "m", generation_config={"eos_token_id": [1]})
+    finding = tokenizer_token_ids(ctx_for(model))
+    assert finding.status == "warn"
+    assert "generation_config.json eos_token_id = 1" in finding.summary
+
+
+# -- judging tokenizer.dtype -------------------------------------------------------------
+
+
+def seen(framework: str = "np", ids: str = "int64", mask: str | None = "int64",
+         values: tuple[float, ...] = (0.0, 1.0), real: float | None = 1.0,
+         pad: float | None = 0.0) -> TensorObservation:
+    return TensorObservation(framework, ids, mask, values, real, pad)
+
+
+def test_hf_convention_passes() -> None:
+    finding = judge_dtype([seen(), seen("pt")], "transformers 5.0")
+    assert finding.status == "pass"
+    assert "transformers 5.0" in finding.evidence
+    assert "TORCH_NPU_OPS.md" in text_of(finding)
+
+
+def test_int32_ids_pass() -> None:
+    assert judge_dtype([seen(ids="int32", mask="int32")]).status == "pass"
+
+
+@pytest.mark.parametrize("ids", ["int16", "uint16", "float16", "bfloat16"])
+def test_narrow_or_float_ids_fail(ids: str) -> None:
+    finding = judge_dtype([seen(), seen("pt", ids=ids)])
+    assert finding.status == "fail"
+    assert f"pt: input_ids are {ids}" in finding.summary
+
+
+def test_unusual_wide_ids_warn() -> None:
+    assert judge_dtype([seen(ids="uint32")]).status == "warn"
+
+
+@pytest.mark.parametrize("mask", ["float16", "float32", "bool"])
+def test_a_non_integer_mask_fails(mask: str) -> None:
+    finding = judge_dtype([seen(mask=mask)])
+    assert finding.status == "fail"
+    assert f"attention_mask is {mask}" in finding.summary
+
+
+def test_an_additive_mask_fails() -> None:
+    finding = judge_dtype([seen(mask="int64", values=(-65504.0, 0.0), real=0.0, pad=-65504.0)])
+    assert finding.status == "fail"
+    assert "not only 0 and 1" in finding.summary
+
+
+def test_an_inverted_mask_fails() -> None:
+    finding = judge_dtype([seen(real=0.0, pad=1.0)])
+    assert finding.status == "fail"
+    assert "inverted" in finding.summary
+
+
+def test_no_mask_warns() -> None:
+    finding = judge_dtype([seen(mask=None, values=(), real=None, pad=None)])
+    assert finding.status == "warn"
+    assert "no attention_mask" in finding.summary
+
+
+def test_without_torch_only_numpy_is_reported() -> None:
+    finding = judge_dtype([seen()])
+    assert "only return_tensors='np' was probed" in text_of(finding)
+
+
+# -- judging tokenizer.token-ids ---------------------------------------------------------
+
+
+def ids_seen(**overrides: object) -> IdObservation:
+    values: dict[str, object] = dict(
+        tokenizer_size=151669, max_added_id=151668, vocab_size=151936, probe_ids=PROBE,
+        probe_path="chat template", marker_ids=QWEN3_MARKERS,
+        config_ids=(("config.json eos_token_id", 151645),),
+        known_ids=frozenset(range(151643, 151669)))
+    values.update(overrides)
+    return IdObservation(**values)  # type: ignore[arg-type]
+
+
+def test_qwen3_ids_pass() -> None:
+    finding = judge_token_ids(ids_seen())
+    assert finding.status == "pass"
+    assert "uint16 would corrupt 5 of 9 probe ids (151644 -> 20572" in text_of(finding)
+
+
+def test_an_id_past_the_embedding_fails() -> None:
+    finding = judge_token_ids(ids_seen(vocab_size=151643))
+    assert finding.status == "fail"
+    assert "id 151668" in finding.summary and "151643 rows" in finding.summary
+
+
+def test_a_probe_id_past_the_embedding_fails() -> None:
+    finding = judge_token_ids(ids_seen(tokenizer_size=100, max_added_id=99, vocab_size=1000,
+                                       known_ids=frozenset(), config_ids=()))
+    assert finding.status == "fail"
+    assert "id 151645" in finding.summary
+
+
+def test_a_config_id_past_the_embedding_fails() -> None:
+    finding = judge_token_ids(ids_seen(config_ids=(("config.json pad_token_id", 200000),)))
+    assert finding.status == "fail"
+    assert "pad_token_id = 200000" in finding.summary
+
+
+def test_a_declared_tokenizer_vocab_smaller_than_the_tokenizer_fails() -> None:
+    declared = (("tokenizer_config.json vocab_size", 65536),)
+    finding = judge_token_ids(ids_seen(declared_vocab=declared))
+    assert finding.status == "fail"
+    assert "tokenizer_config.json vocab_size = 65536" in finding.summary
+
+
+def test_no_vocab_size_warns() -> None:
+    finding = judge_token_ids(ids_seen(vocab_size=None))
+    assert finding.status == "warn"
+    assert "no vocab_size" in finding.summary
+
+
+def test_round_trip_shows_what_narrowing_does() -> None:
+    assert round_trip([151644, 100], "int64") == []
+    assert round_trip([151644, 100], "int32") == []
+    assert round_trip([151644, 100], "uint16") == [(151644, 151644 - 2 * 65536)]
