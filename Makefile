@@ -21,12 +21,17 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 assets: $(STAMP)
 	$(PY) scripts/build_demo_assets.py --out $(DEMO_DIR)
 
+# The doctor on this machine, then on a recording of an Atlas 800I A2 (8 x 910B4) whose
+# npu-smi outputs are real (tests/corpus/npu-smi 014/015); what was not recorded is skipped.
 demo: assets
-	@echo "== ascend-doctor npu on this machine =="
-	-$(VENV)/bin/ascend-doctor npu
+	@echo "== ascend-doctor on this machine =="
+	-@$(VENV)/bin/ascend-doctor
 	@echo
-	@echo "== ascend-doctor npu on a recorded Atlas 800I A2 (8 x 910B4) =="
-	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
+	@echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="
+	-@$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded
+	@echo
+	@echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="
+	@$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

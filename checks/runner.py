@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from checks.context import Context
 from checks.model import Check, Finding, Result, Status
+from probes.errors import NotRecorded
 
 MAX_WORKERS = 8
 
@@ -38,6 +39,9 @@ def _call(check: Check, ctx: Context) -> tuple[Finding, float]:
     began = time.perf_counter()
     try:
         finding = check.fn(ctx)
+    except NotRecorded as exc:
+        # a recording that lacks an input the check needs: it could not look, so never a pass
+        finding = Finding("skip", f"not recorded: {exc.path}")
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         finding = Finding("error", f"the check broke: {type(exc).__name__}: {exc}",

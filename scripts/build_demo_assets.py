@@ -54,7 +54,6 @@ def build_a2(out: Path) -> Path:
             if not result.ok:
                 raise SystemExit(f"build_demo_assets: {result.describe()}")
         host.run(["lspci"])
-        _ = host.env
         target = out / "a2-recorded"
         if target.exists():
             shutil.rmtree(target)

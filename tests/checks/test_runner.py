@@ -97,3 +97,11 @@ def test_waiver_keeps_the_status_but_not_the_exit_code(tmp_path: Path) -> None:
     expired = run_checks([_check("b", warned("x8", "r"))], ctx, today=dt.date(2027, 2, 2))
     assert expired.exit_code() == 1
     assert any("expired" in e for e in expired.results[0].evidence)
+
+
+def test_an_input_missing_from_a_recording_is_a_skip_never_a_pass(tmp_path: Path) -> None:
+    from probes.errors import NotRecorded
+
+    run = run_checks([_check("r", NotRecorded("/etc/ascend_install.info"))], _ctx(tmp_path))
+    assert run.results[0].status == "skip"
+    assert "not recorded: /etc/ascend_install.info" in run.results[0].summary
