@@ -59,6 +59,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show the evidence of passing checks too")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="compare with a baseline (ascend-doctor baseline record): adds "
+                        "the baseline.drift check")
+    parser.add_argument("--prometheus", metavar="FILE",
+                        help="also write the results for node_exporter's textfile collector "
+                        "(atomically)")
 
 
 EPILOG = """commands:
@@ -67,6 +73,9 @@ EPILOG = """commands:
   explain ID        the playbook of a check or a symptom
   playbooks [TEXT]  list playbooks, or search them by symptom words
   npu               the NPU inventory (live, --from RECORDING, --from-file PASTED)
+  bundle            record this machine into one .tar.gz (secrets redacted) for
+                    `ascend-doctor --from BUNDLE` anywhere
+  baseline record   write a YAML baseline of a validated machine (for --baseline FILE)
 
 exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
             3 the doctor itself could not run (bad arguments, unreadable policy)
@@ -91,7 +100,56 @@ def build_parser() -> argparse.ArgumentParser:
     npu.add_argument("--from-file", metavar="FILE",
                      help="parse a pasted npu-smi output (any kind, detected); - for stdin")
     npu.add_argument("--json", action="store_true", help="print the ascend-npu/1 JSON document")
+    _add_bundle_parser(sub)
+    _add_baseline_parser(sub)
     return parser
+
+
+def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
+    """--root/--python/--timeout: what a recording is made of (no --from: it records)."""
+    parser.add_argument("--root", metavar="DIR",
+                        help="read every file under DIR instead of / (a mounted image, a copy)")
+    parser.add_argument("--python", metavar="PATH",
+                        help="interpreter of the deployment whose packages are checked")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                        help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--model", metavar="DIR",
+                        help="model directory (config.json, safetensors shards, tokenizer)")
+    parser.set_defaults(from_path=None)
+
+
+def _add_bundle_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    bundle = sub.add_parser(
+        "bundle", help="record this machine into one .tar.gz for diagnosis elsewhere",
+        description="Run every check through a recorder and write one .tar.gz: the recording, "
+        "the JSON report, the tails of the newest CANN plog files and (--metrics) the console's "
+        "metric recording. Secret-looking values are redacted before anything is written. "
+        "Replay it anywhere with `ascend-doctor --from FILE`.")
+    _add_live_host_options(bundle)
+    bundle.add_argument("-o", "--output", metavar="FILE",
+                        help="the bundle to write (default ascend-bundle-HOST-TIME.tar.gz here)")
+    bundle.add_argument("--policy", metavar="FILE", help="policy overrides (YAML)")
+    bundle.add_argument("--redact-hostnames", action="store_true",
+                        help="also replace host names and IP addresses (host-1, ip-1, ...)")
+    bundle.add_argument("--metrics", metavar="FILE",
+                        help="the console's metric recording to include")
+    bundle.add_argument("--no-logs", action="store_true", help="leave the plog tails out")
+
+
+def _add_baseline_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    baseline = sub.add_parser("baseline", help="record a baseline of a validated machine",
+                              description="Baselines for `ascend-doctor --baseline FILE`.")
+    actions = baseline.add_subparsers(dest="baseline_command", metavar="ACTION",
+                                      parser_class=_Parser, required=True)
+    record = actions.add_parser(
+        "record", help="write the YAML baseline of this machine",
+        description="Versions (driver, firmware, CANN, NNAL, MindIE, torch, torch_npu, "
+        "transformers, tokenizers, vLLM), the ASCEND_* environment, the NPU inventory and, "
+        "with --model, a tokenizer fingerprint.")
+    _add_host_options(record)
+    record.add_argument("--model", metavar="DIR",
+                        help="also fingerprint this model directory's tokenizer")
+    record.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
 
 def make_host(args: argparse.Namespace) -> Host:
@@ -100,7 +158,13 @@ def make_host(args: argparse.Namespace) -> Host:
     if args.from_path:
         from probes.recording import SnapshotHost
 
-        return SnapshotHost(Path(args.from_path))
+        try:
+            return SnapshotHost(Path(args.from_path))
+        except (ValueError, OSError) as exc:
+            # defence in depth: a hostile bundle may find a path the reader does not turn
+            # into a SnapshotError (a NUL in a member name); it is still one line, exit 3
+            raise UsageError(f"--from {args.from_path}: not a readable recording "
+                             f"({type(exc).__name__}: {exc})") from None
     from probes.live import LiveHost
 
     root = args.root or "/"
@@ -163,8 +227,20 @@ def _dispatch(args: argparse.Namespace) -> int:
         return commands.cmd_explain(args.id)
     if args.command == "playbooks":
         return commands.cmd_playbooks(" ".join(args.text))
+    if args.command == "bundle":
+        from checks.bundle import cmd_bundle
+
+        return cmd_bundle(args, make_host(args))
+    if args.command == "baseline":
+        from checks.baseline import cmd_baseline_record
+
+        return cmd_baseline_record(args, make_host(args))
     return commands.cmd_run(args, make_host(args))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m checks.cli` loads this file twice (as __main__ and as checks.cli): run the
+    # imported module's main so the errors raised by checks.commands are the ones it catches
+    from checks.cli import main as _main
+
+    sys.exit(_main())

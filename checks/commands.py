@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checks.cli import EXIT_OK, EXIT_USAGE, UsageError
 from checks.context import Context
@@ -16,6 +17,9 @@ from checks.runner import run_checks
 from checks.terminal import make_console
 from probes.errors import NotRecorded, ProbeError
 from probes.host import Host
+
+if TYPE_CHECKING:
+    from checks.baseline import Baseline
 
 
 def cmd_list() -> int:
@@ -70,7 +74,7 @@ def cmd_playbooks(text: str) -> int:
     return EXIT_OK
 
 
-def _model_dir(args: argparse.Namespace, host: Host) -> Path | None:
+def model_dir_arg(args: argparse.Namespace, host: Host) -> Path | None:
     """The --model directory, a path on the observed machine (under --root, in a recording)."""
     if not args.model:
         return None
@@ -87,7 +91,7 @@ def _model_dir(args: argparse.Namespace, host: Host) -> Path | None:
     return Path(path)
 
 
-def _host_info(ctx: Context, args: argparse.Namespace, policy_source: str) -> HostInfo:
+def host_info(ctx: Context, args: argparse.Namespace, policy_source: str) -> HostInfo:
     from checks.builtin import facts
 
     host = ctx.host
@@ -107,9 +111,10 @@ def cmd_run(args: argparse.Namespace, host: Host) -> int:
         checks = select(all_checks(), args.only, args.skip)
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
-    ctx = Context(host, policy, _model_dir(args, host), timeout_s=args.timeout)
+    ctx = Context(host, policy, model_dir_arg(args, host), timeout_s=args.timeout,
+                  baseline=_baseline(args))
     run = run_checks(checks, ctx)
-    info = _host_info(ctx, args, policy.source)
+    info = host_info(ctx, args, policy.source)
     if args.json:
         print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
     else:
@@ -118,7 +123,23 @@ def cmd_run(args: argparse.Namespace, host: Host) -> int:
         render_terminal(run, info, make_console(), args.verbose)
     if args.junit:
         _write_atomic(Path(args.junit), to_junit(run, info))
+    if getattr(args, "prometheus", None):
+        from checks.prom import to_prometheus, write_prometheus
+
+        write_prometheus(Path(args.prometheus), to_prometheus(run))
     return run.exit_code()
+
+
+def _baseline(args: argparse.Namespace) -> Baseline | None:
+    """The --baseline file, loaded before any check runs: a bad file is exit 3, not a skip."""
+    if not getattr(args, "baseline", None):
+        return None
+    from checks.baseline import BaselineError, load_baseline
+
+    try:
+        return load_baseline(Path(args.baseline))
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -10,10 +10,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from checks.policy import Policy
 from probes.host import Host
+
+if TYPE_CHECKING:
+    from checks.baseline import Baseline
 
 T = TypeVar("T")
 
@@ -24,6 +27,7 @@ class Context:
     policy: Policy
     model_dir: Path | None = None
     timeout_s: float = 10.0
+    baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

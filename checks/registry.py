@@ -19,6 +19,7 @@ BUILTIN_MODULES = (
     "checks.builtin.checkpoint",
     "checks.builtin.tokenizer",
     "checks.builtin.hbm_fit",
+    "checks.builtin.baseline",
 )
 
 

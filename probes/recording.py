@@ -564,6 +564,8 @@ def _check_member(
     member: tarfile.TarInfo, count: int, total_bytes: int, limits: BundleLimits
 ) -> None:
     name = member.name
+    if "\x00" in name:
+        raise SnapshotError(f"{name!r}: NUL byte in a member name")
     if count > limits.max_members:
         raise SnapshotError(f"{name}: bundle has more than {limits.max_members} members")
     if name.startswith("/"):

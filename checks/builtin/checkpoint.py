@@ -59,10 +59,10 @@ def is_fp8(model: ModelDir) -> bool:
         t.dtype in ("F8_E4M3", "F8_E5M2") for t in model.tensors.values())
 
 
-def _unreadable(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
+def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
     """The model, or the skip that says why there is none to look at."""
     if ctx.model_dir is None:
-        return None, skipped("no model directory given (--model DIR)")
+        return None, skipped("no --model given")
     try:
         return model_dir(ctx), None
     except NotRecorded as exc:
@@ -179,7 +179,7 @@ def _describe(tensor: str, found: list[ScaleProblem]) -> str:
 @check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
        "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, outliers")
 def fp8_scales(ctx: Context) -> Finding:
-    model, why_not = _unreadable(ctx)
+    model, why_not = model_or_skip(ctx)
     if model is None:
         assert why_not is not None
         return why_not
@@ -321,7 +321,7 @@ def fp8_on_npu(ctx: Context) -> tuple[str, str] | None:
        "precision, architecture, every shard present and whole, FP8 against the NPU family")
 def checkpoint_format(ctx: Context) -> Finding:
     if ctx.model_dir is None:
-        return skipped("no model directory given (--model DIR)")
+        return skipped("no --model given")
     try:
         model = model_dir(ctx)
     except NotRecorded as exc:

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from checks.builtin import facts
-from checks.builtin.checkpoint import is_fp8, model_dir
+from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.registry import check
-from probes.checkpoint import CheckpointError, ModelConfig, ModelDir, TensorInfo
-from probes.errors import HostError, NotRecorded
+from probes.checkpoint import ModelConfig, ModelDir, TensorInfo
 from probes.npu_smi import ChipRow
 
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
@@ -214,17 +213,6 @@ class Inputs:
     visible_raw: str | None
 
 
-def _model(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
-    if ctx.model_dir is None:
-        return None, skipped("no --model given")
-    try:
-        return model_dir(ctx), None
-    except NotRecorded as exc:
-        return None, skipped(f"the model directory was not recorded ({exc.path})")
-    except (CheckpointError, HostError) as exc:
-        return None, skipped(f"cannot read the checkpoint: {exc} (see checkpoint.format)")
-
-
 def _chips(ctx: Context) -> tuple[list[ChipRow], int, str | None, Finding | None]:
     reading = facts.npu(ctx)
     if reading.is_error:
@@ -244,7 +232,7 @@ def _chips(ctx: Context) -> tuple[list[ChipRow], int, str | None, Finding | None
 
 
 def _inputs(ctx: Context) -> Inputs | Finding:
-    model, why_not = _model(ctx)
+    model, why_not = model_or_skip(ctx)
     if model is None:
         assert why_not is not None
         return why_not

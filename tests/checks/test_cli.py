@@ -167,3 +167,12 @@ def test_the_installed_program_runs_on_this_machine() -> None:
     helped = subprocess.run([sys.executable, "-m", "checks.cli", "--help"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=60)
     assert helped.returncode == 0 and "exit codes" in helped.stdout
+
+
+def test_every_registered_check_has_its_playbook() -> None:
+    import playbooks
+    from checks.registry import all_checks
+
+    for check in all_checks():
+        book = playbooks.get(check.playbook_id)
+        assert book.kind == "check" and check.id in book.checks, check.id

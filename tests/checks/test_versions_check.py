@@ -15,6 +15,7 @@ from checks.registry import all_checks, select
 from checks.runner import run_checks
 from probes.live import LiveHost
 from tests.conftest import CORPUS_DIR, FakeRoot
+from tests.machines import site_packages
 
 CORPUS = CORPUS_DIR / "npu-smi"
 ASCEND = "/usr/local/Ascend"
@@ -56,16 +57,6 @@ def install_stack(root: FakeRoot, *, driver: str | None = None, firmware: str | 
     root.file(TOOLKIT_FILE, toolkit if toolkit is not None else corpus("021"))
     if nnal is not None:
         root.file(NNAL_FILE, nnal_info(nnal))
-
-
-def site_packages(where: Path, packages: dict[str, str]) -> str:
-    """A directory of `*.dist-info/METADATA` the interpreter finds through PYTHONPATH."""
-    where.mkdir(parents=True, exist_ok=True)
-    for name, version in packages.items():
-        meta = where / f"{name}-{version}.dist-info" / "METADATA"
-        meta.parent.mkdir()
-        meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    return str(where)
 
 
 def context(root: FakeRoot, packages: dict[str, str] | None, python: bool = True) -> Context:

@@ -25,6 +25,7 @@ CHECK_IDS = (
     "npu.hbm-fit",
     "cann.environment",
     "devices.nodes",
+    "baseline.drift",
 )
 
 SYMPTOM_IDS = (

@@ -1,0 +1,69 @@
+"""baseline.drift: how this machine differs from the baseline it was validated against.
+
+Skips without --baseline. Every difference is listed as `name: baseline -> now`; its weight
+comes from the policy (`baseline.<category>_drift_is`: fail, warn or pass), by category:
+versions (NPU stack, torch/torch_npu/vLLM, transformers/tokenizers), environment, NPU
+inventory, tokenizer fingerprint.
+"""
+
+from __future__ import annotations
+
+from checks.baseline import CATEGORIES, Category, Drift, compare, observe
+from checks.context import Context
+from checks.model import Finding, Status, failed, passed, skipped, warned
+from checks.registry import check
+
+VERDICTS = ("fail", "warn", "pass")
+REMEDY = ("if the change was intended, validate this machine again and record a new baseline "
+          "(`ascend-doctor baseline record -o FILE`); otherwise restore the listed items")
+SHOWN_IN_SUMMARY = 3
+
+
+def _verdicts(ctx: Context) -> dict[Category, Status]:
+    out: dict[Category, Status] = {}
+    for category in CATEGORIES:
+        key = f"{category}_drift_is"
+        value = ctx.policy.get("baseline", key)
+        if value not in VERDICTS:
+            raise ValueError(f"policy baseline.{key} is {value!r}; use one of "
+                             f"{', '.join(VERDICTS)}")
+        out[category] = value
+    return out
+
+
+@check("baseline.drift", "Drift from the validated baseline", "baseline",
+       "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE")
+def baseline_drift(ctx: Context) -> Finding:
+    base = ctx.baseline
+    if base is None:
+        return skipped("no --baseline FILE given")
+    verdicts = _verdicts(ctx)
+    model = ctx.model_dir if base.tokenizer is not None else None
+    drifts, unknown = compare(base, observe(ctx, model))
+    origin = f"baseline of {base.host or 'an unnamed host'} recorded {base.recorded_at}"
+    evidence = [d.line() + _weight(d, verdicts) for d in drifts]
+    evidence += [f"{name}: not compared ({why})" for name, why in unknown.items()]
+    judged = [d for d in drifts if verdicts[d.category] != "pass"]
+    if not drifts and unknown and not _compared_anything(base, unknown):
+        return skipped(f"nothing could be compared with the {origin}", *evidence)
+    if not judged:
+        note = f" ({len(drifts)} accepted by policy)" if drifts else ""
+        partial = f"; {len(unknown)} item(s) not compared" if unknown else ""
+        return passed(f"matches the {origin}{note}{partial}", *evidence, origin)
+    summary = (f"{len(judged)} difference(s) from the {origin}: "
+               + "; ".join(d.line() for d in judged[:SHOWN_IN_SUMMARY])
+               + ("; ..." if len(judged) > SHOWN_IN_SUMMARY else ""))
+    if any(verdicts[d.category] == "fail" for d in judged):
+        return failed(summary, REMEDY, *evidence)
+    return warned(summary, REMEDY, *evidence)
+
+
+def _weight(drift: Drift, verdicts: dict[Category, Status]) -> str:
+    return f"  [{drift.category} drift: {verdicts[drift.category]}]"
+
+
+def _compared_anything(base: object, unknown: dict[str, str]) -> bool:
+    from checks.baseline import Baseline, flatten
+
+    assert isinstance(base, Baseline)
+    return any(name not in unknown for name in flatten(base))

@@ -1,0 +1,415 @@
+"""`ascend-doctor bundle`: record this machine for diagnosis anywhere else.
+
+Every check runs through a RecordingHost (so the recording holds exactly the questions the
+doctor asks), then `npu-smi info` / `-m` for the reader's benefit and the tails of the newest
+CANN plog files (through the same host, so they are recorded and redacted like the rest).
+Redaction happens on the in-memory recording, before a byte is written; the .tar.gz is
+staged in a temporary directory, read back with the hostile-input reader, and moved into
+place with os.replace, so a half-written bundle never exists under the final name.
+
+Bundle layout (docs/snapshot-format.md, "Bundles"): the snapshot members plus report.json,
+bundle.json, plog/ and metrics/ in one top-level folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import posixpath
+import re
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from checks.cli import UsageError
+from checks.context import Context
+from checks.policy import PolicyError, load_policy
+from checks.redact import RedactedRecording, Redaction, redact_recording, summarise
+from checks.registry import all_checks
+from checks.report import to_json
+from checks.runner import Run, run_checks
+from probes.environment import resolve_log_dir
+from probes.errors import HostError
+from probes.host import Host
+from probes.recording import (
+    BundleLimits,
+    Recording,
+    RecordingHost,
+    SnapshotError,
+    load_recording,
+    write_directory,
+)
+
+BUNDLE_SCHEMA = "ascend-bundle/1"
+KIB = 1024
+MIB = 1024 * KIB
+# Bounded so a box with years of unrotated plogs still gives a bundle that mails: the newest
+# files hold the incident; 20 x 256 KiB is at most 5 MiB before compression.
+PLOG_FILES = 20
+PLOG_TAIL_BYTES = 256 * KIB
+# Where CANN writes application logs below the log directory (facts/PATHS.md §5).
+PLOG_SUBDIRS = ("debug/plog", "run/plog")
+DEVICE_LOG_PARENTS = ("debug", "run")
+# The reader refuses bigger members (probes.recording.BundleLimits): refuse them here first.
+MAX_METRICS_BYTES = BundleLimits().max_member_bytes
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+_LOG_TIME = re.compile(r"_(\d{8,})\.log$")
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    output: Path | None = None
+    include_logs: bool = True
+    metrics: Path | None = None
+    redact_hostnames: bool = False
+    plog_files: int = PLOG_FILES
+    plog_tail_bytes: int = PLOG_TAIL_BYTES
+
+
+@dataclass(frozen=True)
+class PlogTail:
+    path: str  # on the observed machine
+    size_bytes: int
+    offset: int
+    length: int
+
+    @property
+    def member(self) -> str:
+        parent = posixpath.basename(posixpath.dirname(self.path))
+        return f"plog/{_safe(parent)}/{_safe(posixpath.basename(self.path))}"
+
+
+@dataclass(frozen=True)
+class PlogCollection:
+    tails: tuple[PlogTail, ...] = ()
+    found: int = 0  # plog files seen in all directories looked at
+    dirs: tuple[str, ...] = ()  # the directories that exist and were listed
+    note: str = ""  # why nothing was collected, when nothing was
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    path: Path
+    size_bytes: int
+    recording: Recording  # as written (redacted)
+    run: Run
+    plog: PlogCollection
+    metrics_member: str | None
+    redactions: tuple[Redaction, ...]
+    members: Mapping[str, int] = field(default_factory=dict)  # extra member -> bytes
+
+
+def _safe(name: str) -> str:
+    cleaned = _SAFE_NAME.sub("_", name).lstrip(".")
+    return cleaned or "_"
+
+
+# -- progress --------------------------------------------------------------------------------
+
+
+class Progress:
+    """One line per step: a rich spinner on a terminal, plain lines on a pipe or file."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.console: Any = None
+        if self.stream.isatty():
+            from rich.console import Console
+
+            self.console = Console(file=self.stream, highlight=False)
+
+    @contextlib.contextmanager
+    def step(self, label: str) -> Iterator[list[str]]:
+        """Yields a list: append one detail string to show when the step ends."""
+        detail: list[str] = []
+        began = time.perf_counter()
+        if self.console is not None:
+            with self.console.status(label):
+                yield detail
+            mark = "[green]✓[/green]"
+            self.console.print(f"{mark} {label}{_detail(detail)} [dim]({_elapsed(began)})[/dim]")
+        else:
+            print(f"{label} ...", file=self.stream, flush=True)
+            yield detail
+            print(f"  done{_detail(detail)} ({_elapsed(began)})", file=self.stream, flush=True)
+
+
+def _detail(detail: list[str]) -> str:
+    return f": {detail[0]}" if detail else ""
+
+
+def _elapsed(began: float) -> str:
+    return f"{time.perf_counter() - began:.1f} s"
+
+
+# -- plog tails --------------------------------------------------------------------------------
+
+
+def _newest_first(name: str) -> tuple[str, str]:
+    # plog-<pid>_<yyyymmddhhmmssfff>.log: the time in the name orders files without a stat
+    match = _LOG_TIME.search(name)
+    return (match.group(1) if match else "", name)
+
+
+def _list(host: Host, path: str) -> list[str]:
+    try:
+        return host.list_dir(path)
+    except HostError:
+        return []
+
+
+def plog_dirs(host: Host) -> list[str]:
+    """Directories that may hold CANN application logs, from the observed environment."""
+    log_dir = resolve_log_dir(host.env)
+    if not log_dir.path or not log_dir.path.startswith("/"):
+        return []
+    bases = [log_dir.path]
+    if log_dir.source == "ASCEND_WORK_PATH":  # the base of logs; they may sit under log/
+        bases.append(posixpath.join(log_dir.path, "log"))
+    dirs: list[str] = []
+    for base in bases:
+        dirs += [posixpath.join(base, sub) for sub in PLOG_SUBDIRS]
+        for parent in DEVICE_LOG_PARENTS:
+            where = posixpath.join(base, parent)
+            dirs += [posixpath.join(where, n) for n in _list(host, where)
+                     if n.startswith("device-")]
+    return dirs
+
+
+def collect_plog(host: Host, files: int, tail_bytes: int) -> PlogCollection:
+    """The tails of the newest plog/device log files, read through `host` (so recorded)."""
+    candidates: list[tuple[tuple[str, str], str]] = []
+    listed: list[str] = []
+    for directory in plog_dirs(host):
+        names = [n for n in _list(host, directory) if n.endswith(".log")]
+        if names:
+            listed.append(directory)
+        candidates += [(_newest_first(n), posixpath.join(directory, n)) for n in names]
+    if not candidates:
+        return PlogCollection(note="no plog files found in the CANN log directory")
+    candidates.sort(reverse=True)
+    tails = [t for _, path in candidates[:files] if (t := _tail(host, path, tail_bytes))]
+    return PlogCollection(tuple(tails), len(candidates), tuple(listed))
+
+
+def _tail(host: Host, path: str, tail_bytes: int) -> PlogTail | None:
+    try:
+        size = host.file_size(path)
+        offset = max(0, size - tail_bytes)
+        data = host.read_bytes(path, offset, tail_bytes)
+    except HostError:
+        return None  # rotated away or unreadable: the listing still shows it was there
+    return PlogTail(path, size, offset, len(data))
+
+
+def _tail_bytes(recording: Recording, tail: PlogTail) -> bytes:
+    """The (redacted) bytes of a tail, as the recording holds them."""
+    entry = recording.files.get(tail.path)
+    for rng in entry.ranges if entry else ():
+        if rng.offset == tail.offset and rng.data is not None:
+            return rng.data
+    return b""
+
+
+# -- recording ---------------------------------------------------------------------------------
+
+
+def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
+           host_info: Any) -> tuple[RedactedRecording, Run, dict[str, Any], PlogCollection]:
+    """Run every check (and the extras) through a RecordingHost; redact the result."""
+    recorder = RecordingHost(host)
+    _ = recorder.env  # the environment is part of every bundle, even if no check reads it
+    ctx: Context = ctx_for(recorder)
+    checks = all_checks()
+    with progress.step(f"running {len(checks)} checks") as detail:
+        run = run_checks(checks, ctx)
+        info = host_info(ctx)
+        counts = run.counts()
+        detail.append(", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    with progress.step("recording npu-smi info, info -m") as detail:
+        for argv in (["npu-smi", "info"], ["npu-smi", "info", "-m"]):
+            result = recorder.run(argv, timeout_s=ctx.timeout_s)
+            detail[:] = [result.describe()]
+    plog = PlogCollection(note="left out (--no-logs)")
+    if options.include_logs:
+        with progress.step("reading the tails of the newest CANN plog files") as detail:
+            plog = collect_plog(recorder, options.plog_files, options.plog_tail_bytes)
+            detail.append(f"{len(plog.tails)} of {plog.found} files" if plog.found
+                          else plog.note)
+    with progress.step("redacting secrets") as detail:
+        redacted = redact_recording(recorder.snapshot(), options.redact_hostnames)
+        report = redacted.redactor.value(to_json(run, info), "report.json")
+        detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
+                      else "nothing secret-looking found")
+    return redacted, run, report, plog
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def default_output(recording: Recording) -> Path:
+    stamp = recording.manifest.created_at.replace("-", "").replace(":", "")
+    return Path(f"ascend-bundle-{_safe(recording.manifest.hostname)}-{stamp}.tar.gz")
+
+
+def read_metrics(path: Path, redacted: RedactedRecording) -> tuple[str, bytes]:
+    """The console's metric recording, redacted in place (same length: SQLite pages hold)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_METRICS_BYTES:
+            raise UsageError(f"--metrics {path}: {size} bytes, over the {MAX_METRICS_BYTES} "
+                             "byte limit of a bundle member; give a smaller recording")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--metrics {path}: cannot read ({exc.strerror or exc})") from None
+    member = f"metrics/{_safe(path.name)}"
+    return member, redacted.redactor.data(data, member)
+
+
+def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: PlogCollection,
+                   metrics: tuple[str, bytes] | None, options: BundleOptions
+                   ) -> dict[str, bytes]:
+    """Everything beside the snapshot members, as member name -> bytes."""
+    recording = redacted.recording
+    members: dict[str, bytes] = {"report.json": _json_bytes(report)}
+    for tail in plog.tails:
+        members[tail.member] = _tail_bytes(recording, tail)
+    if metrics is not None:
+        members[metrics[0]] = metrics[1]
+    index = {
+        "schema": BUNDLE_SCHEMA,
+        "created_at": recording.manifest.created_at,
+        "hostname": recording.manifest.hostname,
+        "tool_version": recording.manifest.tool_version,
+        "report": "report.json",
+        "plog": [{"path": t.path, "member": t.member, "size_bytes": t.size_bytes,
+                  "offset": t.offset, "length": t.length} for t in plog.tails],
+        "plog_found": plog.found,
+        "plog_dirs": list(plog.dirs),
+        "plog_note": plog.note,
+        "limits": {"plog_files": options.plog_files, "plog_tail_bytes": options.plog_tail_bytes},
+        "metrics": metrics[0] if metrics else None,
+        "redact_hostnames": options.redact_hostnames,
+        "redactions": [{"kind": r.kind, "where": r.where} for r in redacted.redactions],
+    }
+    members["bundle.json"] = _json_bytes(index)
+    return members
+
+
+def _json_bytes(value: object) -> bytes:
+    return (json.dumps(value, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _anonymous(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    # the bundle travels to other people: no local user names, ids or times of day in it
+    member.uid = member.gid = 0
+    member.uname = member.gname = ""
+    return member
+
+
+def write_bundle(out: Path, recording: Recording, members: Mapping[str, bytes]) -> int:
+    """Write the bundle atomically; returns its size. Raises UsageError naming `out`."""
+    top = _safe(out.name.removesuffix(".tar.gz").removesuffix(".tgz")) or "bundle"
+    partial = out.with_name(f".{out.name}.partial{os.getpid()}")
+    try:
+        with tempfile.TemporaryDirectory(prefix="ascend-bundle-") as staging:
+            folder = Path(staging) / top
+            write_directory(recording, folder)
+            for name, data in members.items():
+                target = folder.joinpath(*name.split("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            with tarfile.open(partial, "w:gz") as tar:
+                tar.add(folder, arcname=top, filter=_anonymous)
+        # the reader is the hostile-input reader: a bundle we cannot read back is not kept
+        load_recording(partial, BundleLimits())
+        os.replace(partial, out)
+    except SnapshotError as exc:
+        raise UsageError(f"{out}: the bundle would not read back ({exc}); "
+                         "report this as a bug") from None
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the bundle ({exc.strerror or exc}); "
+                         "choose another -o path") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+    return out.stat().st_size
+
+
+def make_bundle(host: Host, args: argparse.Namespace, options: BundleOptions,
+                progress: Progress) -> BundleResult:
+    from checks.commands import host_info, model_dir_arg
+
+    try:
+        policy = load_policy(Path(args.policy) if args.policy else None)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+    if options.output is not None and not options.output.parent.is_dir():
+        raise UsageError(f"-o {options.output}: no such directory {options.output.parent}")
+    model = model_dir_arg(args, host)
+
+    def ctx_for(recorder: Host) -> Context:
+        return Context(recorder, policy, model, timeout_s=args.timeout)
+
+    redacted, run, report, plog = record(
+        host, ctx_for, options, progress, lambda ctx: host_info(ctx, args, policy.source))
+    metrics = read_metrics(options.metrics, redacted) if options.metrics else None
+    out = options.output or default_output(redacted.recording)
+    members = bundle_members(redacted, report, plog, metrics, options)
+    with progress.step(f"writing {out}") as detail:
+        size = write_bundle(out, redacted.recording, members)
+        detail.append(_size(size))
+    return BundleResult(out, size, redacted.recording, run, plog,
+                        metrics[0] if metrics else None, redacted.redactions,
+                        {name: len(data) for name, data in members.items()})
+
+
+# -- the summary ---------------------------------------------------------------------------------
+
+
+def _size(n: int) -> str:
+    if n >= MIB:
+        return f"{n / MIB:.1f} MiB"
+    return f"{n / KIB:.0f} KiB" if n >= KIB else f"{n} bytes"
+
+
+def summary_lines(result: BundleResult) -> list[str]:
+    rec = result.recording
+    counts = result.run.counts()
+    packages = len(rec.python.packages) if rec.python else 0
+    plog_bytes = sum(t.length for t in result.plog.tails)
+    lines = [
+        f"wrote {result.path} ({_size(result.size_bytes)})",
+        f"  recording:  {len(rec.commands)} commands, {len(rec.files)} paths, "
+        f"{len(rec.env or {})} environment variables, {packages} Python packages",
+        "  report.json: " + ", ".join(f"{n} {s}" for s, n in counts.items()),
+        (f"  plog tails: {len(result.plog.tails)} newest of {result.plog.found} files, "
+         f"{_size(plog_bytes)}" if result.plog.found else f"  plog tails: {result.plog.note}"),
+        f"  metrics:    {result.metrics_member or 'none (--metrics FILE adds a recording)'}",
+    ]
+    if result.redactions:
+        lines.append("  redacted (values removed, names kept):")
+        lines += [f"    {line}" for line in summarise(result.redactions)]
+    else:
+        lines.append("  redacted:   nothing secret-looking was found")
+    lines.append(f"replay anywhere: ascend-doctor --from {result.path}")
+    return lines
+
+
+def cmd_bundle(args: argparse.Namespace, host: Host) -> int:
+    options = BundleOptions(
+        output=Path(args.output) if args.output else None,
+        include_logs=not args.no_logs,
+        metrics=Path(args.metrics) if args.metrics else None,
+        redact_hostnames=args.redact_hostnames,
+    )
+    result = make_bundle(host, args, options, Progress())
+    print("\n".join(summary_lines(result)))
+    return 0

@@ -1,0 +1,333 @@
+"""The engine facade: load, prefill-then-decode loop, streaming text, cancel and stats."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.cache import KV_LAYOUT
+from engine.config import load_config
+from engine.errors import EngineError, ModelFormatError
+from engine.runner import ModelRunner, cache_shape, check_kv_plan, parse_dtype, pick_device
+from engine.sampling import SamplingParams, make_generator, next_token
+
+Events = Generator["GenerationEvent", None, None]
+FP8_MODES = ("dequantize", "resident")
+KV_CACHE_MODES = ("auto", "int8")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    stop_token_ids: tuple[int, ...] = ()
+    seed: int | None = None
+
+    def sampling(self) -> SamplingParams:
+        params = SamplingParams(self.temperature, self.top_p, self.top_k,
+                                self.repetition_penalty)
+        params.validate()
+        if self.max_new_tokens < 0:
+            raise EngineError(f"max_new_tokens must be >= 0, got {self.max_new_tokens}")
+        return params
+
+
+@dataclass(frozen=True)
+class GenerationEvent:
+    """One generated token; `text` holds only the newly completed characters."""
+
+    token_id: int
+    text: str
+    index: int
+    finish_reason: str | None = None  # "stop" | "length" on the last event
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    device: str
+    dtype: str
+    fp8_mode: str
+    max_seq_len: int
+    kv_cache_bytes: int
+    kv_cache_dtype: str
+    kv_layout: str
+    kv_alignment_bytes: int
+    kv_tokens_used: int
+    weight_bytes: int
+    fused_ops: tuple[str, ...]
+    ttft_s: float | None = None
+    prefill_tokens: int = 0
+    prefill_tokens_per_s: float | None = None
+    decode_tokens: int = 0
+    decode_tokens_per_s: float | None = None
+    finish_reason: str | None = None  # "stop" | "length" | "cancelled"
+
+    @property
+    def kv_occupancy(self) -> float:
+        return self.kv_tokens_used / self.max_seq_len if self.max_seq_len else 0.0
+
+
+@dataclass
+class _RunTimes:
+    ttft_s: float | None = None
+    prefill_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_tokens: int = 0
+    decode_s: float = 0.0
+    finish_reason: str | None = None
+
+
+class TextStream:
+    """Incremental detokenisation: emit text only once its characters are complete.
+
+    Decodes a small window (the last emitted tokens as context plus the new ones) and holds
+    back text that ends in U+FFFD (a multi-byte character split across tokens)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.prefix = 0
+        self.read = 0
+
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def push(self, token_id: int) -> str:
+        self.ids.append(token_id)
+        return self._emit(final=False)
+
+    def finish(self) -> str:
+        """Whatever is still held back (possibly an incomplete character, as decode shows it)."""
+        return self._emit(final=True)
+
+    def _emit(self, final: bool) -> str:
+        if self.tokenizer is None or self.read == len(self.ids):
+            return ""
+        prefix_text = self._decode(self.ids[self.prefix:self.read])
+        new_text = self._decode(self.ids[self.prefix:])
+        if not final and (len(new_text) <= len(prefix_text) or new_text.endswith("\ufffd")):
+            return ""
+        self.prefix, self.read = self.read, len(self.ids)
+        return new_text[len(prefix_text):]
+
+
+def load_tokenizer(path: Path, required: bool) -> Any:
+    """The transformers tokenizer next to the weights (HF dir or the .gguf file itself)."""
+    from transformers import AutoTokenizer
+
+    try:
+        if path.suffix == ".gguf":
+            return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        if any((path / name).exists() for name in TOKENIZER_FILES):
+            return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:
+        raise ModelFormatError(f"{path}: the tokenizer failed to load "
+                               f"({type(exc).__name__}: {exc}); re-download the tokenizer "
+                               "files") from None
+    if required:
+        raise ModelFormatError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES)}); "
+                               "copy them next to the weights, or pass require_tokenizer=False")
+    return None
+
+
+def generation_eos_ids(path: Path) -> tuple[int, ...]:
+    """eos ids from generation_config.json (what transformers' generate stops on)."""
+    file = path / "generation_config.json"
+    if path.suffix == ".gguf" or not file.exists():
+        return ()
+    try:
+        value = json.loads(file.read_text(encoding="utf-8")).get("eos_token_id")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    values = value if isinstance(value, list) else [value]
+    return tuple(int(v) for v in values if isinstance(v, int) and not isinstance(v, bool))
+
+
+class Engine:
+    """A model in this process: `Engine.load(path)`, then `generate`, `chat`, `logits`."""
+
+    def __init__(self, config: Any, tokenizer: Any, runner: ModelRunner, fp8_mode: str,
+                 eos_token_ids: Iterable[int]) -> None:
+        self.config = config
+        self.tokenizer = tokenizer
+        self.runner = runner
+        self.fp8_mode = fp8_mode
+        self.eos_token_ids = tuple(dict.fromkeys(eos_token_ids))
+        self._cancel = threading.Event()
+        self._busy = threading.Lock()
+        self._times = _RunTimes()
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "auto", dtype: str | torch.dtype = "bfloat16",
+             max_seq_len: int = 4096, fp8: str = "dequantize", kv_cache: str = "auto",
+             require_tokenizer: bool = True) -> Engine:
+        from engine.weights import load_checkpoint
+
+        if fp8 not in FP8_MODES:
+            raise EngineError(f"fp8={fp8!r}: use one of {', '.join(FP8_MODES)}")
+        if kv_cache not in KV_CACHE_MODES:
+            raise EngineError(f"kv_cache={kv_cache!r}: use one of {', '.join(KV_CACHE_MODES)}")
+        if max_seq_len < 1:
+            raise EngineError(f"max_seq_len must be >= 1, got {max_seq_len}")
+        model_path = Path(path)
+        if not model_path.exists():
+            raise ModelFormatError(f"{model_path}: no such model directory or .gguf file")
+        torch_device, torch_dtype = pick_device(device), parse_dtype(dtype)
+        tokenizer = load_tokenizer(model_path, require_tokenizer)
+        if model_path.is_dir():  # fail before reading gigabytes of weights
+            check_kv_plan(cache_shape(load_config(model_path), max_seq_len), torch_dtype,
+                          kv_cache == "int8", torch_device)
+        config, weights = load_checkpoint(model_path, device=torch_device, dtype=torch_dtype,
+                                          fp8=fp8)
+        runner = ModelRunner(config, weights, torch_device, torch_dtype, max_seq_len,
+                             int8_kv=kv_cache == "int8")
+        eos = (*config.eos_token_ids, *generation_eos_ids(model_path))
+        return cls(config, tokenizer, runner, fp8, eos)
+
+    # --- public calls ----------------------------------------------------------------------
+
+    def logits(self, ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """float32 [len(ids), vocab] on the CPU: one prefill over ids with a fresh cache."""
+        prompt = self._prompt(ids)
+        with self._exclusive():
+            return self.runner.prefill(prompt, last_only=False).cpu()
+
+    def generate(self, ids: Sequence[int] | torch.Tensor,
+                 config: GenerationConfig | None = None) -> Events:
+        """Stream tokens for the prompt ids; stops at a stop/eos token, the limit or cancel()."""
+        config = config or GenerationConfig()
+        params = config.sampling()
+        prompt = self._prompt(ids)
+        return self._run(prompt, config, params)
+
+    def chat(self, messages: Sequence[Mapping[str, Any]],
+             config: GenerationConfig | None = None,
+             **template_kwargs: Any) -> Events:
+        """Generate the assistant reply to OpenAI-style messages via the chat template."""
+        if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
+            raise EngineError("this model has no tokenizer chat template; use generate(ids)")
+        text = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True,
+            **template_kwargs)
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return self.generate(ids, config)
+
+    def cancel(self) -> None:
+        """Ask the running generation to stop before its next decode step (thread-safe)."""
+        self._cancel.set()
+
+    @property
+    def stats(self) -> EngineStats:
+        runner, times = self.runner, self._times
+        return EngineStats(
+            device=str(runner.device), dtype=str(runner.dtype).removeprefix("torch."),
+            fp8_mode=self.fp8_mode if self.config.fp8 is not None else "none",
+            max_seq_len=runner.max_seq_len, kv_cache_bytes=runner.cache.nbytes,
+            kv_cache_dtype=str(runner.cache.storage_dtype).removeprefix("torch."),
+            kv_layout=KV_LAYOUT, kv_alignment_bytes=runner.cache.base_alignment_bytes,
+            kv_tokens_used=runner.cache.tokens_used, weight_bytes=runner.weight_bytes,
+            fused_ops=tuple(runner.fused.active), ttft_s=times.ttft_s,
+            prefill_tokens=times.prefill_tokens,
+            prefill_tokens_per_s=_rate(times.prefill_tokens, times.prefill_s),
+            decode_tokens=times.decode_tokens,
+            decode_tokens_per_s=_rate(times.decode_tokens, times.decode_s),
+            finish_reason=times.finish_reason)
+
+    # --- the loop --------------------------------------------------------------------------
+
+    def _run(self, prompt: list[int], config: GenerationConfig,
+             params: SamplingParams) -> Events:
+        with self._exclusive():
+            self._cancel.clear()
+            self._times = times = _RunTimes(prefill_tokens=len(prompt))
+            if config.max_new_tokens == 0:
+                times.finish_reason = "length"
+                return
+            stops = set(config.stop_token_ids) | set(self.eos_token_ids)
+            generator = make_generator(config.seed, self.runner.device)
+            seen = torch.tensor(prompt, dtype=torch.int64, device=self.runner.device)
+            stream = TextStream(self.tokenizer)
+            start = time.perf_counter()
+            token = next_token(self.runner.prefill(prompt)[-1], seen, params, generator)
+            times.prefill_s = times.ttft_s = time.perf_counter() - start
+            for index in range(config.max_new_tokens):
+                finish = self._finish_reason(token, index, config.max_new_tokens, stops)
+                times.finish_reason = finish
+                text = stream.finish() if token in stops else stream.push(token)
+                if finish is not None and token not in stops:
+                    text += stream.finish()
+                yield GenerationEvent(token, text, index, finish)
+                if finish is not None:
+                    return
+                if self._cancel.is_set():
+                    times.finish_reason = "cancelled"
+                    return
+                step = time.perf_counter()
+                seen = _append(seen, token, params)
+                token = next_token(self.runner.decode(token), seen, params, generator)
+                times.decode_s += time.perf_counter() - step
+                times.decode_tokens += 1
+
+    def _finish_reason(self, token: int, index: int, max_new_tokens: int,
+                       stops: set[int]) -> str | None:
+        if token in stops:
+            return "stop"
+        if index + 1 >= max_new_tokens or self.runner.positions_left <= 0:
+            return "length"
+        return None
+
+    def _prompt(self, ids: Sequence[int] | torch.Tensor) -> list[int]:
+        prompt = [int(i) for i in (ids.reshape(-1).tolist() if isinstance(ids, torch.Tensor)
+                                   else ids)]
+        if not prompt:
+            raise EngineError("the prompt is empty; pass at least one token id")
+        if len(prompt) > self.runner.max_seq_len:
+            raise EngineError(f"the prompt has {len(prompt)} tokens but max_seq_len is "
+                              f"{self.runner.max_seq_len}; shorten it or load with a larger "
+                              "max_seq_len")
+        vocab = self.config.vocab_size
+        bad = [i for i in prompt if not 0 <= i < vocab]
+        if bad:
+            raise EngineError(f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1})")
+        return prompt
+
+    def _exclusive(self) -> _Exclusive:
+        return _Exclusive(self._busy)
+
+
+class _Exclusive:
+    """One call at a time: the engine owns a single KV cache."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self.lock = lock
+
+    def __enter__(self) -> None:
+        if not self.lock.acquire(blocking=False):
+            raise EngineError("the engine is busy with another generation; cancel() it first "
+                              "or wait for it to finish")
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _append(seen: torch.Tensor, token: int, params: SamplingParams) -> torch.Tensor:
+    """Prompt + output ids for the repetition penalty (only kept when the penalty is on)."""
+    if params.repetition_penalty == 1.0:
+        return seen
+    return torch.cat((seen, seen.new_tensor([token])))
+
+
+def _rate(count: int, seconds: float) -> float | None:
+    return count / seconds if count and seconds > 0 else None
+

@@ -1,0 +1,205 @@
+"""Dense building blocks: RMSNorm, rotary embedding, attention over the KV cache, SwiGLU MLP.
+
+Weights are plain tensors or `Fp8Weight`s (dequantised per use); the math follows
+transformers' Llama/Qwen3 reference so float32 logits agree to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+
+from engine.cache import LayerCache
+from engine.errors import UnsupportedArchitecture
+
+
+class QuantizedWeight(Protocol):
+    """What the engine needs from `engine.fp8.Fp8Weight`."""
+
+    shape: Any
+
+    def dequantize(self, dtype: torch.dtype) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class Transposed:
+    """A linear weight stored [in, out]: float32 GEMVs on CPU read it about 2x faster
+    than the [out, in] layout (facts/CPU_PERF.md, "Decode GEMV efficiency")."""
+
+    kn: torch.Tensor
+
+    @classmethod
+    def of(cls, weight: torch.Tensor) -> Transposed:
+        return cls(weight.t().contiguous())
+
+    @property
+    def nbytes(self) -> int:
+        return self.kn.numel() * self.kn.element_size()
+
+
+Weight = torch.Tensor | QuantizedWeight | Transposed
+NormFn = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+
+
+def materialize(weight: Weight, dtype: torch.dtype) -> torch.Tensor:
+    """The weight as an [out, in] tensor of `dtype`; FP8-resident weights are dequantised."""
+    if isinstance(weight, torch.Tensor):
+        return weight
+    if isinstance(weight, Transposed):
+        return weight.kn.t()
+    return weight.dequantize(dtype)
+
+
+def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
+    if isinstance(weight, Transposed):
+        y = x @ weight.kn
+        return y if bias is None else y + bias
+    return F.linear(x, materialize(weight, x.dtype), bias)
+
+
+def prefer_layout(weight: Weight, device: torch.device, dtype: torch.dtype) -> Weight:
+    """The faster layout for this device: [in, out] for float32 on CPU, else unchanged."""
+    if isinstance(weight, torch.Tensor) and device.type == "cpu" and dtype == torch.float32:
+        return Transposed.of(weight)
+    return weight
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Normalise in float32, cast back, then scale by the plain weight (not 1 + weight)."""
+    x32 = x.float()
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(x.dtype)
+
+
+class Rotary:
+    """cos/sin tables for every position up to max_seq_len (rotate-half layout)."""
+
+    def __init__(self, head_dim: int, theta: float, max_seq_len: int,
+                 rope_scaling: dict[str, Any] | None, device: torch.device,
+                 dtype: torch.dtype) -> None:
+        inv_freq, attention_scaling = _inv_freq(head_dim, theta, rope_scaling)
+        positions = torch.arange(max_seq_len, dtype=torch.float32)
+        freqs = torch.outer(positions, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.cos = (emb.cos() * attention_scaling).to(device=device, dtype=dtype)
+        self.sin = (emb.sin() * attention_scaling).to(device=device, dtype=dtype)
+
+    def tables(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin shaped [1, length, 1, head_dim] to broadcast over BSND."""
+        cos = self.cos[start:start + length]
+        sin = self.sin[start:start + length]
+        return cos[None, :, None, :], sin[None, :, None, :]
+
+
+def _inv_freq(head_dim: int, theta: float,
+              rope_scaling: dict[str, Any] | None) -> tuple[torch.Tensor, float]:
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+    inv_freq = 1.0 / (theta ** exponents)
+    kind = (rope_scaling or {}).get("rope_type", (rope_scaling or {}).get("type", "default"))
+    if kind == "default":
+        return inv_freq, 1.0
+    assert rope_scaling is not None
+    if kind == "linear":
+        return inv_freq / float(rope_scaling["factor"]), 1.0
+    if kind == "llama3":
+        return _llama3_inv_freq(inv_freq, rope_scaling), 1.0
+    raise UnsupportedArchitecture(
+        f"rope_scaling type {kind!r} is not supported (supported: default, linear, llama3)")
+
+
+def _llama3_inv_freq(inv_freq: torch.Tensor, scaling: dict[str, Any]) -> torch.Tensor:
+    factor = float(scaling["factor"])
+    low, high = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+    old_len = float(scaling["original_max_position_embeddings"])
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
+    smooth = (old_len / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
+    return torch.where(medium, smoothed, scaled)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return x * cos + rotate_half(x) * sin
+
+
+@dataclass
+class AttentionWeights:
+    q: Weight
+    k: Weight
+    v: Weight
+    o: Weight
+    q_bias: torch.Tensor | None = None
+    k_bias: torch.Tensor | None = None
+    v_bias: torch.Tensor | None = None
+    o_bias: torch.Tensor | None = None
+    q_norm: torch.Tensor | None = None
+    k_norm: torch.Tensor | None = None
+
+
+class Attention:
+    """Grouped-query attention that writes K/V into the cache in place and reads it back."""
+
+    def __init__(self, weights: AttentionWeights, num_heads: int, num_kv_heads: int,
+                 head_dim: int, eps: float, norm: NormFn = rms_norm) -> None:
+        self.w = weights
+        self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
+        self.eps = eps
+        self.norm = norm
+        self.scale = head_dim ** -0.5
+
+    def _project(self, x: torch.Tensor, rotary: Rotary,
+                 start: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        batch, length, _ = x.shape
+        q = linear(x, self.w.q, self.w.q_bias).view(batch, length, self.num_heads, self.head_dim)
+        k = linear(x, self.w.k, self.w.k_bias).view(batch, length, self.num_kv_heads,
+                                                    self.head_dim)
+        v = linear(x, self.w.v, self.w.v_bias).view(batch, length, self.num_kv_heads,
+                                                    self.head_dim)
+        if self.w.q_norm is not None and self.w.k_norm is not None:
+            q = self.norm(q, self.w.q_norm, self.eps)
+            k = self.norm(k, self.w.k_norm, self.eps)
+        cos, sin = rotary.tables(start, length)
+        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v
+
+    def forward(self, x: torch.Tensor, rotary: Rotary, cache: LayerCache,
+                start: int) -> torch.Tensor:
+        """x [B, T, hidden] at positions start..start+T-1; T == 1 takes the decode path."""
+        q, k, v = self._project(x, rotary, start)
+        length = x.shape[1]
+        cache.write(start, k, v)
+        keys, values = cache.read(start + length)
+        mask = None if length == 1 else _causal_mask(start, length, x.device)
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+            attn_mask=mask, scale=self.scale, enable_gqa=self.num_heads != self.num_kv_heads)
+        out = out.transpose(1, 2).reshape(x.shape[0], length, self.num_heads * self.head_dim)
+        return linear(out, self.w.o, self.w.o_bias)
+
+
+def _causal_mask(start: int, length: int, device: torch.device) -> torch.Tensor:
+    """Boolean [T, start+T]: query i (at position start+i) sees keys 0..start+i."""
+    rows = torch.arange(length, device=device)[:, None] + start
+    cols = torch.arange(start + length, device=device)[None, :]
+    return cols <= rows
+
+
+@dataclass
+class MlpWeights:
+    gate: Weight
+    up: Weight
+    down: Weight
+
+
+def swiglu(x: torch.Tensor, w: MlpWeights) -> torch.Tensor:
+    return linear(F.silu(linear(x, w.gate)) * linear(x, w.up), w.down)

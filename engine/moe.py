@@ -1,0 +1,89 @@
+"""Sparse mixture-of-experts block: routers as the checkpoints define them, grouped experts.
+
+Prefill sorts the (token, slot) pairs by expert and runs each hit expert once on its group of
+tokens; decode runs only the experts the router picked. Resident FP8 experts are therefore
+dequantised only when selected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.errors import UnsupportedArchitecture
+from engine.layers import MlpWeights, Weight, linear, swiglu
+
+ROUTERS = ("softmax_topk", "topk_softmax")
+
+
+@dataclass
+class MoeWeights:
+    router: Weight  # [num_experts, hidden]
+    experts: list[MlpWeights]
+
+
+def route(logits: torch.Tensor, top_k: int, style: str,
+          norm_topk_prob: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weights [N, k], expert ids [N, k] int64) from router logits [N, E]."""
+    if style == "softmax_topk":
+        # Qwen3-MoE: float32 softmax over all experts, top-k, optional renormalisation,
+        # weights cast back to the logits dtype.
+        probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+        weights, ids = torch.topk(probs, top_k, dim=-1)
+        if norm_topk_prob:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights.to(logits.dtype), ids
+    if style == "topk_softmax":
+        # Mixtral: softmax over the top-k logits, computed as transformers does
+        # (float32 softmax, top-k, renormalise) and kept in float32.
+        probs = torch.softmax(logits.float(), dim=-1)
+        weights, ids = torch.topk(probs, top_k, dim=-1)
+        return weights / weights.sum(dim=-1, keepdim=True), ids
+    raise UnsupportedArchitecture(f"router {style!r} is not supported (supported: {ROUTERS})")
+
+
+class SparseMoe:
+    def __init__(self, weights: MoeWeights, top_k: int, router_style: str,
+                 norm_topk_prob: bool) -> None:
+        self.w = weights
+        self.top_k = top_k
+        self.router_style = router_style
+        self.norm_topk_prob = norm_topk_prob
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        weights, ids = route(linear(flat, self.w.router), self.top_k, self.router_style,
+                             self.norm_topk_prob)
+        out = self._decode(flat, weights, ids) if flat.shape[0] == 1 else \
+            self._grouped(flat, weights, ids)
+        return out.view(shape)
+
+    def _decode(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """One token: run only its k selected experts, in ascending expert order."""
+        out = torch.zeros_like(x)
+        order = torch.argsort(ids[0])
+        for slot, expert in zip(order.tolist(), ids[0, order].tolist(), strict=True):
+            y = swiglu(x, self.w.experts[expert]) * weights[0, slot]
+            out += y.to(out.dtype)
+        return out
+
+    def _grouped(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """Many tokens: group (token, slot) pairs by expert, one matmul chain per hit expert."""
+        flat_ids = ids.reshape(-1)
+        order = torch.argsort(flat_ids, stable=True)
+        token_of = order // self.top_k
+        weight_of = weights.reshape(-1)[order]
+        counts = torch.bincount(flat_ids, minlength=len(self.w.experts)).tolist()
+        out = torch.zeros_like(x)
+        begin = 0
+        for expert, count in enumerate(counts):
+            if count == 0:
+                continue
+            tokens = token_of[begin:begin + count]
+            y = swiglu(x[tokens], self.w.experts[expert]) * weight_of[begin:begin + count, None]
+            # A token picks an expert at most once, so `tokens` has no duplicates here.
+            out.index_put_((tokens,), y.to(out.dtype), accumulate=True)
+            begin += count
+        return out

@@ -1,0 +1,108 @@
+"""Optional vendor fused ops, each admitted only after a numerical self-check.
+
+A candidate is used only if it loads, runs on random inputs on the target device and
+matches the standard torch path within tolerance; `FusedOps.active` lists the admitted ones
+for the stats and `rejected` says why the others were not. Without torch_npu no candidate
+loads and the standard path runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from engine.layers import NormFn, rms_norm
+
+InputMaker = Callable[[torch.device, torch.dtype], tuple[Any, ...]]
+Op = Callable[..., torch.Tensor]
+
+
+@dataclass
+class FusedOps:
+    """The kernels the model calls; defaults are the standard torch path."""
+
+    rms_norm: NormFn = rms_norm
+    active: list[str] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A vendor op that may replace the standard kernel in slot `slot` of FusedOps."""
+
+    name: str
+    slot: str
+    load: Callable[[], Op]  # raises when the op is not available
+    reference: Op
+    make_inputs: InputMaker
+
+
+def tolerance_for(dtype: torch.dtype) -> float:
+    return 1e-5 if dtype == torch.float32 else 2e-2
+
+
+def self_check(candidate: Op, reference: Op, make_inputs: InputMaker, device: torch.device,
+               dtype: torch.dtype) -> str | None:
+    """None when candidate matches reference on random inputs, else the reason it does not."""
+    tolerance = tolerance_for(dtype)
+    try:
+        inputs = make_inputs(device, dtype)
+        got = candidate(*inputs)
+        want = reference(*inputs)
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {exc}"
+    if got.shape != want.shape:
+        return f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+    if not torch.allclose(got.float(), want.float(), atol=tolerance, rtol=tolerance):
+        diff = (got.float() - want.float()).abs().max().item()
+        return f"max abs difference {diff:.3g} exceeds tolerance {tolerance}"
+    return None
+
+
+def admit(candidates: Sequence[Candidate], device: torch.device,
+          dtype: torch.dtype) -> FusedOps:
+    """FusedOps with every candidate that loads and passes its self-check installed."""
+    ops = FusedOps()
+    for candidate in candidates:
+        try:
+            op = candidate.load()
+        except Exception as exc:
+            ops.rejected[candidate.name] = f"unavailable: {exc}"
+            continue
+        reason = self_check(op, candidate.reference, candidate.make_inputs, device, dtype)
+        if reason is None:
+            setattr(ops, candidate.slot, op)
+            ops.active.append(candidate.name)
+        else:
+            ops.rejected[candidate.name] = reason
+    return ops
+
+
+def _norm_inputs(device: torch.device, dtype: torch.dtype) -> tuple[Any, ...]:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 7, 256, generator=generator).to(device=device, dtype=dtype)
+    weight = (1 + 0.1 * torch.randn(256, generator=generator)).to(device=device, dtype=dtype)
+    return x, weight, 1e-6
+
+
+def _load_npu_rms_norm() -> Op:
+    torch_npu = importlib.import_module("torch_npu")
+
+    def fused(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        return torch_npu.npu_rms_norm(x, weight, eps)[0]
+
+    return fused
+
+
+NPU_CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("npu_rms_norm", "rms_norm", _load_npu_rms_norm, rms_norm, _norm_inputs),
+)
+
+
+def select_fused_ops(device: torch.device, dtype: torch.dtype) -> FusedOps:
+    """The admitted vendor ops for `device` (none off the NPU)."""
+    return admit(NPU_CANDIDATES if device.type == "npu" else (), device, dtype)

@@ -1,0 +1,156 @@
+"""Device choice and the memory plan: what the KV cache needs, checked before allocating."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from engine.cache import CacheShape, KVCache, element_bytes, kv_cache_bytes
+from engine.errors import EngineError, OutOfMemoryPlan
+from engine.model import Decoder
+from engine.ops import select_fused_ops
+
+DTYPES: dict[str, torch.dtype] = {
+    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
+    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
+}
+DEVICES = ("auto", "npu", "cuda", "cpu")
+# Room left for activations, logits and the allocator after the cache is placed.
+HEADROOM_FRACTION = 0.10
+
+
+def parse_dtype(name: str | torch.dtype) -> torch.dtype:
+    if isinstance(name, torch.dtype):
+        return name
+    if name not in DTYPES:
+        raise EngineError(f"dtype {name!r} is not supported; use one of "
+                          f"{', '.join(sorted(set(DTYPES)))}")
+    return DTYPES[name]
+
+
+def npu_available() -> bool:
+    """torch_npu imports and sees at least one device."""
+    try:
+        importlib.import_module("torch_npu")
+    except Exception:
+        return False
+    npu = getattr(torch, "npu", None)
+    return bool(npu is not None and npu.is_available() and npu.device_count() > 0)
+
+
+def auto_device_type() -> str:
+    """"npu" when torch_npu sees a device, then "cuda", then "cpu"."""
+    if npu_available():
+        return "npu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def pick_device(device: str) -> torch.device:
+    """The torch device for "auto", "npu", "cuda", "cpu" (with an optional ":index")."""
+    if device == "auto":
+        kind = auto_device_type()
+        return torch.device(kind) if kind == "cpu" else torch.device(kind, 0)
+    kind = device.split(":")[0]
+    if kind not in DEVICES:
+        raise EngineError(f"device {device!r} is not supported; use auto, npu, cuda or cpu")
+    if kind == "npu" and not npu_available():
+        raise EngineError("device 'npu' requested but torch_npu is missing or sees no device; "
+                          "run `ascend-doctor` to find out why")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise EngineError("device 'cuda' requested but torch sees no CUDA device")
+    return torch.device(device)
+
+
+def available_memory_bytes(device: torch.device) -> int:
+    """Free memory on the device now (host RAM available for cpu)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type == "npu":
+        return int(torch.npu.mem_get_info(device)[0])  # type: ignore[attr-defined]
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def plan_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool) -> int:
+    """What the runner allocates per max_seq_len: the KV cache plus the rotary cos/sin tables."""
+    rotary = 2 * shape.max_seq_len * shape.head_dim * element_bytes(dtype)
+    return kv_cache_bytes(shape, dtype, int8) + rotary
+
+
+def largest_fitting_seq_len(shape: CacheShape, dtype: torch.dtype, int8: bool,
+                            budget_bytes: int) -> int:
+    per_token = plan_bytes(replace(shape, max_seq_len=1), dtype, int8)
+    return max(0, budget_bytes // per_token)
+
+
+def check_kv_plan(shape: CacheShape, dtype: torch.dtype, int8: bool, device: torch.device,
+                  free_bytes: int | None = None) -> int:
+    """Bytes the cache needs; OutOfMemoryPlan (with the largest max_seq_len) if it won't fit."""
+    need = plan_bytes(shape, dtype, int8)
+    free = available_memory_bytes(device) if free_bytes is None else free_bytes
+    budget = int(free * (1 - HEADROOM_FRACTION))
+    if need > budget:
+        fits = largest_fitting_seq_len(shape, dtype, int8, budget)
+        raise OutOfMemoryPlan(
+            f"KV cache for max_seq_len={shape.max_seq_len} needs {need / 2**20:.1f} MiB but "
+            f"only {budget / 2**20:.1f} MiB of {device} memory is usable "
+            f"({free / 2**20:.1f} MiB free, {HEADROOM_FRACTION:.0%} kept as headroom); "
+            f"the largest max_seq_len that fits is {fits}"
+            + ("" if int8 else " (kv_cache='int8' needs about half)"))
+    return need
+
+
+def cache_shape(config: Any, max_seq_len: int) -> CacheShape:
+    return CacheShape(config.num_layers, 1, max_seq_len, config.num_kv_heads, config.head_dim)
+
+
+def weight_bytes(weights: Mapping[str, Any]) -> int:
+    """Resident bytes of the weights (tied tensors counted once; FP8 bytes plus scales)."""
+    seen: set[int] = set()
+    total = 0
+    for value in weights.values():
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        total += int(value.numel() * value.element_size()) if isinstance(value, torch.Tensor) \
+            else int(value.nbytes)
+    return total
+
+
+class ModelRunner:
+    """Owns the device memory: the model's weights, the KV cache and the admitted fused ops."""
+
+    def __init__(self, config: Any, weights: Mapping[str, Any], device: torch.device,
+                 dtype: torch.dtype, max_seq_len: int, int8_kv: bool = False,
+                 free_bytes: int | None = None) -> None:
+        self.device, self.dtype, self.max_seq_len = device, dtype, max_seq_len
+        self.weight_bytes = weight_bytes(weights)
+        shape = cache_shape(config, max_seq_len)
+        check_kv_plan(shape, dtype, int8_kv, device, free_bytes)
+        self.fused = select_fused_ops(device, dtype)
+        self.model = Decoder(config, weights, max_seq_len, device, dtype, self.fused.rms_norm)
+        self.weight_bytes += self.model.relayout_bytes
+        self.cache = KVCache.allocate(shape, dtype, device, int8_kv)
+        self._token = torch.zeros(1, 1, dtype=torch.int64, device=device)
+
+    @torch.inference_mode()
+    def prefill(self, ids: list[int], last_only: bool = True) -> torch.Tensor:
+        """float32 logits [T or 1, vocab] for the prompt, from a reset cache."""
+        batch = torch.tensor([ids], dtype=torch.int64, device=self.device)
+        return self.model.prefill(batch, self.cache, last_only)[0]
+
+    @torch.inference_mode()
+    def decode(self, token_id: int) -> torch.Tensor:
+        """float32 logits [vocab] for the token at the next cache position."""
+        self._token.fill_(token_id)
+        return self.model.decode(self._token, self.cache)[0]
+
+    @property
+    def positions_left(self) -> int:
+        return self.max_seq_len - self.cache.tokens_used

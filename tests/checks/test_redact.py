@@ -1,0 +1,118 @@
+"""checks.redact: what is masked, what is kept, and that only names reach the list."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.redact import (
+    REDACTED,
+    Pseudonyms,
+    Redactor,
+    is_secret_name,
+    redact_env,
+    redact_recording,
+    summarise,
+)
+from probes.host import CommandResult
+from probes.recording import CommandRecord, FileRecord, Manifest, RangeRecord, Recording
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",
+                                  "OPENAI_API_KEY", "DB_PASSWORD", "MYSQL_PASSWD", "OBS_AK",
+                                  "OBS_SK", "GOOGLE_APPLICATION_CREDENTIALS", "SESSION",
+                                  "apiKey", "accessToken", "PRIVATE_KEY", "AUTH", "COOKIE"])
+def test_secret_names(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "PWD", "TASK_QUEUE_ENABLE", "ASCEND_HOME_PATH",
+                                  "TOKENIZERS_PARALLELISM", "bos_token", "pad_token_id",
+                                  "max_tokens", "additional_special_tokens", "KEYBOARD_LAYOUT",
+                                  "LD_LIBRARY_PATH", "HCCL_CONNECT_TIMEOUT"])
+def test_ordinary_names(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+@pytest.mark.parametrize(("text", "expected", "kind"), [
+    ("pip install -i https://bob:hunter2@pypi.corp/simple x",
+     "pip install -i https://<redacted>@pypi.corp/simple x", "url-credentials"),
+    ("Authorization: Bearer abc.def.ghi", "Authorization: <redacted>", "authorization"),
+    ("curl -H 'x' bearer eyJhbGciOiJIUzI1NiJ9", "curl -H 'x' bearer <redacted>", "bearer-token"),
+    ("serve --api-key=sk-123456 --max-tokens 512", "serve --api-key=<redacted> --max-tokens 512",
+     "secret-argument"),
+    ("serve --password 'pa ss'", "serve --password '<redacted>'", "secret-argument"),
+    ("export HF_TOKEN=hf_abcdef; echo ok", "export HF_TOKEN=<redacted>; echo ok",
+     "secret-assignment"),
+    ('{"api_key": "k-1", "bos_token": "<s>"}', '{"api_key": "<redacted>", "bos_token": "<s>"}',
+     "secret-assignment"),
+    ("password: swordfish\nuser: me", "password: <redacted>\nuser: me", "secret-assignment"),
+])
+def test_text_rules(text: str, expected: str, kind: str) -> None:
+    redactor = Redactor()
+    assert redactor.text(text, "here") == expected
+    assert {(r.kind, r.where) for r in redactor.redactions} == {(kind, "here")}
+
+
+def test_plain_text_is_left_alone() -> None:
+    text = ("Basic information about the bearer of this card; version=7.7.0.1.231; "
+            "| 0  910B4 | OK | 93.2 | 39 |")
+    redactor = Redactor()
+    assert redactor.text(text, "x") == text
+    assert not redactor.redactions
+
+
+def test_known_secrets_are_masked_wherever_they_appear() -> None:
+    redactor = Redactor(known={"tok-123456"})
+    assert redactor.text("echo tok-123456 done", "log") == f"echo {REDACTED} done"
+    assert [r.kind for r in redactor.redactions] == ["known-secret"]
+
+
+def test_bytes_keep_their_length() -> None:
+    data = b"\x00\x01 https://u:secretpw@h.example.com/ \xff tok-123456 \x00"
+    masked = Redactor(known={"tok-123456"}).data(data, "blob")
+    assert len(masked) == len(data)
+    assert b"secretpw" not in masked and b"tok-123456" not in masked
+    assert masked.startswith(b"\x00\x01 https://") and masked.endswith(b" \x00")
+
+
+def test_env_keeps_names_and_lists_them() -> None:
+    redactor = Redactor()
+    env = redact_env({"HF_TOKEN": "abc", "HOME": "/root", "EMPTY_SECRET": ""}, redactor)
+    assert env == {"HF_TOKEN": REDACTED, "HOME": "/root", "EMPTY_SECRET": ""}
+    assert summarise(redactor.redactions) == ["secret-env: 1 variable(s): HF_TOKEN"]
+
+
+def test_hostnames_and_addresses_are_replaced_consistently() -> None:
+    redactor = Redactor(pseudonyms=Pseudonyms(["atlas-07"]))
+    text = ("atlas-07 joined 10.1.2.3 and 10.1.2.4; atlas-07 again at 10.1.2.3, "
+            "fe80::1ff:fe23:4567:890a, loopback 127.0.0.1 and ::1; driver 7.7.0.1.231; "
+            "bus 0000:c1:00.0 at 12:00:00")
+    out = redactor.text(text, "log")
+    assert out == ("host-1 joined ip-1 and ip-2; host-1 again at ip-1, ip-3, loopback 127.0.0.1 "
+                   "and ::1; driver 7.7.0.1.231; bus 0000:c1:00.0 at 12:00:00")
+
+
+def _recording(env: dict[str, str]) -> Recording:
+    result = CommandResult(("tool", "--token", "tok-abcdef"), "exited", 0,
+                           stdout="got tok-abcdef", stderr="")
+    return Recording(
+        manifest=Manifest("ascend-snapshot/1.1", "2025-01-01T00:00:00Z", "h", "/", "t"),
+        env=env,
+        commands=(CommandRecord(result, None),),
+        files={"/etc/x": FileRecord(text="k=tok-abcdef"),
+               "/var/log/p.log": FileRecord(ranges=(RangeRecord(0, 64, data=b"tok-abcdef!"),))},
+    )
+
+
+def test_a_recording_is_redacted_everywhere_without_touching_the_original() -> None:
+    original = _recording({"API_TOKEN": "tok-abcdef", "HOME": "/root"})
+    redacted = redact_recording(original)
+    rec = redacted.recording
+    assert rec.env == {"API_TOKEN": REDACTED, "HOME": "/root"}
+    assert rec.commands[0].result.argv == ("tool", "--token", REDACTED)
+    assert "tok-abcdef" not in rec.commands[0].result.stdout
+    assert rec.files["/etc/x"].text == f"k={REDACTED}"
+    data = rec.files["/var/log/p.log"].ranges[0].data
+    assert data is not None and b"tok-abcdef" not in data and len(data) == 11
+    assert original.env == {"API_TOKEN": "tok-abcdef", "HOME": "/root"}  # pure
+    assert all("tok-abcdef" not in r.where for r in redacted.redactions)

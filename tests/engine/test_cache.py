@@ -1,0 +1,120 @@
+"""The KV cache: planned before allocation, aligned, BSND, written in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine import Engine, GenerationConfig
+from engine.cache import (
+    CacheShape,
+    KVCache,
+    aligned_empty,
+    alignment_of,
+    kv_cache_bytes,
+)
+from engine.errors import OutOfMemoryPlan
+from engine.runner import check_kv_plan, plan_bytes
+from tests.engine.tiny_models import save_tiny
+
+SHAPE = CacheShape(num_layers=2, batch=1, max_seq_len=16, kv_heads=2, head_dim=8)
+
+
+@pytest.fixture(scope="module")
+def moe_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("qwen3_moe")
+    save_tiny("qwen3_moe", directory)
+    return directory
+
+
+def storage(eng: Engine) -> list[tuple[int, int]]:
+    """(object id, address) of every tensor the cache holds."""
+    return [(id(t), t.data_ptr()) for layer in eng.runner.cache.layers for t in layer.tensors()]
+
+
+@pytest.mark.parametrize("kv_cache", ["auto", "int8"])
+def test_decode_writes_in_place(moe_dir: Path, kv_cache: str) -> None:
+    eng = Engine.load(moe_dir, device="cpu", dtype="float32", max_seq_len=96, kv_cache=kv_cache)
+    before = storage(eng)
+    buffers = [(id(b), b.data_ptr()) for b in eng.runner.cache.buffers]
+    events = list(eng.generate([4, 8, 15, 16, 23, 42], GenerationConfig(max_new_tokens=60)))
+    assert len(events) == 60
+    assert storage(eng) == before
+    assert [(id(b), b.data_ptr()) for b in eng.runner.cache.buffers] == buffers
+    assert eng.stats.kv_tokens_used == 6 + 59
+
+
+def test_cache_layout_and_alignment(moe_dir: Path) -> None:
+    eng = Engine.load(moe_dir, device="cpu", dtype="float32", max_seq_len=40)
+    cfg, cache = eng.config, eng.runner.cache
+    for layer in cache.layers:
+        assert layer.keys.shape == (1, 40, cfg.num_kv_heads, cfg.head_dim)
+        assert layer.values.shape == layer.keys.shape
+        assert layer.keys.is_contiguous()
+    assert cache.buffers[0].data_ptr() % 64 == 0
+    stats = eng.stats
+    assert stats.kv_layout == "BSND"
+    assert stats.kv_alignment_bytes >= 64
+    assert stats.kv_cache_bytes == 2 * cfg.num_layers * 40 * cfg.num_kv_heads * cfg.head_dim * 4
+
+
+def test_prefill_fills_the_cache_with_the_prompt_keys(moe_dir: Path) -> None:
+    eng = Engine.load(moe_dir, device="cpu", dtype="float32", max_seq_len=32)
+    eng.logits([3, 4, 5, 6, 7])
+    layer = eng.runner.cache.layers[0]
+    assert eng.stats.kv_tokens_used == 5
+    assert layer.keys[:, :5].abs().sum() > 0
+
+
+def test_alignment_of() -> None:
+    assert alignment_of(4096 * 3) == 4096
+    assert alignment_of(64 * 5) == 64
+    assert alignment_of(2**20) == 4096
+    assert alignment_of(0) == 4096
+    assert alignment_of(6) == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int8])
+def test_aligned_empty(dtype: torch.dtype) -> None:
+    for count in (1, 7, 1000):
+        tensor = aligned_empty(count, dtype, torch.device("cpu"), alignment=512)
+        assert tensor.numel() == count and tensor.dtype == dtype
+        assert tensor.data_ptr() % 512 == 0
+
+
+def test_kv_cache_bytes() -> None:
+    assert kv_cache_bytes(SHAPE, torch.bfloat16, int8=False) == 2 * 2 * 16 * 2 * 8 * 2
+    int8 = kv_cache_bytes(SHAPE, torch.bfloat16, int8=True)
+    assert int8 == 2 * 2 * (16 * 2 * 8 + 16 * 2 * 4)
+    cache = KVCache.allocate(SHAPE, torch.bfloat16, torch.device("cpu"))
+    assert cache.nbytes == kv_cache_bytes(SHAPE, torch.bfloat16, int8=False)
+
+
+def test_plan_refuses_and_names_the_largest_fitting_length() -> None:
+    per_token = plan_bytes(CacheShape(2, 1, 1, 2, 8), torch.float32, int8=False)
+    free = 1000 * per_token
+    with pytest.raises(OutOfMemoryPlan, match=r"largest max_seq_len that fits is 900"):
+        check_kv_plan(CacheShape(2, 1, 5000, 2, 8), torch.float32, False,
+                      torch.device("cpu"), free_bytes=free)
+    assert check_kv_plan(CacheShape(2, 1, 800, 2, 8), torch.float32, False,
+                         torch.device("cpu"), free_bytes=free) == 800 * per_token
+
+
+def test_load_refuses_a_cache_larger_than_memory(moe_dir: Path) -> None:
+    with pytest.raises(OutOfMemoryPlan, match="largest max_seq_len that fits"):
+        Engine.load(moe_dir, device="cpu", dtype="float32", max_seq_len=10**11)
+
+
+def test_int8_cache_round_trip() -> None:
+    cache = KVCache.allocate(SHAPE, torch.float32, torch.device("cpu"), int8=True)
+    layer = cache.layers[1]
+    k = torch.randn(1, 5, 2, 8)
+    v = torch.randn(1, 5, 2, 8) * 10
+    layer.write(3, k, v)
+    keys, values = layer.read(8)
+    assert keys.shape == (1, 8, 2, 8)
+    assert torch.allclose(keys[:, 3:], k, atol=k.abs().max().item() / 100)
+    assert torch.allclose(values[:, 3:], v, atol=v.abs().max().item() / 100)
+    assert cache.storage_dtype == torch.int8
