@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 
 from checks.context import Context
-from checks.redact import REDACTED, is_secret_name
+from checks.secret_names import REDACTED, is_secret_name
 from probes.environment import VARIABLE_PREFIXES
 from probes.errors import NotRecorded
 from probes.host import Host, normalise_dist_name

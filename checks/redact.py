@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
     CommandRecord,
@@ -33,39 +34,9 @@ from probes.recording import (
     Recording,
 )
 
-REDACTED = "<redacted>"
 # A secret value shorter than this is not searched for elsewhere: "1" or "true" would mask
 # half the recording. Long values (tokens, passwords) are.
 MIN_LITERAL_LEN = 6
-
-# Name parts (split on `_`, `-`, `.`; upper-cased) that make a name secret on their own.
-_SECRET_PARTS = frozenset({
-    "AK", "SK", "KEY", "KEYS", "PASS", "AUTH", "SESSION", "COOKIE", "COOKIES", "TOKEN",
-    "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
-    "CREDENTIAL", "CREDENTIALS", "PRIVATE", "APIKEY", "ACCESSKEY", "SECRETKEY", "SIGNATURE",
-})
-# Anywhere in a name (`MYPASSWORD`, `aws_secret_access_key`, `GOOGLE_CREDENTIALS_JSON`).
-_SECRET_SUBSTRINGS = ("SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "COOKIE",
-                      "APIKEY", "ACCESSKEY", "AUTHTOKEN", "PASSPHRASE")
-# A part ending like this is secret too (`HFTOKEN`, `apiKey` -> `APIKEY`).
-_SECRET_SUFFIXES = ("TOKEN", "KEY")
-# Tokenizer and sizing vocabulary: `bos_token`, `max_tokens`, `pad_token_id` are not secrets,
-# and masking them would break the replay of tokenizer and checkpoint checks.
-_BENIGN_PARTS = frozenset({
-    "BOS", "EOS", "PAD", "UNK", "CLS", "SEP", "MASK", "SPECIAL", "MAX", "MIN", "NUM", "VOCAB",
-    "TYPE", "LEN", "LENGTH", "COUNT", "SIZE", "LIMIT", "START", "DECODER", "TOKENIZER",
-})
-_PART_SPLIT = re.compile(r"[^A-Z0-9]+")
-
-
-def is_secret_name(name: str) -> bool:
-    """Does a variable, flag or key name look like it holds a secret?"""
-    upper = name.upper()
-    parts = [p for p in _PART_SPLIT.split(upper) if p]
-    if any(p in _BENIGN_PARTS for p in parts) or upper.endswith(("TOKEN_ID", "TOKEN_IDS")):
-        return False
-    return (any(p in _SECRET_PARTS or p.endswith(_SECRET_SUFFIXES) for p in parts)
-            or any(s in upper for s in _SECRET_SUBSTRINGS))
 
 
 # -- what was redacted ---------------------------------------------------------------------
