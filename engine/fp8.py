@@ -11,7 +11,7 @@ bytes resident as an `Fp8Weight` and dequantises per use.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -41,6 +41,51 @@ def _e4m3_table() -> torch.Tensor:
 
 
 _E4M3_TABLE = _e4m3_table()
+# e4m3fn has no infinities; its only NaNs are S.1111.111 (0x7F, 0xFF).
+_NAN_MAGNITUDE = 0x7F
+# Bits kept after moving an e4m3 byte (sign-extended to int16, shifted left by 7) into the
+# float16 layout: the sign (bit 15) and the 7 magnitude bits eeee.mmm (bits 13..7). Bit 14 is
+# the sign extension and must go. 0xBF80 as a signed int16.
+_HALF_MASK = 0xBF80 - 0x10000
+# e4m3 and float16 share the mantissa layout; float16's exponent bias is 15 against e4m3's 7,
+# so the reinterpreted value is the true one times 2**-8 -- subnormals included, because
+# float16 subnormals use the same 2**-14 step that e4m3's 2**-6 becomes.
+_HALF_REBIAS = 256.0
+# The bfloat16 variant: the magnitude bits go to bits 10..4 (bfloat16's exponent low bits and top
+# mantissa bits); with bias 127 against 7 the value is the true one times 2**-120, and e4m3
+# subnormals become bfloat16 subnormals. 0x87F0 as a signed int16.
+_BF16_MASK = 0x87F0 - 0x10000
+_BF16_REBIAS = 2.0**120
+# Scales for which scale * 2**120 is an exact, finite bfloat16 and products stay normal.
+_BF16_SCALE_RANGE = (2.0**-100, 2.0**7)
+_DENORMAL_PROBE = (torch.tensor([2.0**-130], dtype=torch.bfloat16),
+                   torch.tensor([2.0**10], dtype=torch.bfloat16))
+
+
+def _denormals_kept() -> bool:
+    """False when the CPU flushes denormal inputs (torch.set_flush_denormal(True)): the bfloat16
+    path reads e4m3 subnormals as bfloat16 subnormals, so it must not run then. ~2 us."""
+    a, b = _DENORMAL_PROBE
+    return bool((a * b).item() != 0)
+
+
+def has_nan_codes(weight: torch.Tensor) -> bool:
+    """Whether an e4m3 weight (or its uint8 bytes) holds NaN codes (quantisers never write them)."""
+    raw = weight.view(torch.uint8) if weight.dtype != torch.uint8 else weight
+    return bool(((raw & _NAN_MAGNITUDE) == _NAN_MAGNITUDE).any())
+
+
+def bf16_exact_scales(scale: torch.Tensor) -> bool:
+    """Whether every scale is a bfloat16 value in the range the all-bfloat16 path handles
+    (true for the BF16 scales Qwen ships; FP32 / FP16 scales usually are not)."""
+    s32 = scale.to(torch.float32)
+    mag = s32.abs()
+    nonzero = mag[mag != 0]
+    return bool(torch.equal(s32.to(torch.bfloat16).to(torch.float32), s32)
+                and bool(torch.isfinite(s32).all())
+                and (nonzero.numel() == 0
+                     or (float(nonzero.min()) >= _BF16_SCALE_RANGE[0]
+                         and float(nonzero.max()) < _BF16_SCALE_RANGE[1])))
 
 
 def dequantize_block(
@@ -49,7 +94,10 @@ def dequantize_block(
     block: tuple[int, int] = BLOCK,
     dtype: torch.dtype = torch.bfloat16,
 ) -> torch.Tensor:
-    """Dequantise a [out, in] block-FP8 weight with its [ceil(out/bo), ceil(in/bi)] scales."""
+    """Dequantise a [out, in] block-FP8 weight with its [ceil(out/bo), ceil(in/bi)] scales.
+
+    Bit-exact with `(float32(W_fp8) * float32(scale)).to(dtype)` tile by tile.
+    """
     if weight_fp8.dim() != 2:
         raise ModelFormatError(f"FP8 weight must be 2-D, got shape {list(weight_fp8.shape)}")
     rows, cols = int(weight_fp8.shape[0]), int(weight_fp8.shape[1])
@@ -58,11 +106,107 @@ def dequantize_block(
             f"FP8 scale grid {list(scale_inv.shape)} does not match weight {[rows, cols]} "
             f"with {list(block)} blocks (expected {list(scale_grid((rows, cols), block))})"
         )
-    # Expand each tile's scale to its rows/columns, then cut the ragged overhang.
-    scale = scale_inv.to(device=weight_fp8.device, dtype=torch.float32)
-    scale = scale.repeat_interleave(block[0], dim=0)[:rows]
-    scale = scale.repeat_interleave(block[1], dim=1)[:, :cols]
-    return (fp8_to_float32(weight_fp8) * scale).to(dtype)
+    raw = weight_fp8.view(torch.uint8) if weight_fp8.dtype != torch.uint8 else weight_fp8
+    scale = scale_inv.to(device=raw.device, dtype=torch.float32)
+    return _dequantize(raw, scale, block, dtype, nan_free=not has_nan_codes(raw),
+                       bf16_scales=dtype == torch.bfloat16 and bf16_exact_scales(scale))
+
+
+def _dequantize(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
+                dtype: torch.dtype, nan_free: bool, bf16_scales: bool) -> torch.Tensor:
+    """raw: uint8 [rows, cols]; scale: float32 grid on raw's device (shapes already checked).
+
+    Fastest first (CPU, cold weights, smollm2-moe-fp8 shapes, one decode step's worth):
+    all-bfloat16 shifts + multiply ~60 ms, float16 shifts + float32 multiply ~120 ms, per-tile
+    lookup tables ~270 ms, the float8 conversion + repeat_interleave it replaced ~360 ms. On the
+    CPU a multiply of mixed dtypes copies its inputs to float32 first, which is why the
+    single-dtype path wins.
+    """
+    if nan_free:
+        try:
+            if (bf16_scales and dtype == torch.bfloat16
+                    and (raw.device.type != "cpu" or _denormals_kept())):
+                return _dequantize_bf16(raw, scale, block)
+            return _dequantize_shifted(raw, scale, block, dtype)
+        except (RuntimeError, TypeError):
+            if raw.device.type == "cpu":
+                raise
+            # A backend without int16 shifts or float16 views still has index_select.
+    return _dequantize_table(raw, scale, block, dtype)
+
+
+def _spans(size: int, block: int) -> list[tuple[int, int, int, int]]:
+    """(first, end, first tile, end tile) for the whole tiles, then for the ragged tail."""
+    whole = size // block
+    spans = [(0, whole * block, 0, whole)] if whole else []
+    if size % block:
+        spans.append((whole * block, size, whole, whole + 1))
+    return spans
+
+
+def _dequantize_shifted(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
+                        dtype: torch.dtype) -> torch.Tensor:
+    """Integer shifts turn the bytes into float16 values scaled by 2**-8 (no table gather, no
+    float8 conversion kernel), then one multiply per rectangle of equal tiles broadcasts the
+    tile scales (times 2**8) and casts; any scale dtype, any output dtype.
+
+    Bit-exact: the float16 value and the rebiased scale are both exact, so their float32 product
+    is the same real number as float32(W_fp8) * scale, rounded once to float32 and once to dtype,
+    just as the reference is. Needs NaN-free bytes (0x7F would read as a finite 480).
+    """
+    half = raw.view(torch.int8).to(torch.int16)  # sign-extends
+    half <<= 7
+    half &= _HALF_MASK
+    return _multiply_tiles(half.view(torch.float16), scale * _HALF_REBIAS, block, dtype)
+
+
+def _dequantize_bf16(raw: torch.Tensor, scale: torch.Tensor,
+                     block: tuple[int, int]) -> torch.Tensor:
+    """bfloat16 out with bfloat16-exact scales: like `_dequantize_shifted`, but the bits land in
+    the bfloat16 layout so the multiply has one dtype throughout (no float32 copies).
+
+    Bit-exact: value (<= 4 significant bits) times scale (<= 8) has at most 12 significant bits,
+    so the float32 product inside the bfloat16 multiply is exact and is rounded once, as the
+    reference's exact float32 product is. Needs NaN-free bytes and denormals kept.
+    """
+    half = raw.view(torch.int8).to(torch.int16)
+    half <<= 4
+    half &= _BF16_MASK
+    rebiased = (scale * _BF16_REBIAS).to(torch.bfloat16)
+    return _multiply_tiles(half.view(torch.bfloat16), rebiased, block, torch.bfloat16)
+
+
+def _multiply_tiles(values: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
+                    dtype: torch.dtype) -> torch.Tensor:
+    """values [rows, cols] times each tile's scale, into a new [rows, cols] tensor of dtype.
+
+    A ragged weight is up to four rectangles of equally sized tiles; each is a strided 4-D view
+    [tile rows, rows per tile, tile cols, cols per tile] that the scale broadcasts over, so
+    nothing is padded or repeated.
+    """
+    rows, cols = int(values.shape[0]), int(values.shape[1])
+    out = torch.empty((rows, cols), dtype=dtype, device=values.device)
+    for r0, r1, g0, g1 in _spans(rows, block[0]):
+        for c0, c1, h0, h1 in _spans(cols, block[1]):
+            tiles = (g1 - g0, (r1 - r0) // (g1 - g0), h1 - h0, (c1 - c0) // (h1 - h0))
+            torch.mul(values[r0:r1, c0:c1].reshape(tiles), scale[g0:g1, h0:h1][:, None, :, None],
+                      out=out[r0:r1, c0:c1].view(tiles))
+    return out
+
+
+def _dequantize_table(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
+                      dtype: torch.dtype) -> torch.Tensor:
+    """Lookup path for any bytes (NaN codes included): one 256-entry table per tile, already
+    multiplied by the tile's scale in float32 and cast to dtype (so bit-exact by construction),
+    then a single int32 gather; the index is byte + 256 * tile number."""
+    rows, cols = int(raw.shape[0]), int(raw.shape[1])
+    grid_cols = int(scale.shape[1])
+    tables = (_E4M3_TABLE.to(raw.device)[None, :] * scale.reshape(-1, 1)).to(dtype).reshape(-1)
+    col_tile = torch.arange(cols, dtype=torch.int32, device=raw.device) // block[1]
+    row_tile = torch.arange(rows, dtype=torch.int32, device=raw.device) // block[0]
+    index = torch.add(raw, col_tile * 256)  # uint8 + int32 -> int32
+    index += (row_tile * (256 * grid_cols))[:, None]
+    return torch.index_select(tables, 0, index.reshape(-1)).view(rows, cols)
 
 
 def quantize_block(
@@ -91,6 +235,10 @@ class Fp8Weight:
     data: torch.Tensor  # uint8 view of float8_e4m3fn, [out, in]
     scale_inv: torch.Tensor  # float32, scale grid
     block: tuple[int, int] = BLOCK
+    # Scanned once at placement so the per-use path need not look for NaN codes every step;
+    # None (built directly) means "scan on each use".
+    nan_free: bool | None = field(default=None, compare=False)
+    bf16_scales: bool = field(default=False, compare=False)
 
     @classmethod
     def from_tensors(
@@ -109,7 +257,9 @@ class Fp8Weight:
                 f"with {list(block)} blocks"
             )
         data = weight_fp8.view(torch.uint8) if weight_fp8.dtype != torch.uint8 else weight_fp8
-        return cls(data.to(device), scale_inv.to(device=device, dtype=torch.float32), block)
+        data = data.to(device)
+        return cls(data, scale_inv.to(device=device, dtype=torch.float32), block,
+                   nan_free=not has_nan_codes(data), bf16_scales=bf16_exact_scales(scale_inv))
 
     @property
     def shape(self) -> torch.Size:
@@ -125,7 +275,12 @@ class Fp8Weight:
         return self.data.nbytes + self.scale_inv.nbytes
 
     def dequantize(self, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
-        return dequantize_block(self.data, self.scale_inv, self.block, dtype)
+        if self.nan_free is None:
+            return dequantize_block(self.data, self.scale_inv, self.block, dtype)
+        # Shapes were checked in from_tensors; skip the re-validation on this per-step path.
+        return _dequantize(self.data, self.scale_inv, self.block, dtype, self.nan_free,
+                           self.bf16_scales)
 
     def to(self, device: torch.device | str) -> Fp8Weight:
-        return Fp8Weight(self.data.to(device), self.scale_inv.to(device), self.block)
+        return Fp8Weight(self.data.to(device), self.scale_inv.to(device), self.block,
+                         nan_free=self.nan_free, bf16_scales=self.bf16_scales)

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from engine import fp8
 from engine.errors import ModelFormatError
 from engine.fp8 import (
     _E4M3_TABLE,
@@ -107,3 +108,119 @@ def test_fp8_weight_round_trip(scale_dtype: torch.dtype) -> None:
 def test_fp8_weight_refuses_wrong_grid() -> None:
     with pytest.raises(ModelFormatError):
         Fp8Weight.from_tensors(random_fp8(192, 576), torch.ones(2, 4))
+
+
+# --- the fast per-use paths (engine.fp8._dequantize picks one) ------------------------------
+
+ALL_CODES = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+NAN_CODES = (0x7F, 0xFF)
+
+
+def every_finite_code(rows: int, cols: int, seed: int = 4) -> torch.Tensor:
+    """uint8 [rows, cols] cycling through all 254 non-NaN e4m3 codes (subnormals, zeros, +-448)
+    in a shuffled order, so every code meets every tile."""
+    finite = torch.tensor([c for c in range(256) if c not in NAN_CODES], dtype=torch.uint8)
+    gen = torch.Generator().manual_seed(seed)
+    picks = torch.randint(0, finite.numel(), (rows * cols,), generator=gen)
+    head = min(finite.numel(), rows * cols)
+    picks[:head] = torch.arange(head)
+    return finite[picks].view(rows, cols)
+
+
+def nan_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num()))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("scale_dtype", SCALE_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_code_is_bit_exact_on_every_path(shape: tuple[int, int], scale_dtype: torch.dtype,
+                                               dtype: torch.dtype) -> None:
+    raw = every_finite_code(*shape)
+    scale = random_scales(*shape, (128, 128), scale_dtype)
+    want = reference(raw.view(torch.float8_e4m3fn), scale, (128, 128)).to(dtype)
+    scale32 = scale.float()
+    assert torch.equal(dequantize_block(raw, scale, dtype=dtype), want)
+    assert torch.equal(fp8._dequantize_shifted(raw, scale32, (128, 128), dtype), want)
+    assert torch.equal(fp8._dequantize_table(raw, scale32, (128, 128), dtype), want)
+    if fp8.bf16_exact_scales(scale32):
+        assert torch.equal(fp8._dequantize_bf16(raw, scale32, (128, 128)),
+                           want.to(torch.bfloat16) if dtype == torch.bfloat16 else
+                           reference(raw.view(torch.float8_e4m3fn), scale,
+                                     (128, 128)).to(torch.bfloat16))
+    resident = Fp8Weight.from_tensors(raw, scale)
+    assert torch.equal(resident.dequantize(dtype), want)
+
+
+def test_bf16_scales_take_the_all_bfloat16_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    for name in ("_dequantize_bf16", "_dequantize_shifted", "_dequantize_table"):
+        original = getattr(fp8, name)
+
+        def spy(*args: object, _name: str = name, _original: object = original) -> torch.Tensor:
+            calls.append(_name)
+            return _original(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(fp8, name, spy)
+    raw = every_finite_code(192, 576)
+    bf16 = Fp8Weight.from_tensors(raw, random_scales(192, 576, (128, 128), torch.bfloat16))
+    fp32 = Fp8Weight.from_tensors(raw, random_scales(192, 576, (128, 128), torch.float32))
+    assert bf16.bf16_scales and not fp32.bf16_scales and bf16.nan_free
+    bf16.dequantize(torch.bfloat16)
+    bf16.dequantize(torch.float32)
+    fp32.dequantize(torch.bfloat16)
+    assert calls == ["_dequantize_bf16", "_dequantize_shifted", "_dequantize_shifted"]
+
+
+def test_scales_outside_the_bfloat16_range_stay_exact() -> None:
+    raw = every_finite_code(130, 260)
+    for value in (300.0, 2.0**-110, 0.0):
+        scale = torch.full(scale_grid((130, 260)), value, dtype=torch.bfloat16)
+        scale[0, 0] = 1e-3
+        assert not fp8.bf16_exact_scales(scale.float()) or value == 0.0
+        want = reference(raw.view(torch.float8_e4m3fn), scale, (128, 128))
+        assert torch.equal(dequantize_block(raw, scale, dtype=torch.float32), want)
+        assert torch.equal(dequantize_block(raw, scale), want.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_nan_codes_fall_back_to_the_lookup_table(dtype: torch.dtype) -> None:
+    raw = every_finite_code(192, 576)
+    raw[0, :4] = torch.tensor([0x7F, 0xFF, 0x00, 0x80], dtype=torch.uint8)
+    raw[150, 575] = 0x7F
+    scale = random_scales(192, 576, (128, 128), torch.bfloat16)
+    want = reference(raw.view(torch.float8_e4m3fn), scale, (128, 128)).to(dtype)
+    resident = Fp8Weight.from_tensors(raw, scale)
+    assert resident.nan_free is False and fp8.has_nan_codes(raw)
+    assert nan_equal(resident.dequantize(dtype), want)
+    assert nan_equal(dequantize_block(raw, scale, dtype=dtype), want)
+    assert int(resident.dequantize(dtype).isnan().sum()) == 3
+
+
+def test_flushed_denormals_avoid_the_bfloat16_path() -> None:
+    """e4m3 subnormals are bfloat16 subnormals on the all-bfloat16 path; with denormal inputs
+    flushed the result must still equal the reference."""
+    raw = every_finite_code(128, 256)
+    scale = random_scales(128, 256, (128, 128), torch.bfloat16)
+    want = reference(raw.view(torch.float8_e4m3fn), scale, (128, 128)).to(torch.bfloat16)
+    resident = Fp8Weight.from_tensors(raw, scale)
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals")
+    try:
+        assert not fp8._denormals_kept()
+        got = resident.dequantize(torch.bfloat16)
+    finally:
+        torch.set_flush_denormal(False)
+    assert fp8._denormals_kept()
+    assert torch.equal(got, want)
+
+
+def test_directly_built_weight_scans_on_use() -> None:
+    raw = every_finite_code(100, 300)
+    scale = random_scales(100, 300, (128, 128), torch.float16)
+    direct = Fp8Weight(raw, scale.float())
+    assert direct.nan_free is None
+    want = reference(raw.view(torch.float8_e4m3fn), scale, (128, 128))
+    assert torch.equal(direct.dequantize(torch.float32), want)
+    moved = Fp8Weight.from_tensors(raw, scale).to("cpu")
+    assert moved.nan_free is True and torch.equal(moved.dequantize(torch.float32), want)

@@ -1,0 +1,150 @@
+"""Alert rules over snapshots (pure) and a bounded, deduplicating log of raised alerts.
+
+Thresholds come from the policy: `npu.temperature_warn_c` / `npu.temperature_fail_c` and the
+`console:` section (`hbm_used_warn_percent`, `hbm_used_fail_percent`, `decode_drop_warn_ratio`,
+`stale_after_intervals`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from checks.policy import Policy
+from console.snapshots import Alert, AlertLevel, ChipSample, EngineSnapshot, NpuSnapshot
+
+_HEALTH_FAIL = frozenset({"alarm", "critical", "fault", "error", "abnormal"})
+
+
+def evaluate(
+    npu: NpuSnapshot | None,
+    engine: EngineSnapshot | None,
+    policy: Policy,
+    now: float,
+    stale_after_s: float,
+    decode_baseline_tokens_per_s: float | None,
+) -> list[Alert]:
+    """Every condition that holds now. Pass the NPU snapshot on screen (`Sampler.last_good`):
+    its chips are judged, and its age against `stale_after_s` raises the stale alert."""
+    alerts: list[Alert] = []
+    if npu is not None and npu.ok:
+        for chip in npu.chips:
+            alerts.extend(chip_alerts(chip, policy, now))
+        alerts.extend(stale_alerts(npu, now, stale_after_s))
+    if engine is not None:
+        alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
+    return alerts
+
+
+def chip_alerts(chip: ChipSample, policy: Policy, now: float) -> list[Alert]:
+    found = [
+        _temperature(chip, policy, now),
+        _hbm(chip, policy, now),
+        _health(chip, now),
+    ]
+    return [a for a in found if a is not None]
+
+
+def _temperature(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
+    temp = chip.temperature_c
+    if temp is None:
+        return None
+    fail_c = policy.get("npu", "temperature_fail_c")
+    warn_c = policy.get("npu", "temperature_warn_c")
+    level = _level(temp, warn_c, fail_c)
+    if level is None:
+        return None
+    limit = fail_c if level == "fail" else warn_c
+    return Alert(now, f"temperature:{chip.key}", level,
+                 f"NPU {chip.key} temperature at or above {limit} °C", f"{temp} °C")
+
+
+def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
+    used = chip.hbm_used_percent
+    if used is None:
+        return None
+    warn = policy.get("console", "hbm_used_warn_percent")
+    fail = policy.get("console", "hbm_used_fail_percent")
+    level = _level(used, warn, fail)
+    if level is None:
+        return None
+    limit = fail if level == "fail" else warn
+    return Alert(now, f"hbm:{chip.key}", level, f"NPU {chip.key} HBM use at or above {limit:g} %",
+                 f"{used:.1f} % ({chip.hbm_used_mb} / {chip.hbm_total_mb} MB)")
+
+
+def _health(chip: ChipSample, now: float) -> Alert | None:
+    health = (chip.health or "").strip()
+    if not health or health.upper() == "OK" or health.upper() in ("NA", "-"):
+        return None
+    level: AlertLevel = "fail" if health.lower() in _HEALTH_FAIL else "warn"
+    return Alert(now, f"health:{chip.key}", level,
+                 f"NPU {chip.key} health is {health} (see `npu-smi info -t health -i "
+                 f"{chip.npu_id}`)", health)
+
+
+def stale_alerts(npu: NpuSnapshot, now: float, stale_after_s: float) -> list[Alert]:
+    age_s = now - npu.taken_at
+    if age_s <= stale_after_s:
+        return []
+    return [Alert(now, "stale:npu", "warn",
+                  f"NPU telemetry is stale (older than {stale_after_s:g} s; npu-smi slow or hung)",
+                  f"{age_s:.0f} s old")]
+
+
+def decode_alerts(
+    engine: EngineSnapshot, policy: Policy, now: float, baseline_tokens_per_s: float | None
+) -> list[Alert]:
+    rate = engine.decode_tokens_per_s
+    if rate is None or not baseline_tokens_per_s or baseline_tokens_per_s <= 0:
+        return []
+    ratio = policy.get("console", "decode_drop_warn_ratio")
+    if rate >= ratio * baseline_tokens_per_s:
+        return []
+    return [Alert(now, "decode_drop", "warn",
+                  f"decode speed below {ratio:g} x its baseline of "
+                  f"{baseline_tokens_per_s:.1f} tokens/s",
+                  f"{rate:.1f} tokens/s ({rate / baseline_tokens_per_s:.0%} of baseline)")]
+
+
+def _level(value: float, warn: float, fail: float) -> AlertLevel | None:
+    if value >= fail:
+        return "fail"
+    if value >= warn:
+        return "warn"
+    return None
+
+
+class AlertLog:
+    """Raised alerts with their time and value, newest last; bounded to `max_entries`.
+
+    `update()` takes the alerts that hold now. An alert is logged when its condition starts
+    (or its level changes); while it persists it is not logged again, and `active` holds the
+    first alert of the running condition. A condition that stops is dropped from `active`.
+    """
+
+    def __init__(self, max_entries: int = 500) -> None:
+        self.entries: deque[Alert] = deque(maxlen=max_entries)
+        self.active: dict[str, Alert] = {}
+
+    def update(self, alerts: Iterable[Alert]) -> list[Alert]:
+        """Record the current alerts; returns those newly raised (for a notification)."""
+        current = {a.key: a for a in alerts}
+        raised = [a for a in current.values() if self._is_new(a)]
+        new_keys = {a.key for a in raised}
+        self.active = {k: a if k in new_keys else self.active[k] for k, a in current.items()}
+        self.entries.extend(raised)
+        return raised
+
+    def _is_new(self, alert: Alert) -> bool:
+        running = self.active.get(alert.key)
+        return running is None or running.level != alert.level
+
+    @property
+    def worst_level(self) -> AlertLevel | None:
+        levels = {a.level for a in self.active.values()}
+        return "fail" if "fail" in levels else ("warn" if levels else None)
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.active.clear()

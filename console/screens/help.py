@@ -1,0 +1,55 @@
+"""Help screen: every key binding the app hands it, with what it does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+
+class HelpScreen(ModalScreen[None]):
+    """A modal table of (key, description); Esc, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+        Binding("question_mark", "close", "Close", show=False),
+    ]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen #help-box {
+        width: auto;
+        max-width: 90%;
+        height: auto;
+        max-height: 90%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    HelpScreen #help-keys { height: auto; max-height: 30; width: auto; }
+    HelpScreen #help-hint { color: $text-muted; height: 1; }
+    """
+
+    def __init__(self, bindings: Sequence[tuple[str, str]]) -> None:
+        super().__init__()
+        self.key_bindings = list(bindings)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box") as box:
+            box.border_title = "Keys"
+            table: DataTable[Text] = DataTable(id="help-keys", cursor_type="row")
+            table.add_column("Key", key="key")
+            table.add_column("Does", key="description")
+            for key, description in self.key_bindings:
+                table.add_row(Text(key, style="bold"), Text(description))
+            yield table
+            yield Static("Esc, q or ? closes", id="help-hint")
+
+    def action_close(self) -> None:
+        self.dismiss()

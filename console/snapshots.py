@@ -1,0 +1,145 @@
+"""Immutable snapshots the console's workers hand to the UI (nvitop-style: swap, never mutate).
+
+Every snapshot carries `taken_at` (seconds since the epoch, `time.time()`). Nothing here
+imports textual or torch: the app, the recorder, the alert rules and the benchmarks share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
+    from engine.generate import EngineStats
+
+AlertLevel = Literal["warn", "fail"]
+
+
+def chip_key(npu_id: int, chip_id: int | None) -> str:
+    """The history key of one chip: "npu_id/chip_id" ("3/-" when the chip id is unknown)."""
+    return f"{npu_id}/{'-' if chip_id is None else chip_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChipSample:
+    """One chip as `npu-smi info` (plus `-t usages`) showed it at one moment."""
+
+    npu_id: int
+    chip_id: int | None
+    name: str | None
+    health: str | None  # as printed: OK, Warning, Alarm, Critical, ...
+    temperature_c: int | None
+    power_w: float | None
+    aicore_percent: int | None
+    hbm_used_mb: int | None
+    hbm_total_mb: int | None
+    # `HBM Bandwidth Usage Rate(%)` from `npu-smi info -t usages`; None when not sampled
+    hbm_bandwidth_percent: float | None
+    key: str  # "npu_id/chip_id", see chip_key()
+    # the chip's own DDR (`Memory-Usage(MB)`): the only memory figure a 310P shows
+    memory_used_mb: int | None = None
+    memory_total_mb: int | None = None
+
+    @property
+    def hbm_used_percent(self) -> float | None:
+        if self.hbm_used_mb is None or not self.hbm_total_mb:
+            return None
+        return 100.0 * self.hbm_used_mb / self.hbm_total_mb
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    npu_id: int
+    chip_id: int | None
+    pid: int
+    name: str
+    memory_mb: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NpuSnapshot:
+    """All chips at one moment, or why there is no data (`error`)."""
+
+    taken_at: float
+    chips: tuple[ChipSample, ...]
+    processes: tuple[ProcessSample, ...]
+    processes_known: bool  # False when npu-smi printed no process section
+    # why there is no data: "npu-smi not found on PATH", npu-smi's error text,
+    # "timed out after 5 s"; None when the table was read
+    error: str | None
+    sample_duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSnapshot:
+    """CPU, memory and the log directory's file system, from psutil."""
+
+    taken_at: float
+    cpu_percent: float
+    mem_used_mb: float
+    mem_total_mb: float
+    log_dir: str | None  # the directory whose file system was measured (may be a parent)
+    log_disk_free_mb: float | None
+    log_disk_total_mb: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSnapshot:
+    """The in-process engine's numbers after its latest generation."""
+
+    taken_at: float
+    device: str
+    dtype: str
+    architecture: str
+    fp8_mode: str
+    fused_ops: tuple[str, ...]  # fused ops that passed their start-up self-check
+    ttft_s: float | None
+    prefill_tokens_per_s: float | None
+    decode_tokens_per_s: float | None
+    kv_cache_bytes: int
+    kv_tokens_used: int
+    max_seq_len: int
+    kv_layout: str
+    kv_alignment_bytes: int
+
+    @property
+    def kv_occupancy(self) -> float:
+        """Fraction (0..1) of the preallocated KV cache's positions in use."""
+        return self.kv_tokens_used / self.max_seq_len if self.max_seq_len else 0.0
+
+    @classmethod
+    def from_stats(
+        cls, stats: EngineStats, config: ModelConfig, taken_at: float
+    ) -> EngineSnapshot:
+        return cls(
+            taken_at=taken_at,
+            device=stats.device,
+            dtype=stats.dtype,
+            architecture=config.architecture,
+            fp8_mode=stats.fp8_mode,
+            fused_ops=tuple(stats.fused_ops),
+            ttft_s=stats.ttft_s,
+            prefill_tokens_per_s=stats.prefill_tokens_per_s,
+            decode_tokens_per_s=stats.decode_tokens_per_s,
+            kv_cache_bytes=stats.kv_cache_bytes,
+            kv_tokens_used=stats.kv_tokens_used,
+            max_seq_len=stats.max_seq_len,
+            kv_layout=stats.kv_layout,
+            kv_alignment_bytes=stats.kv_alignment_bytes,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A threshold crossed at `raised_at`; `key` identifies the condition (and its chip)."""
+
+    raised_at: float
+    key: str  # e.g. "temperature:0/1", "stale:npu", "decode_drop"
+    level: AlertLevel
+    message: str
+    value: str  # the value that crossed, with its unit ("97 °C")

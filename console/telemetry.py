@@ -1,0 +1,247 @@
+"""Samplers the console runs in worker threads: pure functions from a machine to a snapshot.
+
+They never touch widgets; the app posts the returned immutable snapshot to the UI. A slow or
+hung `npu-smi` costs at most `timeout_s` per sample and is reported in the snapshot's `error`;
+`Sampler` keeps the last good NPU snapshot so the panel can show its age and a stale marker.
+
+`hbm_bandwidth_percent` against `aicore_percent` (both from `npu-smi info -t usages`) is a
+HEURISTIC for "memory-bound" (facts/HARDWARE.md §5), not a measurement of bank conflicts.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import psutil
+
+from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
+from probes import inventory, npu_smi_kv
+from probes.errors import ParseError
+from probes.host import CommandResult, Host
+from probes.npu_smi_model import ChipRow, NpuInfo
+
+NOT_FOUND = "npu-smi not found on PATH"
+MB = 1024 * 1024
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Usages:
+    """One chip's `npu-smi info -t usages` figures that the panels use."""
+
+    hbm_bandwidth_percent: float | None
+    aicore_percent: int | None
+
+
+UsageMap = Mapping[tuple[int, int | None], Usages]  # (npu_id, chip_id) -> usages
+
+
+# ---------------------------------------------------------------------------------------------
+# NPU
+
+
+def sample_npu(host: Host, timeout_s: float, clock: Clock = time.time) -> NpuSnapshot:
+    """`npu-smi info`, then `-t usages -i N` per card, all within `timeout_s` together."""
+    started = time.monotonic()
+    taken_at = clock()
+    reading = inventory.read_live(host, timeout_s=timeout_s)
+    info = reading.info
+    if info is None:
+        error = _reading_error(reading, timeout_s)
+        return NpuSnapshot(taken_at, (), (), False, error, time.monotonic() - started)
+    deadline = started + timeout_s
+    usages = _sample_usages(host, sorted({c.npu_id for c in info.chips}), deadline)
+    return snapshot_from_info(info, usages, taken_at, time.monotonic() - started)
+
+
+def snapshot_from_info(
+    info: NpuInfo, usages: UsageMap, taken_at: float, sample_duration_s: float
+) -> NpuSnapshot:
+    """A parsed `npu-smi info` table (and usages) as a snapshot; pure."""
+    chips = tuple(_chip_sample(row, usages.get((row.npu_id, row.chip_id))) for row in info.chips)
+    processes = tuple(
+        ProcessSample(p.npu_id, p.chip_id, p.pid, p.name, p.memory_mb) for p in info.processes
+    )
+    return NpuSnapshot(taken_at, chips, processes, info.processes_known, None, sample_duration_s)
+
+
+def _chip_sample(row: ChipRow, usage: Usages | None) -> ChipSample:
+    aicore = row.aicore_percent
+    if usage is not None and usage.aicore_percent is not None:
+        aicore = usage.aicore_percent  # same moment as the bandwidth figure it is compared with
+    return ChipSample(
+        npu_id=row.npu_id,
+        chip_id=row.chip_id,
+        name=row.name,
+        health=row.health,
+        temperature_c=row.temperature_c,
+        power_w=row.power_w,
+        aicore_percent=aicore,
+        hbm_used_mb=row.hbm_used_mb,
+        hbm_total_mb=row.hbm_total_mb,
+        hbm_bandwidth_percent=None if usage is None else usage.hbm_bandwidth_percent,
+        key=chip_key(row.npu_id, row.chip_id),
+        memory_used_mb=row.memory_used_mb if row.memory_total_mb else None,
+        memory_total_mb=row.memory_total_mb or None,
+    )
+
+
+def _reading_error(reading: inventory.NpuReading, timeout_s: float) -> str:
+    result = reading.command
+    if result is not None and result.outcome == "not_found":
+        return NOT_FOUND
+    if result is not None and result.outcome == "timeout":
+        return f"`npu-smi info` timed out after {timeout_s:g} s"
+    text = reading.error_text or str(reading.document.get("error", ""))
+    return text or f"`npu-smi info` printed no table (kind {reading.kind})"
+
+
+def _sample_usages(host: Host, npu_ids: list[int], deadline: float) -> dict[
+    tuple[int, int | None], Usages
+]:
+    found: dict[tuple[int, int | None], Usages] = {}
+    for npu_id in npu_ids:
+        left_s = deadline - time.monotonic()
+        if left_s <= 0.05:
+            break  # the main table used the budget; the panel shows "-" for the rest
+        result = host.run(["npu-smi", "info", "-t", "usages", "-i", str(npu_id)], timeout_s=left_s)
+        found.update(parse_usages(result, npu_id))
+    return found
+
+
+def parse_usages(result: CommandResult, npu_id: int) -> dict[tuple[int, int | None], Usages]:
+    """The usages of one card's chips, keyed (npu_id, chip_id); empty when unreadable."""
+    if not result.ok or not result.stdout.strip():
+        return {}
+    try:
+        output = npu_smi_kv.parse_kv(result.stdout, "usages")
+    except ParseError:
+        return {}
+    card = npu_id  # the card asked for with -i; the printed `NPU ID` line repeats it
+    usages: dict[tuple[int, int | None], Usages] = {}
+    for block in output.blocks:
+        if block.name is not None and block.name.lower() == "mcu":
+            continue
+        fields = block.fields
+        usages[(card, block.chip_id)] = Usages(
+            hbm_bandwidth_percent=_number(fields.get("hbm_bandwidth_usage_rate_percent")),
+            aicore_percent=_int(fields.get("aicore_usage_rate_percent")),
+        )
+    return usages
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: object) -> int | None:
+    number = _number(value)
+    return None if number is None else round(number)
+
+
+def memory_bound_hint(chip: ChipSample) -> str | None:
+    """HEURISTIC label from HBM-bandwidth % vs AI-core % (facts/HARDWARE.md §5), or None.
+
+    Not a measurement: it says nothing about UB bank conflicts (msprof measures those).
+    """
+    bw, core = chip.hbm_bandwidth_percent, chip.aicore_percent
+    if bw is None or core is None:
+        return None
+    if bw >= 60 and core < 50:
+        return "likely memory-bound (heuristic)"
+    if core >= 70:
+        return "likely compute-bound (heuristic)"
+    if bw < 20 and core < 20:
+        return "idle or host/launch-bound (heuristic)"
+    return "mixed (heuristic)"
+
+
+# ---------------------------------------------------------------------------------------------
+# host
+
+
+def sample_host(log_dir: str | None, clock: Clock = time.time) -> HostSnapshot:
+    """CPU (since the previous call: `cpu_percent(interval=None)`), memory, log disk."""
+    taken_at = clock()
+    cpu = float(psutil.cpu_percent(interval=None))
+    mem = psutil.virtual_memory()
+    measured, free_mb, total_mb = _disk_of(log_dir)
+    return HostSnapshot(
+        taken_at=taken_at,
+        cpu_percent=cpu,
+        mem_used_mb=(mem.total - mem.available) / MB,
+        mem_total_mb=mem.total / MB,
+        log_dir=measured,
+        log_disk_free_mb=free_mb,
+        log_disk_total_mb=total_mb,
+    )
+
+
+def _disk_of(log_dir: str | None) -> tuple[str | None, float | None, float | None]:
+    where = nearest_existing(log_dir) if log_dir else None
+    if where is None:
+        return log_dir, None, None
+    try:
+        usage = psutil.disk_usage(where)
+    except OSError:
+        return where, None, None
+    return where, usage.free / MB, usage.total / MB
+
+
+def nearest_existing(path: str) -> str | None:
+    """`path` or its nearest existing parent (a log dir not created yet lives on that disk)."""
+    current = os.path.abspath(os.path.expanduser(path))
+    while not os.path.exists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return current
+
+
+# ---------------------------------------------------------------------------------------------
+# staleness
+
+
+class Sampler:
+    """The last good NPU snapshot and its age; pure logic, time injected.
+
+    `update()` takes every snapshot (good or failed); a failed one keeps the previous good
+    data on screen and records the error. Data is stale when older than
+    `stale_after_intervals` x `interval_s` (policy console.stale_after_intervals).
+    """
+
+    def __init__(
+        self, interval_s: float, stale_after_intervals: float = 3.0, clock: Clock = time.time
+    ) -> None:
+        self.interval_s = interval_s
+        self.stale_after_s = stale_after_intervals * interval_s
+        self._clock = clock
+        self.last_good: NpuSnapshot | None = None
+        self.latest: NpuSnapshot | None = None
+
+    def update(self, snapshot: NpuSnapshot) -> None:
+        self.latest = snapshot
+        if snapshot.ok:
+            self.last_good = snapshot
+
+    @property
+    def last_error(self) -> str | None:
+        return None if self.latest is None else self.latest.error
+
+    def age_s(self, now: float | None = None) -> float | None:
+        """Seconds since the last good snapshot was taken; None before any."""
+        if self.last_good is None:
+            return None
+        return max(0.0, (self._clock() if now is None else now) - self.last_good.taken_at)
+
+    def is_stale(self, now: float | None = None) -> bool:
+        """True once the good data on screen is older than the limit.
+
+        Before any good snapshot there is nothing stale to show: the panel shows the error."""
+        age = self.age_s(now)
+        return age is not None and age > self.stale_after_s

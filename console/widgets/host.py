@@ -1,0 +1,88 @@
+"""Host panel: CPU, memory and the log directory's disk, from a HostSnapshot (psutil)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Static
+
+from console.snapshots import HostSnapshot
+
+BAR_WIDTH = 20
+WARN_PERCENT = 80.0
+FAIL_PERCENT = 95.0
+
+
+def bar(percent: float, width: int = BAR_WIDTH) -> Text:
+    """A fixed-width usage bar coloured green / yellow / red at 80 % and 95 %."""
+    clamped = min(max(percent, 0.0), 100.0)
+    filled = round(clamped / 100 * width)
+    style = "red" if clamped >= FAIL_PERCENT else "yellow" if clamped >= WARN_PERCENT else "green"
+    text = Text("▕")
+    text.append("█" * filled, style=style)
+    text.append("·" * (width - filled), style="dim")
+    text.append("▏")
+    return text
+
+
+def format_size_mb(size_mb: float) -> str:
+    if size_mb >= 1024 * 1024:
+        return f"{size_mb / (1024 * 1024):.1f} TiB"
+    if size_mb >= 1024:
+        return f"{size_mb / 1024:.1f} GiB"
+    return f"{size_mb:.0f} MiB"
+
+
+def _line(label: str, percent: float, detail: str) -> Text:
+    text = Text(f"{label:<5}")
+    text.append_text(bar(percent))
+    text.append(f" {percent:5.1f} %  {detail}")
+    return text
+
+
+class HostPanel(Widget):
+    """Three lines: CPU, memory, and free space where the logs are written."""
+
+    DEFAULT_CSS = """
+    HostPanel {
+        height: auto;
+        border: round $primary;
+        padding: 0 1;
+    }
+    HostPanel #host-lines { height: auto; }
+    """
+
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.border_title = "Host"
+
+    def compose(self) -> ComposeResult:
+        yield Static("waiting for the first host sample…", id="host-lines")
+
+    def show(self, snapshot: HostSnapshot) -> None:
+        lines = [self._cpu(snapshot), self._memory(snapshot), self._disk(snapshot)]
+        self.query_one("#host-lines", Static).update(Text("\n").join(lines))
+
+    @staticmethod
+    def _cpu(snapshot: HostSnapshot) -> Text:
+        return _line("CPU", snapshot.cpu_percent, "")
+
+    @staticmethod
+    def _memory(snapshot: HostSnapshot) -> Text:
+        total = snapshot.mem_total_mb
+        percent = 100 * snapshot.mem_used_mb / total if total else 0.0
+        detail = f"{format_size_mb(snapshot.mem_used_mb)} / {format_size_mb(total)}"
+        return _line("Mem", percent, detail)
+
+    @staticmethod
+    def _disk(snapshot: HostSnapshot) -> Text:
+        free, total = snapshot.log_disk_free_mb, snapshot.log_disk_total_mb
+        where = snapshot.log_dir or "log directory"
+        if free is None or not total:
+            return Text(f"{'Logs':<5}disk of {where}: not measured", style="dim")
+        percent = 100 * (total - free) / total
+        detail = f"{format_size_mb(free)} free of {format_size_mb(total)} ({where})"
+        return _line("Logs", percent, detail)
