@@ -79,7 +79,7 @@ class ConsoleOptions:
     msprof: Path | None = None
     read_only: bool = False
     sample_live: bool = True  # False: no telemetry timers (fixed-data tests, bench baseline)
-    log_dir: str | None = "/var/log/npu"
+    log_dir: str | None = None  # the CANN application log directory, resolved by the CLI
     transcript_dir: Path = field(default_factory=Path.cwd)
     settings: ChatSettings = field(default_factory=ChatSettings)
 

@@ -83,9 +83,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="read the machine's files under DIR (a mounted image or a copy)")
     panels.add_argument("--msprof", metavar="DIR",
                         help="an msprof output directory: show its bank-conflict ratios")
-    panels.add_argument("--log-dir", metavar="DIR", default="/var/log/npu",
-                        help="the directory whose disk the host panel watches "
-                             "(default /var/log/npu)")
+    panels.add_argument("--log-dir", metavar="DIR", default=None,
+                        help="the directory whose disk the host panel watches (default: the "
+                             "CANN application log directory, ASCEND_PROCESS_LOG_PATH > "
+                             "ASCEND_WORK_PATH > $HOME/ascend/log)")
     rec = parser.add_argument_group("recording")
     rec.add_argument("--record", metavar="FILE",
                      help="append every telemetry sample to this SQLite file")
@@ -111,7 +112,16 @@ def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
         record=Path(args.record) if args.record else None,
         replay=Path(args.replay) if args.replay else None, replay_speed=args.speed,
         root=args.root or "/", msprof=Path(args.msprof) if args.msprof else None,
-        read_only=args.read_only, log_dir=args.log_dir)
+        read_only=args.read_only, log_dir=args.log_dir or _cann_log_dir())
+
+
+def _cann_log_dir() -> str | None:
+    # CANN never rotates application logs: their disk is the one that fills (PATHS.md §5)
+    import os
+
+    from probes.environment import resolve_log_dir
+
+    return resolve_log_dir(os.environ).path
 
 
 def _validate(args: argparse.Namespace) -> None:
