@@ -2,7 +2,11 @@
 
 Every check runs through a RecordingHost (so the recording holds exactly the questions the
 doctor asks), then `npu-smi info` / `-m` for the reader's benefit and the tails of the newest
-CANN plog files (through the same host, so they are recorded and redacted like the rest).
+CANN plog files (through the same host, so they are recorded and redacted like the rest), and
+the console's newest metric recording from its default place on the observed machine (read
+through the same Host, so under --root too, but outside the recording: its file name holds the
+host name, which recorded paths and listings would keep; it is stored once, as metrics/NAME,
+redacted in place, its name too) unless --metrics names one.
 Redaction happens on the in-memory recording, before a byte is written; the .tar.gz is
 staged in a temporary directory, read back with the hostile-input reader, and moved into
 place with os.replace, so a half-written bundle never exists under the final name.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import posixpath
@@ -31,7 +36,7 @@ from typing import IO, Any
 from checks.cli import UsageError
 from checks.context import Context
 from checks.policy import PolicyError, load_policy
-from checks.redact import RedactedRecording, Redaction, redact_recording, summarise
+from checks.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
 from checks.registry import all_checks
 from checks.report import to_json
 from checks.runner import Run, run_checks
@@ -61,6 +66,7 @@ DEVICE_LOG_PARENTS = ("debug", "run")
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _LOG_TIME = re.compile(r"_(\d{8,})\.log$")
+_RECORDING_NAME = re.compile(r"(.+)(-\d{8}T\d{6}Z\.sqlite)$")
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class BundleOptions:
     output: Path | None = None
     include_logs: bool = True
     metrics: Path | None = None
+    find_metrics: bool = True  # without `metrics`: the newest one in the default place
     redact_hostnames: bool = False
     plog_files: int = PLOG_FILES
     plog_tail_bytes: int = PLOG_TAIL_BYTES
@@ -95,6 +102,18 @@ class PlogCollection:
 
 
 @dataclass(frozen=True)
+class MetricsFound:
+    """The console recording that goes into the bundle, or why none does."""
+
+    source: str | None = None  # the file included (on the observed machine, or --metrics)
+    data: bytes = field(default=b"", repr=False)
+    found: int = 0  # *.sqlite files in the default place
+    directory: str = ""  # the default place looked at
+    note: str = ""  # why nothing is included, when nothing is (names no file: see `newest`)
+    newest: str | None = None  # the newest file in the default place, included or not
+
+
+@dataclass(frozen=True)
 class BundleResult:
     path: Path
     size_bytes: int
@@ -104,6 +123,7 @@ class BundleResult:
     metrics_member: str | None
     redactions: tuple[Redaction, ...]
     members: Mapping[str, int] = field(default_factory=dict)  # extra member -> bytes
+    metrics: MetricsFound = field(default_factory=MetricsFound)
 
 
 def _safe(name: str) -> str:
@@ -218,11 +238,54 @@ def _tail_bytes(recording: Recording, tail: PlogTail) -> bytes:
     return b""
 
 
+# -- the console's metric recording -------------------------------------------------------------
+
+
+def find_metrics(host: Host, limit: int = MAX_METRICS_BYTES) -> MetricsFound:
+    """The newest console recording in the observed machine's default place (the env of `host`,
+    docs/recording.md), read through `host`; a note instead when there is none or it is too
+    big."""
+    from console.recording import (  # no textual: console.recording is plain sqlite3
+        RECORDINGS_SUFFIX,
+        default_recordings_dir,
+        newest_first_key,
+    )
+
+    try:
+        env = host.env
+    except HostError:
+        env = {}
+    directory = default_recordings_dir(env).as_posix()
+    if not directory.startswith("/"):
+        return MetricsFound(directory=directory, note=f"none (the default place {directory} "
+                            "is not an absolute path in the observed environment)")
+    names = [n for n in _list(host, directory) if n.endswith(RECORDINGS_SUFFIX)]
+    if not names:
+        return MetricsFound(directory=directory, note=f"none (no recordings in {directory}; "
+                            "--metrics FILE adds one)")
+    newest = posixpath.join(directory, max(names, key=newest_first_key))
+    found = MetricsFound(found=len(names), directory=directory, newest=newest)
+    try:
+        size = host.file_size(newest)
+        if size > limit:
+            return dataclasses.replace(found, note=f"left out: the newest is {_size(size)}, "
+                                       f"over the {_size(limit)} limit of a bundle member")
+        data = host.read_bytes(newest, 0, limit + 1)
+    except HostError as exc:
+        return dataclasses.replace(found, note="left out: the newest cannot be read "
+                                   f"({type(exc).__name__})")
+    if len(data) > limit:  # grew while we looked
+        return dataclasses.replace(found, note=f"left out: the newest is over the "
+                                   f"{_size(limit)} limit of a bundle member")
+    return dataclasses.replace(found, source=newest, data=data)
+
+
 # -- recording ---------------------------------------------------------------------------------
 
 
 def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
-           host_info: Any) -> tuple[RedactedRecording, Run, dict[str, Any], PlogCollection]:
+           host_info: Any
+           ) -> tuple[RedactedRecording, Run, dict[str, Any], PlogCollection, MetricsFound]:
     """Run every check (and the extras) through a RecordingHost; redact the result."""
     recorder = RecordingHost(host)
     _ = recorder.env  # the environment is part of every bundle, even if no check reads it
@@ -243,12 +306,19 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
             plog = collect_plog(recorder, options.plog_files, options.plog_tail_bytes)
             detail.append(f"{len(plog.tails)} of {plog.found} files" if plog.found
                           else plog.note)
+    metrics = MetricsFound(note="none (--metrics FILE adds a recording)")
+    if options.metrics is None and options.find_metrics:
+        with progress.step("looking for the console's newest metric recording") as detail:
+            # not through the recorder: paths and listings are kept as asked, and these names
+            # hold the host name (--redact-hostnames); the bytes are stored once, as metrics/
+            metrics = find_metrics(host)
+            detail.append(metrics.source or metrics.note)
     with progress.step("redacting secrets") as detail:
         redacted = redact_recording(recorder.snapshot(), options.redact_hostnames)
         report = redacted.redactor.value(to_json(run, info), "report.json")
         detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
                       else "nothing secret-looking found")
-    return redacted, run, report, plog
+    return redacted, run, report, plog, metrics
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -259,8 +329,8 @@ def default_output(recording: Recording) -> Path:
     return Path(f"ascend-bundle-{_safe(recording.manifest.hostname)}-{stamp}.tar.gz")
 
 
-def read_metrics(path: Path, redacted: RedactedRecording) -> tuple[str, bytes]:
-    """The console's metric recording, redacted in place (same length: SQLite pages hold)."""
+def read_metrics(path: Path) -> MetricsFound:
+    """The --metrics FILE (a local file, as given)."""
     try:
         size = path.stat().st_size
         if size > MAX_METRICS_BYTES:
@@ -269,13 +339,37 @@ def read_metrics(path: Path, redacted: RedactedRecording) -> tuple[str, bytes]:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"--metrics {path}: cannot read ({exc.strerror or exc})") from None
-    member = f"metrics/{_safe(path.name)}"
-    return member, redacted.redactor.data(data, member)
+    return MetricsFound(str(path), data)
+
+
+def redact_metrics(found: MetricsFound, redacted: RedactedRecording
+                   ) -> tuple[MetricsFound, tuple[str, bytes] | None]:
+    """The (member, bytes) of the recording, redacted in place (same length: SQLite pages
+    hold), and `found` with its path redacted like any other text of the bundle."""
+    redactor = redacted.redactor
+    source = _redacted_path(redactor, found.source) if found.source else None
+    shown = MetricsFound(source, b"", found.found, redactor.text(found.directory, "bundle.json"),
+                         redactor.text(found.note, "bundle.json"),
+                         _redacted_path(redactor, found.newest) if found.newest else None)
+    if source is None:
+        return shown, None
+    member = f"metrics/{_safe(posixpath.basename(source))}"
+    return shown, (member, redactor.data(found.data, member))
+
+
+def _redacted_path(redactor: Redactor, path: str) -> str:
+    # HOST-TIME.sqlite: the host name is followed by `-`, which the host-name rule (rightly)
+    # takes as part of a longer name, so it is redacted on its own
+    directory, name = posixpath.split(path)
+    match = _RECORDING_NAME.match(name)
+    name = (redactor.text(match.group(1), "bundle.json") + match.group(2) if match
+            else redactor.text(name, "bundle.json"))
+    return posixpath.join(redactor.text(directory, "bundle.json"), name)
 
 
 def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: PlogCollection,
-                   metrics: tuple[str, bytes] | None, options: BundleOptions
-                   ) -> dict[str, bytes]:
+                   metrics: tuple[str, bytes] | None, options: BundleOptions,
+                   found: MetricsFound | None = None) -> dict[str, bytes]:
     """Everything beside the snapshot members, as member name -> bytes."""
     recording = redacted.recording
     members: dict[str, bytes] = {"report.json": _json_bytes(report)}
@@ -296,6 +390,11 @@ def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: Pl
         "plog_note": plog.note,
         "limits": {"plog_files": options.plog_files, "plog_tail_bytes": options.plog_tail_bytes},
         "metrics": metrics[0] if metrics else None,
+        "metrics_source": found.source if found else None,  # the file it was copied from
+        "metrics_dir": found.directory if found else "",  # the default place looked at
+        "metrics_found": found.found if found else 0,  # recordings there
+        "metrics_newest": found.newest if found else None,  # included or not
+        "metrics_note": found.note if found else "",
         "redact_hostnames": options.redact_hostnames,
         "redactions": [{"kind": r.kind, "where": r.where} for r in redacted.redactions],
     }
@@ -358,17 +457,18 @@ def make_bundle(host: Host, args: argparse.Namespace, options: BundleOptions,
     def ctx_for(recorder: Host) -> Context:
         return Context(recorder, policy, model, timeout_s=args.timeout)
 
-    redacted, run, report, plog = record(
+    given = read_metrics(options.metrics) if options.metrics else None
+    redacted, run, report, plog, found = record(
         host, ctx_for, options, progress, lambda ctx: host_info(ctx, args, policy.source))
-    metrics = read_metrics(options.metrics, redacted) if options.metrics else None
+    found, metrics = redact_metrics(given or found, redacted)
     out = options.output or default_output(redacted.recording)
-    members = bundle_members(redacted, report, plog, metrics, options)
+    members = bundle_members(redacted, report, plog, metrics, options, found)
     with progress.step(f"writing {out}") as detail:
         size = write_bundle(out, redacted.recording, members)
         detail.append(_size(size))
     return BundleResult(out, size, redacted.recording, run, plog,
                         metrics[0] if metrics else None, redacted.redactions,
-                        {name: len(data) for name, data in members.items()})
+                        {name: len(data) for name, data in members.items()}, found)
 
 
 # -- the summary ---------------------------------------------------------------------------------
@@ -392,7 +492,7 @@ def summary_lines(result: BundleResult) -> list[str]:
         "  report.json: " + ", ".join(f"{n} {s}" for s, n in counts.items()),
         (f"  plog tails: {len(result.plog.tails)} newest of {result.plog.found} files, "
          f"{_size(plog_bytes)}" if result.plog.found else f"  plog tails: {result.plog.note}"),
-        f"  metrics:    {result.metrics_member or 'none (--metrics FILE adds a recording)'}",
+        "  metrics:    " + _metrics_line(result),
     ]
     if result.redactions:
         lines.append("  redacted (values removed, names kept):")
@@ -401,6 +501,17 @@ def summary_lines(result: BundleResult) -> list[str]:
         lines.append("  redacted:   nothing secret-looking was found")
     lines.append(f"replay anywhere: ascend-doctor --from {result.path}")
     return lines
+
+
+def _metrics_line(result: BundleResult) -> str:
+    found = result.metrics
+    if result.metrics_member is None:
+        return f"{found.note}: {found.newest}" if found.newest else (found.note or "none")
+    size = _size(result.members.get(result.metrics_member, 0))
+    if found.directory:
+        return (f"{result.metrics_member} ({size}), the newest of {found.found} recording(s) "
+                f"in {found.directory}: {found.source}")
+    return f"{result.metrics_member} ({size}) from --metrics {found.source}"
 
 
 def cmd_bundle(args: argparse.Namespace, host: Host) -> int:

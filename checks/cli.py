@@ -122,8 +122,11 @@ def _add_bundle_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     bundle = sub.add_parser(
         "bundle", help="record this machine into one .tar.gz for diagnosis elsewhere",
         description="Run every check through a recorder and write one .tar.gz: the recording, "
-        "the JSON report, the tails of the newest CANN plog files and (--metrics) the console's "
-        "metric recording. Secret-looking values are redacted before anything is written. "
+        "the JSON report, the tails of the newest CANN plog files and the console's newest "
+        "metric recording (from its default place on the observed machine, "
+        "$ASCEND_CONSOLE_RECORDINGS > $XDG_STATE_HOME/ascend-console/recordings > "
+        "~/.local/state/ascend-console/recordings, or --metrics FILE). Secret-looking values "
+        "are redacted before anything is written. "
         "Replay it anywhere with `ascend-doctor --from FILE`.")
     _add_live_host_options(bundle)
     bundle.add_argument("-o", "--output", metavar="FILE",
@@ -132,7 +135,8 @@ def _add_bundle_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     bundle.add_argument("--redact-hostnames", action="store_true",
                         help="also replace host names and IP addresses (host-1, ip-1, ...)")
     bundle.add_argument("--metrics", metavar="FILE",
-                        help="the console's metric recording to include")
+                        help="the console's metric recording to include (default: the newest "
+                             "*.sqlite in the default place, when one is there)")
     bundle.add_argument("--no-logs", action="store_true", help="leave the plog tails out")
 
 

@@ -6,12 +6,14 @@ The terminal report is in checks.report_terminal (it needs rich; these do not).
 from __future__ import annotations
 
 import datetime as dt
-import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks.model import Result
 from checks.runner import Run
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 SCHEMA = "ascend-doctor/1"
 TOOL_VERSION = "0.1.0"
@@ -48,6 +50,8 @@ def _result_json(result: Result) -> dict[str, Any]:
 
 
 def to_junit(run: Run, host: HostInfo) -> str:
+    import xml.etree.ElementTree as ET  # only for --junit
+
     counts = run.counts()
     suite = ET.Element("testsuite", {
         "name": "ascend-doctor", "tests": str(len(run.results)),
@@ -64,6 +68,8 @@ def to_junit(run: Run, host: HostInfo) -> str:
 
 
 def _junit_case(suite: ET.Element, result: Result) -> None:
+    import xml.etree.ElementTree as ET
+
     case = ET.SubElement(suite, "testcase", {
         "classname": f"ascend-doctor.{result.category}", "name": result.id,
         "time": f"{result.duration_ms / 1000:.3f}",

@@ -8,6 +8,7 @@ return or post immutable snapshots (console/messages.py); the handlers here own 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -50,7 +51,13 @@ from console.messages import (
     ReplyFinished,
 )
 from console.msprof import MsprofError, OpConflict, read_conflicts
-from console.recording import Player, Recorder, RecordingError
+from console.recording import (
+    Player,
+    Recorder,
+    RecordingError,
+    default_recordings_dir,
+    new_recording_path,
+)
 from console.snapshots import Alert, EngineSnapshot, HostSnapshot, NpuSnapshot
 from console.widgets.alerts import AlertsPanel
 from console.widgets.chat import ChatPane
@@ -81,6 +88,9 @@ class ConsoleOptions:
     sample_live: bool = True  # False: no telemetry timers (fixed-data tests, bench baseline)
     log_dir: str | None = None  # the CANN application log directory, resolved by the CLI
     transcript_dir: Path = field(default_factory=Path.cwd)
+    # the default place of recordings (`r` without --record FILE, `--record` without FILE)
+    recordings_dir: Path = field(
+        default_factory=lambda: default_recordings_dir(os.environ).expanduser())
     settings: ChatSettings = field(default_factory=ChatSettings)
 
 
@@ -439,12 +449,13 @@ class ConsoleApp(App[int]):
             self._stop_recording()
             self.notify(f"recording stopped: {path}")
             return
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = self.options.record or self.options.transcript_dir / f"ascend-console-{stamp}.db"
+        path = self.options.record or new_recording_path(self.options.recordings_dir)
         self._start_recording(path)
 
     def _start_recording(self, path: Path) -> None:
         try:
+            if path.parent == self.options.recordings_dir:  # the default place: make it
+                path.parent.mkdir(parents=True, exist_ok=True)
             self.recorder = Recorder(path)
         except (RecordingError, OSError) as exc:
             self.notify(str(exc), title="record", severity="error", timeout=15)

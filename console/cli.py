@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from console.engine_worker import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
+from console.recording import default_recordings_dir, new_recording_path
 
 if TYPE_CHECKING:
     from console.app import ConsoleOptions
@@ -38,12 +39,20 @@ examples:
   ascend-console                                  demo model, live panels
   ascend-console --model /models/Qwen3-30B-A3B-FP8 --device npu
   ascend-console --record /var/tmp/box.db         watch and record telemetry
+  ascend-console --record                         record to the default place (bundled)
   ascend-console --replay box.db --read-only      replay a recording (labelled REPLAY)
   ascend-console --root /mnt/image --msprof ./PROF_000001
 
 demo models are looked for in demo-assets/KIND next to the source, or in
 $ASCEND_CONSOLE_DEMO_DIR; build one with
   python -m engine.demo build --out demo-assets/KIND --kind KIND"""
+
+
+class _DefaultPlace(str):
+    """`--record` given without FILE: a new file in the default place of recordings."""
+
+
+_DEFAULT_PLACE = _DefaultPlace("(default place)")
 
 
 class UsageError(Exception):
@@ -88,8 +97,12 @@ def make_parser() -> argparse.ArgumentParser:
                              "CANN application log directory, ASCEND_PROCESS_LOG_PATH > "
                              "ASCEND_WORK_PATH > $HOME/ascend/log)")
     rec = parser.add_argument_group("recording")
-    rec.add_argument("--record", metavar="FILE",
-                     help="append every telemetry sample to this SQLite file")
+    rec.add_argument("--record", metavar="FILE", nargs="?", const=_DEFAULT_PLACE,
+                     help="append every telemetry sample to this SQLite file; without FILE, "
+                          "a new HOST-UTCTIME.sqlite in $ASCEND_CONSOLE_RECORDINGS, else "
+                          "$XDG_STATE_HOME/ascend-console/recordings, else "
+                          "~/.local/state/ascend-console/recordings (where `ascend-doctor "
+                          "bundle` looks)")
     rec.add_argument("--replay", metavar="FILE",
                      help="play a recording instead of sampling this machine")
     rec.add_argument("--speed", type=float, default=1.0, metavar="X",
@@ -105,14 +118,24 @@ def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
 
     args = make_parser().parse_args(argv)
     _validate(args)
+    recordings_dir = _recordings_dir()
+    record: Path | None = None
+    if args.record is _DEFAULT_PLACE:
+        record = new_recording_path(recordings_dir)
+    elif args.record:
+        record = Path(args.record)
     return ConsoleOptions(
         model=_model_spec(args), interval_s=args.interval,
         npu_timeout_s=min(5.0, max(1.0, 2.5 * args.interval)),
         policy_path=Path(args.policy) if args.policy else None,
-        record=Path(args.record) if args.record else None,
+        record=record, recordings_dir=recordings_dir,
         replay=Path(args.replay) if args.replay else None, replay_speed=args.speed,
         root=args.root or "/", msprof=Path(args.msprof) if args.msprof else None,
         read_only=args.read_only, log_dir=args.log_dir or _cann_log_dir())
+
+
+def _recordings_dir() -> Path:
+    return default_recordings_dir(os.environ).expanduser()
 
 
 def _cann_log_dir() -> str | None:

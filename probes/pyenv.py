@@ -26,33 +26,82 @@ MARKER = "ASCEND_DOCTOR_PYENV "
 # The first distribution per PEP 503 name in sys.path order wins: that is the one `import`
 # would load. The empty entry (cwd, added by -c) is skipped: it is the doctor's cwd, not
 # the deployment's. Keep this runnable on Python 3.8.
+#
+# It reports what importlib.metadata reports (Name and Version from the METADATA or PKG-INFO
+# header, the same dist-info/egg-info candidates in the same order as its path finder), but
+# lists directories with os.listdir and reads only the header lines: importing
+# importlib.metadata (email, pathlib objects per file) was most of the cost. A zip on sys.path
+# is left to importlib.metadata itself.
 SCRIPT = """
-import json, re, sys
-try:
-    from importlib import metadata
-except ImportError:
-    print(@MARKER@ + json.dumps({"error": "importlib.metadata needs Python 3.8 or later"}))
-    sys.exit(0)
+import json, os, re, sys
 def norm(name):
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
-def head(dist):
-    # Name and Version from the header block only: the email parser behind
-    # dist.metadata reads whole descriptions and doubles the cost
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+def header(lines):
     found = {}
-    for line in text.splitlines():
+    for line in lines:
         if not line.strip():
             break
         key, _, value = line.partition(":")
         if key in ("Name", "Version") and key not in found:
             found[key] = value.strip()
     return found.get("Name", ""), found.get("Version", "")
+def head_lines(path):
+    # the header block of one metadata file, or None where importlib.metadata reads no text
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = []
+            for raw in handle:
+                parts = raw.splitlines() or [""]
+                lines.extend(parts)
+                if any(not part.strip() for part in parts):
+                    break
+    except (OSError, UnicodeDecodeError):
+        return None
+    return lines or None
+def head_dir(meta_dir):
+    for filename in ("METADATA", "PKG-INFO"):
+        lines = head_lines(os.path.join(meta_dir, filename))
+        if lines:
+            return header(lines)
+    return "", ""
+def candidates(entry):
+    # importlib.metadata's order: dist-info/egg-info grouped by their normalised directory
+    # name in listing order, then the EGG-INFO of an .egg entry
+    names = os.listdir(entry)
+    groups = {}
+    eggs = []
+    base = os.path.basename(entry).lower()
+    for child in names:
+        low = child.lower()
+        if low.endswith((".dist-info", ".egg-info")):
+            key = re.sub(r"[-_.]+", "-", low.rpartition(".")[0].partition("-")[0])
+            groups.setdefault(key.replace("-", "_"), []).append(os.path.join(entry, child))
+        elif base.endswith(".egg") and low == "egg-info":
+            eggs.append(os.path.join(entry, "EGG-INFO"))
+    return [path for group in groups.values() for path in group] + eggs
+def zipped(entry):
+    try:
+        from importlib import metadata
+    except ImportError:
+        return []
+    def head(dist):
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+        return header(text.splitlines())
+    return [head(dist) for dist in metadata.distributions(path=[entry])]
+def found_in(entry):
+    if os.path.isdir(entry):
+        try:
+            return [head_dir(path) for path in candidates(entry)]
+        except OSError:
+            return []
+    if os.path.isfile(entry):
+        return zipped(entry)
+    return []
 seen = {}
 for entry in sys.path:
     if not entry:
         continue
-    for dist in metadata.distributions(path=[entry]):
-        name, version = head(dist)
+    for name, version in found_in(entry):
         if not name or norm(name) in seen:
             continue
         seen[norm(name)] = {"version": version, "location": entry}

@@ -47,3 +47,32 @@ def test_engine_loads_no_textual() -> None:
 def test_the_rule_would_notice_a_violation() -> None:
     loaded = _loaded_after_import(["json", "textual"])
     assert "textual" in loaded
+
+
+# Loaded only when a run needs them (issue #3, start-up): --model, --baseline, --junit, an
+# npu-smi output to parse, a chip that is not OK.
+LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi_kv",
+        "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers")
+
+
+def test_a_run_without_model_imports_only_what_it_needs(tmp_path: Path) -> None:
+    code = (
+        "import io, contextlib, json, sys\n"
+        "import checks.cli as cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    cli.main(['--root', {str(tmp_path)!r}, '--json'])\n"
+        f"print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
+def test_every_check_still_registers() -> None:
+    code = ("import json; from checks.registry import all_checks; "
+            "print(json.dumps([c.id for c in all_checks()]))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True)
+    ids = set(json.loads(out.stdout))
+    assert {"checkpoint.format", "checkpoint.fp8-scales", "baseline.drift", "npu.health",
+            "npu.hbm-fit", "tokenizer.dtype", "versions.parity"} <= ids

@@ -8,10 +8,16 @@ inventory, tokenizer fingerprint.
 
 from __future__ import annotations
 
-from checks.baseline import CATEGORIES, Category, Drift, compare, observe
+from typing import TYPE_CHECKING
+
 from checks.context import Context
 from checks.model import Finding, Status, failed, passed, skipped, warned
 from checks.registry import check
+
+if TYPE_CHECKING:
+    from checks.baseline import Category, Drift
+
+# checks.baseline is imported when there is a --baseline to compare with
 
 VERDICTS = ("fail", "warn", "pass")
 REMEDY = ("if the change was intended, validate this machine again and record a new baseline "
@@ -20,6 +26,8 @@ SHOWN_IN_SUMMARY = 3
 
 
 def _verdicts(ctx: Context) -> dict[Category, Status]:
+    from checks.baseline import CATEGORIES
+
     out: dict[Category, Status] = {}
     for category in CATEGORIES:
         key = f"{category}_drift_is"
@@ -37,6 +45,8 @@ def baseline_drift(ctx: Context) -> Finding:
     base = ctx.baseline
     if base is None:
         return skipped("no --baseline FILE given")
+    from checks.baseline import compare, observe
+
     verdicts = _verdicts(ctx)
     model = ctx.model_dir if base.tokenizer is not None else None
     drifts, unknown = compare(base, observe(ctx, model))

@@ -12,23 +12,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import numpy as np
-
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.registry import check
-from probes.checkpoint import (
-    E4M3_MAX,
-    E4M3_MIN_SUBNORMAL,
-    CheckpointError,
-    ModelDir,
-    TensorInfo,
-    load_tensor,
-    read_model_dir,
-)
 from probes.errors import HostError, NotRecorded
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from probes.checkpoint import ModelDir, TensorInfo
+
+# probes.checkpoint is imported by the functions that read a model: a run without --model
+# never loads it.
 
 SCALE_DTYPES = ("F32", "BF16", "F16")
 KNOWN_ARCHITECTURES = ("llama", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
@@ -51,6 +47,8 @@ FP8_FACT = ("FP8 E4M3 compute exists only on Ascend 950; A2 (910B) and A3 have n
 def model_dir(ctx: Context) -> ModelDir:
     """The checkpoint under --model, read once per run. Raises CheckpointError/HostError."""
     assert ctx.model_dir is not None
+    from probes.checkpoint import read_model_dir
+
     return ctx.fact("checkpoint", lambda: read_model_dir(ctx.host, str(ctx.model_dir)))
 
 
@@ -63,6 +61,8 @@ def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
     """The model, or the skip that says why there is none to look at."""
     if ctx.model_dir is None:
         return None, skipped("no --model given")
+    from probes.checkpoint import CheckpointError
+
     try:
         return model_dir(ctx), None
     except NotRecorded as exc:
@@ -94,6 +94,8 @@ def derived_range(weight_dtype: str) -> tuple[float, float, str]:
     - max: the largest code, 448 * scale, must stay finite in the dequantised dtype;
     - min: the smallest non-zero code, 2^-9 * scale, must not underflow to zero there.
     """
+    from probes.checkpoint import E4M3_MAX, E4M3_MIN_SUBNORMAL
+
     name = weight_dtype if weight_dtype in DEQUANT_LIMITS else "bfloat16"
     largest, tiniest = DEQUANT_LIMITS[name]
     return (tiniest / E4M3_MIN_SUBNORMAL, largest / E4M3_MAX,
@@ -192,6 +194,8 @@ def fp8_scales(ctx: Context) -> Finding:
     weights = [t for t in model.tensors.values() if t.dtype == "F8_E4M3"]
     if not weights:
         return skipped("quant_method is fp8 but no tensor is stored as F8_E4M3")
+    from probes.checkpoint import CheckpointError, load_tensor
+
     problems: list[ScaleProblem] = []
     blocks = 0
     scale_dtypes: Counter[str] = Counter()
@@ -322,6 +326,8 @@ def fp8_on_npu(ctx: Context) -> tuple[str, str] | None:
 def checkpoint_format(ctx: Context) -> Finding:
     if ctx.model_dir is None:
         return skipped("no --model given")
+    from probes.checkpoint import CheckpointError
+
     try:
         model = model_dir(ctx)
     except NotRecorded as exc:

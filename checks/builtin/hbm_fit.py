@@ -11,15 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.registry import check
-from probes.checkpoint import ModelConfig, ModelDir, TensorInfo
-from probes.npu_smi import ChipRow
+
+if TYPE_CHECKING:
+    from probes.checkpoint import ModelConfig, ModelDir, TensorInfo
+    from probes.npu_smi import ChipRow
 
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
 FP8_DTYPES = ("F8_E4M3", "F8_E5M2")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.registry import check
-from probes.inventory import NpuReading
-from probes.npu_smi import ChipRow, NpuInfo
-from probes.npu_smi_kv import health_report, parse_kv
+
+if TYPE_CHECKING:
+    from probes.inventory import NpuReading
+    from probes.npu_smi import ChipRow, NpuInfo
 
 # npu-smi error outputs and their known causes (corpus/npu-smi/FORMATS.md §4).
 ERROR_CAUSES = {
@@ -65,6 +68,8 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     result = ctx.host.run(argv, timeout_s=ctx.timeout_s)
     if not result.ok:
         return [result.describe()]
+    from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK
+
     try:
         report = health_report(parse_kv(result.stdout, "health"))
     except Exception as exc:  # a health output we cannot read is evidence, not a crash

@@ -19,6 +19,7 @@ import yaml
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
+from checks.policy import FAST_LOADER
 from checks.registry import check
 from probes.stack import Found, StackVersions, read_stack
 from probes.version_files import (
@@ -59,7 +60,7 @@ class CompatData:
 @functools.lru_cache(maxsize=1)
 def compat_data() -> CompatData:
     text = resources.files("checks").joinpath("data/compat.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw = yaml.load(text, Loader=FAST_LOADER)
     npu = raw["torch_npu"]
     return CompatData(
         torch_npu_rows=tuple(npu["active"]) + tuple(npu["historical"]),

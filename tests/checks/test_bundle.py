@@ -228,6 +228,8 @@ def test_redact_hostnames_replaces_names_and_addresses(fake_root: FakeRoot, tmp_
     fake_root.file("/etc/hostname", "atlas-prod-07\n")
     fake_root.file(f"{PLOG}/plog-1_20250101120000000.log",
                    "[INFO] atlas-prod-07 rank 0 at 10.20.30.40:29500, peer 10.20.30.41\n")
+    fake_root.file(f"{RECORDINGS}/atlas-prod-07-20250101T120000Z.sqlite",
+                   b"SQLite format 3\x00host atlas-prod-07 at 10.20.30.40")
     host = LiveHost(root=host.root, env=dict(host.env) | {"MASTER_ADDR": "10.20.30.40"},
                     python=host.python)
     out = tmp_path / "h.tar.gz"
@@ -238,6 +240,8 @@ def test_redact_hostnames_replaces_names_and_addresses(fake_root: FakeRoot, tmp_
     found = members(out)
     assert json.loads(found["manifest.json"])["hostname"] == "host-1"
     assert json.loads(found["env.json"])["MASTER_ADDR"] == "ip-1"
+    assert [m for m in found if m.startswith("metrics/")] == [
+        "metrics/host-1-20250101T120000Z.sqlite"]
     tail = found["plog/plog/plog-1_20250101120000000.log"].decode()
     assert "rank 0 at ip-1" in tail  # same address, same name
 
@@ -416,3 +420,60 @@ def test_random_member_names_end_in_a_clean_error(tmp_path: Path,
     for leftover in tmp_path.iterdir():
         assert leftover.name == "names.tar.gz"
     os.remove(path)
+
+
+# -- the console's metric recording from its default place ----------------------------------------
+
+RECORDINGS = "/root/.local/state/ascend-console/recordings"  # HOME=/root on the fixture machine
+
+
+def test_the_newest_default_recording_is_included_and_named(
+        fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host = build_a2(fake_root)
+    fake_root.file(f"{RECORDINGS}/box-20250101T120000Z.sqlite", b"SQLite format 3\x00old")
+    fake_root.file(f"{RECORDINGS}/box-20250302T080000Z.sqlite", b"SQLite format 3\x00new")
+    fake_root.file(f"{RECORDINGS}/notes.txt", "not a recording")
+    out = tmp_path / "a2.tar.gz"
+    assert bundle(fake_root, host, out, "--no-logs") == 0
+    summary = capsys.readouterr().out
+    found = members(out)
+    assert [m for m in found if m.startswith("metrics/")] == [
+        "metrics/box-20250302T080000Z.sqlite"]
+    assert found["metrics/box-20250302T080000Z.sqlite"] == b"SQLite format 3\x00new"
+    index = json.loads(found["bundle.json"])
+    assert index["metrics"] == "metrics/box-20250302T080000Z.sqlite"
+    assert index["metrics_source"] == f"{RECORDINGS}/box-20250302T080000Z.sqlite"
+    assert index["metrics_found"] == 2 and index["metrics_dir"] == RECORDINGS
+    line = next(x for x in summary.splitlines() if x.strip().startswith("metrics:"))
+    assert "box-20250302T080000Z.sqlite" in line and "newest of 2" in line
+    # read beside the recording, not into it: its name holds the host name (see below)
+    assert RECORDINGS not in json.loads(found["files.json"])
+
+
+def test_no_default_recording_says_none(fake_root: FakeRoot, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    host = build_a2(fake_root)
+    out = tmp_path / "a2.tar.gz"
+    assert bundle(fake_root, host, out, "--no-logs") == 0
+    line = next(x for x in capsys.readouterr().out.splitlines()
+                if x.strip().startswith("metrics:"))
+    assert "none" in line and RECORDINGS in line
+    index = json.loads(members(out)["bundle.json"])
+    assert index["metrics"] is None and index["metrics_found"] == 0
+
+
+def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot) -> None:
+    from checks.bundle import find_metrics
+
+    host = build_a2(fake_root)
+    fake_root.file("/srv/recs/a-20250101T000000Z.sqlite", b"x" * 100)
+    env = dict(host.env) | {"ASCEND_CONSOLE_RECORDINGS": "/srv/recs"}
+    moved = LiveHost(root=host.root, env=env, python=host.python)
+    found = find_metrics(moved)
+    assert found.source == "/srv/recs/a-20250101T000000Z.sqlite" and len(found.data) == 100
+    too_big = find_metrics(moved, limit=64)
+    assert too_big.source is None and too_big.found == 1
+    assert too_big.newest == "/srv/recs/a-20250101T000000Z.sqlite"
+    assert "over the 64 bytes limit" in too_big.note and "left out" in too_big.note
+    no_home = LiveHost(root=host.root, env={}, python=host.python)
+    assert "not an absolute path" in find_metrics(no_home).note

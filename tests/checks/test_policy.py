@@ -62,3 +62,15 @@ def test_waivers_parse_and_expire(tmp_path: Path) -> None:
     assert waiver is not None and waiver.reason == "known x8 riser"
     assert waiver.active(dt.date(2027, 1, 31))
     assert not waiver.active(dt.date(2027, 2, 1))
+
+
+def test_the_fast_yaml_loader_reads_the_built_in_data_as_safe_load_does() -> None:
+    from importlib import resources
+
+    import yaml
+
+    from checks.policy import FAST_LOADER
+
+    for name in ("policy.yaml", "data/compat.yaml"):
+        text = resources.files("checks").joinpath(name).read_text(encoding="utf-8")
+        assert yaml.load(text, Loader=FAST_LOADER) == yaml.safe_load(text), name

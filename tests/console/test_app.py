@@ -316,6 +316,24 @@ async def test_record_toggle_and_read_only(fake_root: FakeRoot, tmp_path: Path) 
         assert "Toggle recording" not in titles
 
 
+async def test_record_toggle_without_a_file_writes_to_the_default_place(
+        fake_root: FakeRoot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    recordings = tmp_path / "state" / "recordings"  # not there yet: the toggle makes it
+    monkeypatch.setenv("ASCEND_CONSOLE_RECORDINGS", str(recordings))
+    app = make_app(fake_npu_smi(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("escape", "r")
+        assert app.recorder is not None and app.recorder.path.parent == recordings
+        await wait_for(pilot, lambda: app.sampler.last_good is not None, what="a sample")
+        await pilot.pause(0.3)
+        await pilot.press("r")
+        assert app.recorder is None
+    from console.recording import Player
+
+    files = list(recordings.glob("*.sqlite"))
+    assert len(files) == 1 and len(Player(files[0])) >= 1
+
+
 def _chip(npu_id: int, temperature_c: int) -> ChipSample:
     return ChipSample(npu_id, 0, "910B4", "OK", temperature_c, 90.5, 12, 3000, 32768, 40.0,
                       f"{npu_id}/0")

@@ -74,3 +74,15 @@ def test_a_bad_policy_file_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     policy.write_text("- not a mapping\n")
     assert main(["--policy", str(policy), "--no-model"]) == 3
     assert str(policy) in capsys.readouterr().err
+
+
+def test_record_with_or_without_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ASCEND_CONSOLE_RECORDINGS", str(tmp_path / "recs"))
+    given = parse_options(["--no-model", "--record", str(tmp_path / "box.db")])
+    assert given.record == tmp_path / "box.db"
+    assert given.recordings_dir == tmp_path / "recs"
+    default = parse_options(["--no-model", "--record"])
+    assert default.record is not None and default.record.parent == tmp_path / "recs"
+    assert default.record.suffix == ".sqlite" and default.record.name.endswith("Z.sqlite")
+    assert parse_options(["--no-model"]).record is None
+    assert main(["--record", "--read-only"]) == 3

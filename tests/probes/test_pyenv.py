@@ -10,7 +10,7 @@ from conftest import FakeRoot
 
 from probes.host import CommandResult
 from probes.live import LiveHost
-from probes.pyenv import MARKER, inspect_python, parse_report
+from probes.pyenv import MARKER, inspect_current, inspect_python, parse_report
 
 PY_DIR = f"python{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -120,3 +120,50 @@ def test_live_host_under_root_inspects_the_root_interpreter(fake_root: FakeRoot)
     assert found.interpreter == "/opt/venv/bin/python"
     assert found.version_of("vllm") == "0.9.1"
     assert found.locations["vllm"] == f"/opt/venv/lib/{PY_DIR}/site-packages"
+
+
+def _importlib_metadata_view(path: list[str]) -> dict[str, tuple[str, str]]:
+    """What importlib.metadata reports: first distribution per normalised name on `path`."""
+    import re
+    from importlib import metadata
+
+    seen: dict[str, tuple[str, str]] = {}
+    for entry in path:
+        if not entry:
+            continue
+        for dist in metadata.distributions(path=[entry]):
+            name = dist.metadata["Name"]
+            key = re.sub(r"[-_.]+", "-", (name or "").strip()).lower()
+            if name and key not in seen:
+                seen[key] = (dist.version, entry)
+    return seen
+
+
+def test_fast_scan_agrees_with_importlib_metadata_for_this_environment() -> None:
+    env = inspect_current()
+    assert not env.error
+    fast = {name: (env.packages[name], env.locations[name]) for name in env.packages}
+    assert fast == _importlib_metadata_view(sys.path)
+    assert "rich" in fast and "pytest" in fast
+
+
+def test_fast_scan_agrees_on_odd_metadata_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    add_dist(first, "Zope.Interface", "6.0")
+    add_dist(second, "zope-interface", "5.0")  # shadowed by the first entry
+    empty = first / "empty-1.0.dist-info"
+    empty.mkdir()
+    (empty / "METADATA").write_text("")
+    (empty / "PKG-INFO").write_text("Name: from-pkg-info\nVersion: 2\n\nName: body\n")
+    legacy = first / "legacy.egg-info"  # egg-info without a version in its name
+    legacy.mkdir()
+    (legacy / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: Legacy\nVersion: 0.3.dev1\n")
+    (first / "not-metadata.txt").write_text("x")
+    monkeypatch.setattr(sys, "path", [str(first), "", str(tmp_path / "missing"), str(second)])
+    env = inspect_current()
+    fast = {name: (env.packages[name], env.locations[name]) for name in env.packages}
+    assert fast == _importlib_metadata_view(sys.path)
+    assert fast["zope-interface"] == ("6.0", str(first))
+    assert fast["from-pkg-info"] == ("2", str(first))
+    assert fast["legacy"] == ("0.3.dev1", str(first))
