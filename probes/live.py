@@ -234,6 +234,10 @@ def resolve_inside(root: str, path: str) -> str:
     Missing components are kept as they are (like os.path.realpath without strict).
     Raises PathUnreadable after MAX_SYMLINKS links (a loop).
     """
+    if root == "/":
+        fast = _realpath_strict(path)
+        if fast is not None:
+            return fast
     pending = list(reversed(path.split("/")))
     resolved: list[str] = []
     links = 0
@@ -256,6 +260,18 @@ def resolve_inside(root: str, path: str) -> str:
             resolved = []  # absolute targets are re-rooted
         pending.extend(reversed(target.split("/")))
     return "/" + "/".join(resolved)
+
+
+def _realpath_strict(path: str) -> str | None:
+    """The kernel-speed answer for the real root, when every component exists.
+
+    Nothing can escape `/`, so os.path.realpath agrees with the walk below; a missing
+    component or a loop returns None and the walk gives its own answer (or error).
+    """
+    try:
+        return os.path.realpath(path, strict=True)
+    except OSError:
+        return None
 
 
 def _read_link(root: str, parts: list[str]) -> str | None:
