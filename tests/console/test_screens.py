@@ -27,7 +27,7 @@ def result(check_id: str, category: str, status: Status, summary: str,
 
 def sample_run() -> Run:
     return Run((
-        result("versions.parity", "versions", "pass", "CANN 8.5.0 matches torch_npu 2.6.0"),
+        result("versions.parity", "versions", "pass", "CANN 8.5.0 matches torch_npu 2.6.0.post5"),
         result("npu.temperature", "npu", "warn", "NPU 5/0 at 88 °C (warn at 85 °C)",
                evidence=("npu-smi info: 88 °C",), remedy="check the airflow of card 5"),
         result("npu.health", "npu", "fail", "NPU 1/0 health is Alarm [0x80E01801]",
@@ -80,7 +80,7 @@ async def test_doctor_runs_checks_in_a_thread_and_groups_results() -> None:
         shown = rows(screen.query_one("#doctor-results", DataTable))
         assert shown == [
             ["", "versions", ""],
-            ["PASS", "versions.parity", "CANN 8.5.0 matches torch_npu 2.6.0"],
+            ["PASS", "versions.parity", "CANN 8.5.0 matches torch_npu 2.6.0.post5"],
             ["", "npu", ""],
             ["FAIL", "npu.health", "NPU 1/0 health is Alarm [0x80E01801]"],
             ["WARN", "npu.temperature", "NPU 5/0 at 88 °C (warn at 85 °C)"],
