@@ -63,7 +63,8 @@ def summary_line(run: Run) -> Text:
         ("skip", "skipped"), ("error", "errors"))
     parts = [f"{counts[s]} {word}" for s, word in words if counts[s]]
     verdict = {0: "no problems found", 1: "usable, with warnings", 2: "NOT ready"}[run.exit_code()]
-    text = Text(f"{len(run.results)} checks: " + ", ".join(parts) + f" in "
+    noun = "check" if len(run.results) == 1 else "checks"
+    text = Text(f"{len(run.results)} {noun}: " + ", ".join(parts) + f" in "
                 f"{run.duration_ms / 1000:.1f} s — ")
     text.append(verdict, style={0: "green", 1: "yellow", 2: "bold red"}[run.exit_code()])
     return text

@@ -43,7 +43,7 @@ def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
         ("dtype", snapshot.dtype),
         ("architecture", snapshot.architecture),
         ("fp8 mode", snapshot.fp8_mode),
-        ("fused ops", ", ".join(snapshot.fused_ops) or "none passed their self-check"),
+        ("fused ops", ", ".join(snapshot.fused_ops) or "none active (standard torch ops)"),
         ("TTFT", ttft),
         ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
         ("decode", format_rate(snapshot.decode_tokens_per_s)),
