@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+from checks.health import health_level
 from checks.policy import Policy
 from console.snapshots import Alert, AlertLevel, ChipSample, EngineSnapshot, NpuSnapshot
-
-_HEALTH_FAIL = frozenset({"alarm", "critical", "fault", "error", "abnormal"})
 
 
 def evaluate(
@@ -75,9 +74,9 @@ def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
 
 def _health(chip: ChipSample, now: float) -> Alert | None:
     health = (chip.health or "").strip()
-    if not health or health.upper() == "OK" or health.upper() in ("NA", "-"):
+    level = health_level(health)
+    if level not in ("warn", "fail"):
         return None
-    level: AlertLevel = "fail" if health.lower() in _HEALTH_FAIL else "warn"
     return Alert(now, f"health:{chip.key}", level,
                  f"NPU {chip.key} health is {health} (see `npu-smi info -t health -i "
                  f"{chip.npu_id}`)", health)

@@ -23,7 +23,6 @@ written. Every failure is one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 import sys
@@ -39,6 +38,7 @@ import numpy as np
 import torch
 
 from engine.quantize import BLOCK, SCALE_DTYPES, SCALE_SUFFIX, quantize_block_fp8
+from engine.qwen_tokenizer import file_sha256, write_qwen3_tokenizer
 
 FORMAT_VERSION = 2  # bump when a kind's output changes, so old builds are rebuilt
 DEMO_FILE = "demo.json"
@@ -75,14 +75,6 @@ class Kind:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
@@ -450,11 +442,6 @@ def qwen3_tiny_tensors(config: dict[str, Any], seed: int = TINY_SEED) -> Tensors
 
 
 def write_qwen_tokenizer(out: Path) -> None:
-    try:
-        from engine.qwen_tokenizer import write_qwen3_tokenizer
-    except ImportError as exc:
-        raise DemoError(f"engine.qwen_tokenizer is unavailable ({exc}); "
-                        f"reinstall ascend-doctor") from None
     try:
         write_qwen3_tokenizer(out)
     except FileNotFoundError as exc:

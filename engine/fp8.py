@@ -88,6 +88,20 @@ def bf16_exact_scales(scale: torch.Tensor) -> bool:
                          and float(nonzero.max()) < _BF16_SCALE_RANGE[1])))
 
 
+def _checked_bytes(weight_fp8: torch.Tensor, scale_inv: torch.Tensor,
+                   block: tuple[int, int]) -> torch.Tensor:
+    """The FP8 weight as uint8 bytes, after checking it is 2-D and its scale grid fits."""
+    if weight_fp8.dim() != 2:
+        raise ModelFormatError(f"FP8 weight must be 2-D, got shape {list(weight_fp8.shape)}")
+    rows, cols = int(weight_fp8.shape[0]), int(weight_fp8.shape[1])
+    if tuple(scale_inv.shape) != scale_grid((rows, cols), block):
+        raise ModelFormatError(
+            f"FP8 scale grid {list(scale_inv.shape)} does not match weight {[rows, cols]} "
+            f"with {list(block)} blocks (expected {list(scale_grid((rows, cols), block))})"
+        )
+    return weight_fp8.view(torch.uint8) if weight_fp8.dtype != torch.uint8 else weight_fp8
+
+
 def dequantize_block(
     weight_fp8: torch.Tensor,
     scale_inv: torch.Tensor,
@@ -98,15 +112,7 @@ def dequantize_block(
 
     Bit-exact with `(float32(W_fp8) * float32(scale)).to(dtype)` tile by tile.
     """
-    if weight_fp8.dim() != 2:
-        raise ModelFormatError(f"FP8 weight must be 2-D, got shape {list(weight_fp8.shape)}")
-    rows, cols = int(weight_fp8.shape[0]), int(weight_fp8.shape[1])
-    if tuple(scale_inv.shape) != scale_grid((rows, cols), block):
-        raise ModelFormatError(
-            f"FP8 scale grid {list(scale_inv.shape)} does not match weight {[rows, cols]} "
-            f"with {list(block)} blocks (expected {list(scale_grid((rows, cols), block))})"
-        )
-    raw = weight_fp8.view(torch.uint8) if weight_fp8.dtype != torch.uint8 else weight_fp8
+    raw = _checked_bytes(weight_fp8, scale_inv, block)
     scale = scale_inv.to(device=raw.device, dtype=torch.float32)
     return _dequantize(raw, scale, block, dtype, nan_free=not has_nan_codes(raw),
                        bf16_scales=dtype == torch.bfloat16 and bf16_exact_scales(scale))
@@ -250,14 +256,7 @@ class Fp8Weight:
     ) -> Fp8Weight:
         """Place an FP8 weight and its scales on `device`; the bytes are stored as uint8
         because not every backend can hold float8 tensors."""
-        rows, cols = int(weight_fp8.shape[0]), int(weight_fp8.shape[1])
-        if tuple(scale_inv.shape) != scale_grid((rows, cols), block):
-            raise ModelFormatError(
-                f"FP8 scale grid {list(scale_inv.shape)} does not match weight {[rows, cols]} "
-                f"with {list(block)} blocks"
-            )
-        data = weight_fp8.view(torch.uint8) if weight_fp8.dtype != torch.uint8 else weight_fp8
-        data = data.to(device)
+        data = _checked_bytes(weight_fp8, scale_inv, block).to(device)
         return cls(data, scale_inv.to(device=device, dtype=torch.float32), block,
                    nan_free=not has_nan_codes(data), bf16_scales=bf16_exact_scales(scale_inv))
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from checks.builtin import facts
 from checks.context import Context
+from checks.health import health_level
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.registry import check
 
@@ -86,7 +87,7 @@ def npu_health(ctx: Context) -> Finding:
     info, finding = info_or_skip(ctx)
     if info is None:
         return finding or skipped("no NPU")
-    bad = [c for c in info.chips if (c.health or "").upper() != "OK"]
+    bad = [c for c in info.chips if health_level(c.health) != "ok"]
     evidence = [f"{_chip_name(c)}: {c.health or 'unknown'}" for c in info.chips]
     evidence += [f"npu-smi warning: {w}" for w in info.warnings]
     if not bad:
@@ -96,7 +97,7 @@ def npu_health(ctx: Context) -> Finding:
     summary = ", ".join(f"{_chip_name(c)} {c.health or 'unknown'}" for c in bad)
     remedy = ("read the error codes above; then `npu-smi info -t health -i N -c C` and the "
               "device logs (`msnpureport`); replace or reset the chip before serving")
-    if all((c.health or "").lower() == "warning" for c in bad):
+    if all(health_level(c.health) == "warn" for c in bad):
         return warned(summary, remedy, *evidence)
     return failed(summary, remedy, *evidence)
 

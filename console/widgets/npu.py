@@ -6,17 +6,17 @@ Data arrives only through `NpuPanel.show()`; the widget never runs npu-smi itsel
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
+from checks.health import HealthLevel, health_level
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
 
-Level = Literal["ok", "warn", "fail", "unknown"]
+Level = HealthLevel  # the same four words colour temperatures too
 LEVEL_STYLES: dict[Level, str] = {
     "ok": "green",
     "warn": "bold yellow",
@@ -27,7 +27,6 @@ LEVEL_ORDER: dict[Level, int] = {"unknown": 0, "ok": 1, "warn": 2, "fail": 3}
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 16
 NO_VALUE = "–"
-HEALTHY = frozenset({"OK"})
 
 CHIP_COLUMNS: tuple[tuple[str, str], ...] = (
     ("npu", "NPU"),
@@ -64,12 +63,6 @@ def threshold_level(value: float | None, warn: float, fail: float) -> Level:
     if value >= fail:
         return "fail"
     return "warn" if value >= warn else "ok"
-
-
-def health_level(health: str | None) -> Level:
-    if not health or health.strip().upper() in ("NA", "-"):
-        return "unknown"
-    return "ok" if health.strip().upper() in HEALTHY else "fail"
 
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
