@@ -23,6 +23,8 @@ T = TypeVar("T")
 
 @dataclass
 class Context:
+    """One run's inputs, and the facts its checks share (read once, under a lock each)."""
+
     host: Host
     policy: Policy
     model_dir: Path | None = None

@@ -12,6 +12,11 @@ if TYPE_CHECKING:
 Status = Literal["pass", "warn", "fail", "skip", "error"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "skip", "error")
 
+# inputs a check can declare; without them it is skipped before its module is imported
+Need = Literal["model", "baseline"]
+NO_MODEL = "no --model given"
+NO_BASELINE = "no --baseline FILE given"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -44,20 +49,33 @@ CheckFn = Callable[["Context"], Finding]
 
 @dataclass(frozen=True)
 class Check:
+    """One check: its contract id, where it is listed, and the function that judges."""
+
     id: str
     title: str
     category: str
     looks_at: str  # one line for `ascend-doctor list`
     fn: CheckFn = field(repr=False, compare=False)
     playbook: str = ""  # defaults to the id
+    needs: tuple[Need, ...] = ()
 
     @property
     def playbook_id(self) -> str:
         return self.playbook or self.id
 
+    def missing_input(self, ctx: Context) -> str:
+        """Why the check cannot apply for want of a declared input; "" when it can run."""
+        if "model" in self.needs and ctx.model_dir is None:
+            return NO_MODEL
+        if "baseline" in self.needs and ctx.baseline is None:
+            return NO_BASELINE
+        return ""
+
 
 @dataclass(frozen=True)
 class Result:
+    """A check's finding with its identity and duration: one row of every report."""
+
     id: str
     title: str
     category: str

@@ -5,15 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-# libyaml's loader when PyYAML has it: the built-in data files parse ~10x faster. User files
-# keep yaml.safe_load, whose error messages the doctor quotes.
-FAST_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from checks import datafiles
 
 
 class PolicyError(Exception):
@@ -22,6 +17,8 @@ class PolicyError(Exception):
 
 @dataclass(frozen=True)
 class Waiver:
+    """A warn or fail of one check accepted until a date, for a stated reason."""
+
     check_id: str
     reason: str
     expires: dt.date
@@ -32,6 +29,8 @@ class Waiver:
 
 @dataclass(frozen=True)
 class Policy:
+    """Every threshold by section and key, the waivers, and where they came from."""
+
     values: Mapping[str, Mapping[str, Any]]
     waivers: tuple[Waiver, ...] = ()
     source: str = "built-in defaults"
@@ -44,8 +43,7 @@ class Policy:
 
 
 def _defaults() -> dict[str, Any]:
-    text = resources.files("checks").joinpath("policy.yaml").read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=FAST_LOADER)
+    data = datafiles.load("policy.yaml")
     assert isinstance(data, dict)
     return data
 
@@ -64,6 +62,8 @@ def load_policy(path: Path | None = None) -> Policy:
 
 
 def _read_override(path: Path) -> dict[str, Any]:
+    import yaml  # only for a user's file: the defaults come without it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -1,47 +1,81 @@
-"""The registry of checks: built-in modules register with `@check`."""
+"""The registry of checks: what each one is, declared here; its code, imported when it runs.
+
+A check's module is imported only when the check runs, and a check whose declared input is
+absent (`needs`: no --model, no --baseline) is skipped without importing it: `list` and a run
+on a bare machine stay quick however many checks exist.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from checks.model import Check, CheckFn
+from checks.model import Check, CheckFn, Finding, Need
 
-_CHECKS: dict[str, Check] = {}
+if TYPE_CHECKING:
+    from checks.context import Context
 
-BUILTIN_MODULES = (
-    "checks.builtin.versions",
-    "checks.builtin.npu",
-    "checks.builtin.environment",
-    "checks.builtin.logging",
-    "checks.builtin.pcie",
-    "checks.builtin.devices",
-    "checks.builtin.checkpoint",
-    "checks.builtin.tokenizer",
-    "checks.builtin.hbm_fit",
-    "checks.builtin.baseline",
+
+def _lazy(target: str) -> CheckFn:
+    module_name, _, function_name = target.partition(":")
+
+    def run(ctx: Context) -> Finding:
+        fn: CheckFn = getattr(importlib.import_module(module_name), function_name)
+        return fn(ctx)
+
+    run.__qualname__ = run.__name__ = function_name
+    return run
+
+
+def _check(id: str, title: str, category: str, looks_at: str, target: str,
+           needs: tuple[Need, ...] = ()) -> Check:
+    return Check(id, title, category, looks_at, _lazy(f"checks.builtin.{target}"), needs=needs)
+
+
+BUILTIN: tuple[Check, ...] = (
+    _check("versions.parity", "Ascend software versions agree", "versions",
+           "driver/firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and MindIE pairing tables",
+           "versions:versions_parity"),
+    _check("npu.health", "NPU chip health", "npu",
+           "npu-smi health per chip, error codes from -t health, npu-smi errors",
+           "npu:npu_health"),
+    _check("npu.temperature", "NPU temperature and power", "npu",
+           "chip temperature against the policy; power where printed", "npu:npu_temperature"),
+    _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
+           "weights (safetensors headers) + KV cache (config, policy context) + reserve "
+           "against the free HBM of the chips used", "hbm_fit:hbm_fit", needs=("model",)),
+    _check("cann.environment", "CANN toolkit environment", "environment",
+           "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
+           "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES", "environment:cann_environment"),
+    _check("logging.level", "CANN log level and log directory", "logging",
+           "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log "
+           "directory size and free space", "logging:logging_level"),
+    _check("pcie.contention", "PCIe links of the NPUs", "pcie",
+           "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node",
+           "pcie:pcie_contention"),
+    _check("devices.nodes", "NPU device nodes", "devices",
+           "/dev/davinci<N>, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc",
+           "devices:device_nodes"),
+    _check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
+           "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, "
+           "outliers", "checkpoint:fp8_scales", needs=("model",)),
+    _check("checkpoint.format", "Checkpoint format and completeness", "checkpoint",
+           "precision, architecture, every shard present and whole, FP8 against the NPU family",
+           "checkpoint:checkpoint_format", needs=("model",)),
+    _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
+           "the dtypes and mask values the --model tokenizer returns (np and pt tensors)",
+           "tokenizer:tokenizer_dtype", needs=("model",)),
+    _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
+           "the largest id the --model tokenizer produces vs config.json vocab_size",
+           "tokenizer:tokenizer_token_ids", needs=("model",)),
+    _check("baseline.drift", "Drift from the validated baseline", "baseline",
+           "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
+           "baseline:baseline_drift", needs=("baseline",)),
 )
 
 
-def check(id: str, title: str, category: str, looks_at: str,
-          playbook: str = "") -> Callable[[CheckFn], CheckFn]:
-    def register(fn: CheckFn) -> CheckFn:
-        if id in _CHECKS:
-            raise ValueError(f"check id {id} registered twice")
-        _CHECKS[id] = Check(id, title, category, looks_at, fn, playbook)
-        return fn
-
-    return register
-
-
 def all_checks() -> tuple[Check, ...]:
-    for name in BUILTIN_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-    return tuple(sorted(_CHECKS.values(), key=lambda c: (c.category, c.id)))
+    return tuple(sorted(BUILTIN, key=lambda c: (c.category, c.id)))
 
 
 def select(checks: tuple[Check, ...], only: list[str], skip: list[str]) -> tuple[Check, ...]:

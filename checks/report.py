@@ -20,6 +20,8 @@ TOOL_VERSION = "0.1.0"
 
 @dataclass(frozen=True)
 class HostInfo:
+    """What a report says about where it ran: machine, interpreter, policy, model."""
+
     description: str  # live / live under DIR / recording of HOST taken T
     python: str  # the interpreter whose packages were inspected, or why none
     policy: str

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import datetime as dt
+import threading
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -13,11 +12,11 @@ from checks.context import Context
 from checks.model import Check, Finding, Result, Status
 from probes.errors import NotRecorded
 
-MAX_WORKERS = 8
-
 
 @dataclass(frozen=True)
 class Run:
+    """The results of one run, in report order, and the wall time it took."""
+
     results: tuple[Result, ...]
     duration_ms: float
 
@@ -37,12 +36,17 @@ class Run:
 
 def _call(check: Check, ctx: Context) -> tuple[Finding, float]:
     began = time.perf_counter()
+    missing = check.missing_input(ctx)
+    if missing:
+        return Finding("skip", missing), 0.0
     try:
         finding = check.fn(ctx)
     except NotRecorded as exc:
         # a recording that lacks an input the check needs: it could not look, so never a pass
         finding = Finding("skip", f"not recorded: {exc.path}")
     except Exception as exc:
+        import traceback
+
         where = traceback.extract_tb(exc.__traceback__)[-1]
         finding = Finding("error", f"the check broke: {type(exc).__name__}: {exc}",
                           (f"at {where.filename}:{where.lineno}",),
@@ -60,30 +64,39 @@ def _waive(result: Result, ctx: Context, today: dt.date) -> Result:
     return replace(result, waiver=f"{waiver.reason} (until {waiver.expires.isoformat()})")
 
 
+class _Job(threading.Thread):
+    """One check on its own daemon thread: a hung check can neither block the others nor the
+    interpreter's exit (a pool's workers are joined at exit)."""
+
+    def __init__(self, check: Check, ctx: Context) -> None:
+        super().__init__(name=f"check {check.id}", daemon=True)
+        self.check, self.ctx = check, ctx
+        self.outcome: tuple[Finding, float] | None = None
+
+    def run(self) -> None:
+        self.outcome = _call(self.check, self.ctx)
+
+
 def run_checks(checks: Sequence[Check], ctx: Context,
                today: dt.date | None = None) -> Run:
     start = time.perf_counter()
     timeout_s = float(ctx.policy.get("runner", "check_timeout_s"))
-    pool = cf.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="check")
-    try:
-        futures = [(c, pool.submit(_call, c, ctx)) for c in checks]
-        results = [_collect(c, fut, start, timeout_s) for c, fut in futures]
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    jobs = [_Job(c, ctx) for c in checks]
+    for job in jobs:
+        job.start()
+    results = [_collect(job, start, timeout_s) for job in jobs]
     day = today or dt.date.today()
     waived = tuple(_waive(r, ctx, day) for r in results)
     return Run(waived, (time.perf_counter() - start) * 1000)
 
 
-def _collect(check: Check, future: cf.Future[tuple[Finding, float]], start: float,
-             timeout_s: float) -> Result:
+def _collect(job: _Job, start: float, timeout_s: float) -> Result:
     # every check had `timeout_s` from the start of the run: they run side by side
-    remaining_s = max(0.0, start + timeout_s - time.perf_counter())
-    try:
-        finding, duration_ms = future.result(timeout=remaining_s)
-    except cf.TimeoutError:
+    job.join(max(0.0, start + timeout_s - time.perf_counter()))
+    if job.outcome is None:
         finding = Finding("error", f"the check did not finish within {timeout_s:g} s",
                           (), "raise runner.check_timeout_s in the policy, or look for a "
                           "hung command (npu-smi, the --python interpreter)")
-        duration_ms = timeout_s * 1000
-    return Result.of(check, finding, duration_ms)
+        return Result.of(job.check, finding, timeout_s * 1000)
+    finding, duration_ms = job.outcome
+    return Result.of(job.check, finding, duration_ms)

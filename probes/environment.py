@@ -1,12 +1,12 @@
-"""The Ascend-related environment of a process, device nodes, and library directories.
+"""The Ascend-related environment of a process, and its device nodes.
 
 Rules come from facts/PATHS.md §3 (variables), §4 (device nodes) and §5 (logs). These are
 observations with the problems the documented grammar finds; judging is for the checks.
 
-`ascend_environment(env)` is pure. `read_device_nodes(host)` and `read_ld_library_dirs(host,
-env)` go through a Host. NotRecorded policy: when the listing of /dev itself was not recorded
-it re-raises (nothing about device nodes is known); a single node or path whose answer was not
-recorded gets the kind "not_recorded", distinct from "missing".
+`ascend_environment(env)` is pure; `read_device_nodes(host)` goes through a Host (library
+directories are in probes.libraries). NotRecorded policy: when the listing of /dev itself was
+not recorded it re-raises (nothing about device nodes is known); a single node whose answer was
+not recorded gets the kind "not_recorded", distinct from "missing".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import itertools
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from probes.errors import NotRecorded
@@ -54,7 +54,6 @@ DEFAULT_LOG_LEVEL = 3
 # PATHS.md §4: davinci_manager is mandatory; devmm_svm and hisi_hdc are the common manager
 # nodes (950 needs only hisi_hdc); dvpp_cmdlist is media, optional for LLM serving.
 SHARED_DEVICE_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist")
-LIBRARIES = ("libascendcl.so", "libatb.so")
 
 _DAVINCI = re.compile(r"^davinci(\d+)$")
 
@@ -81,6 +80,8 @@ class VisibleDevices:
 
 @dataclass(frozen=True)
 class LogLevel:
+    """ASCEND_GLOBAL_LOG_LEVEL as set, and the level the runtime will use."""
+
     raw: str | None  # None: unset
     level: int  # the level in effect: the default when unset or illegal
     problems: tuple[str, ...] = ()
@@ -105,6 +106,8 @@ class LogDir:
 
 @dataclass(frozen=True)
 class AscendEnvironment:
+    """The variables that shape an Ascend process, parsed by their documented grammars."""
+
     variables: Mapping[str, str]  # the selected variables, name -> value, sorted by name
     ld_library_path: tuple[str, ...]  # non-empty entries, in order
     ld_library_path_has_empty_entry: bool  # `a::b`, leading/trailing `:`: ld.so reads cwd
@@ -254,6 +257,8 @@ def ascend_environment(
 
 @dataclass(frozen=True)
 class DeviceNode:
+    """One /dev node and what kind of file the observed machine has there."""
+
     path: str
     kind: NodeKind  # char_device expected; judged by the checks
 
@@ -264,6 +269,8 @@ class DeviceNode:
 
 @dataclass(frozen=True)
 class DeviceNodes:
+    """The per-chip and shared NPU device nodes of the observed machine."""
+
     davinci: Mapping[int, DeviceNode]  # N -> /dev/davinci<N>, in numeric order of N
     shared: Mapping[str, DeviceNode]  # davinci_manager, devmm_svm, hisi_hdc, dvpp_cmdlist
 
@@ -278,7 +285,7 @@ def davinci_ids(names: list[str]) -> tuple[int, ...]:
     return tuple(sorted(int(m.group(1)) for m in found if m))
 
 
-def _kind(host: Host, path: str) -> NodeKind:
+def path_kind(host: Host, path: str) -> NodeKind:
     try:
         kind: PathKind = host.kind(path)
     except NotRecorded:
@@ -289,77 +296,11 @@ def _kind(host: Host, path: str) -> NodeKind:
 def read_device_nodes(host: Host) -> DeviceNodes:
     """/dev/davinci<N> and the shared nodes with their kinds. Listing errors propagate."""
     davinci = {
-        n: DeviceNode(f"/dev/davinci{n}", _kind(host, f"/dev/davinci{n}"))
+        n: DeviceNode(f"/dev/davinci{n}", path_kind(host, f"/dev/davinci{n}"))
         for n in davinci_ids(host.list_dir("/dev"))
     }
     shared = {
-        name: DeviceNode(f"/dev/{name}", _kind(host, f"/dev/{name}"))
+        name: DeviceNode(f"/dev/{name}", path_kind(host, f"/dev/{name}"))
         for name in SHARED_DEVICE_NODES
     }
     return DeviceNodes(davinci=davinci, shared=shared)
-
-
-# ----------------------------------------------------------------------------- LD_LIBRARY_PATH
-
-
-@dataclass(frozen=True)
-class LibraryDir:
-    path: str
-    kind: NodeKind | None  # None: a relative entry, resolved against an unknown cwd
-
-    @property
-    def is_dir(self) -> bool:
-        return self.kind == "dir"
-
-
-@dataclass(frozen=True)
-class LibraryLookup:
-    name: str  # `libascendcl.so`
-    found_in: str | None  # the first LD_LIBRARY_PATH entry holding it (the one ld.so uses)
-    unknown_in: tuple[str, ...] = ()  # entries that could not be looked at (not recorded)
-
-    @property
-    def found(self) -> bool | None:
-        """True found; False looked everywhere and absent; None absent where looked, unknown
-        elsewhere."""
-        if self.found_in is not None:
-            return True
-        return None if self.unknown_in else False
-
-
-@dataclass(frozen=True)
-class LdLibraryDirs:
-    dirs: tuple[LibraryDir, ...]
-    libraries: Mapping[str, LibraryLookup] = field(default_factory=dict)
-
-
-def _lookup(host: Host, name: str, dirs: tuple[LibraryDir, ...]) -> LibraryLookup:
-    unknown: list[str] = []
-    for entry in dirs:
-        if entry.kind == "not_recorded":
-            unknown.append(entry.path)
-            continue
-        if not entry.is_dir:
-            continue
-        try:
-            if host.exists(posixpath.join(entry.path, name)):
-                return LibraryLookup(name, entry.path, tuple(unknown))
-        except NotRecorded:
-            unknown.append(entry.path)
-    return LibraryLookup(name, None, tuple(unknown))
-
-
-def read_ld_library_dirs(
-    host: Host, env: Mapping[str, str], libraries: tuple[str, ...] = LIBRARIES
-) -> LdLibraryDirs:
-    """Each LD_LIBRARY_PATH entry's kind on the observed machine, and where each library is.
-
-    `exists` follows symlinks, so a dangling `libascendcl.so` link counts as absent.
-    """
-    dirs = tuple(
-        LibraryDir(path, _kind(host, path) if path.startswith("/") else None)
-        for path in split_path_list(env.get("LD_LIBRARY_PATH"))
-    )
-    return LdLibraryDirs(
-        dirs=dirs, libraries={name: _lookup(host, name, dirs) for name in libraries}
-    )

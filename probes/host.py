@@ -23,6 +23,8 @@ PathKind = Literal["file", "dir", "char_device", "block_device", "other", "missi
 
 @dataclass(frozen=True)
 class CommandResult:
+    """What running one program gave: how it ended, its output, how long it took."""
+
     argv: tuple[str, ...]
     outcome: Outcome
     exit_code: int | None = None

@@ -7,15 +7,11 @@ uses `../../../devices/...`) is followed component by component, and `..` stops 
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import shutil
-import signal
 import stat
-import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -31,9 +27,6 @@ from probes.pyenv import inspect_current, inspect_python
 
 # Linux gives up with ELOOP after 40 links; so do we.
 MAX_SYMLINKS = 40
-# After a timeout, how long to wait for the killed process group to release the pipes.
-KILL_GRACE_S = 0.4
-
 NO_PYTHON_UNDER_ROOT = "under --root, name the deployment's interpreter with --python PATH"
 
 
@@ -159,6 +152,8 @@ class LiveHost:
             return CommandResult(argv=argv, outcome="error", error=str(exc))
         if program is None:
             return CommandResult(argv=argv, outcome="not_found", error=f"{argv[0]} not found")
+        from probes.spawn import spawn  # subprocess only loads when a program runs
+
         return spawn(argv, limit_s, self._env, executable=program)
 
     def find_program(self, name: str) -> str | None:
@@ -211,6 +206,8 @@ class LiveHost:
             for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE"))
 
     def _run_resolved(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+        from probes.spawn import spawn
+
         return spawn(tuple(argv), timeout_s, self._env)
 
     def _as_observed(self, found: PythonEnvironment) -> PythonEnvironment:
@@ -312,99 +309,3 @@ def unreadable(path: str, exc: OSError) -> PathUnreadable:
 
 
 # -- running programs ----------------------------------------------------------------------
-
-
-def spawn(
-    argv: Sequence[str],
-    timeout_s: float,
-    env: Mapping[str, str],
-    executable: str | None = None,
-) -> CommandResult:
-    """Run `argv` without a shell; a timeout kills the whole process group.
-
-    Returns within timeout_s + 1.5 * KILL_GRACE_S even when grandchildren hold the pipes
-    or the child is stuck in a driver call.
-    """
-    argv = tuple(argv)
-    started_s = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            executable=executable,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            start_new_session=True,  # its own process group, so a timeout can kill it all
-        )
-    except OSError as exc:
-        return CommandResult(argv=argv, outcome="error", error=one_line(exc))
-    return _wait(proc, argv, timeout_s, started_s)
-
-
-def _wait(
-    proc: subprocess.Popen[bytes], argv: tuple[str, ...], timeout_s: float, started_s: float
-) -> CommandResult:
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        out, err = _kill_and_drain(proc, exc)
-        return CommandResult(
-            argv=argv,
-            outcome="timeout",
-            stdout=decode(out),
-            stderr=decode(err),
-            duration_s=time.monotonic() - started_s,
-            error=f"timed out after {timeout_s:g} s",
-        )
-    return CommandResult(
-        argv=argv,
-        outcome="exited",
-        exit_code=proc.returncode,
-        stdout=decode(out),
-        stderr=decode(err),
-        duration_s=time.monotonic() - started_s,
-    )
-
-
-def _kill_and_drain(
-    proc: subprocess.Popen[bytes], first: subprocess.TimeoutExpired
-) -> tuple[bytes, bytes]:
-    """Kill the group, then collect what is left, waiting KILL_GRACE_S at most."""
-    _kill_group(proc)
-    try:
-        return proc.communicate(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired as second:
-        # Something outside the group (it called setsid) still holds the pipes: give up on them.
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        _reap(proc)
-        return _as_bytes(second.output or first.output), _as_bytes(second.stderr or first.stderr)
-
-
-def _reap(proc: subprocess.Popen[bytes]) -> None:
-    # A child stuck in the kernel (a hung driver call) dies only when that call returns.
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=KILL_GRACE_S / 2)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
-def _as_bytes(data: bytes | str | None) -> bytes:
-    if data is None:
-        return b""
-    return data.encode() if isinstance(data, str) else data
-
-
-def decode(data: bytes | None) -> str:
-    return (data or b"").decode("utf-8", errors="replace")
-
-
-def one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())

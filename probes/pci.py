@@ -1,7 +1,8 @@
 """PCI functions as sysfs shows them: ids, family, PCIe link, NUMA node, AER counters, bridges.
 
 Pure parsers (`family_of`, `parse_link_speed_gt_s`, `parse_aer_counts`, `bridge_addresses`, ...)
-plus one reader, `read_pci_functions(host)`, that goes through a Host.
+plus readers that go through a Host: `read_pci_functions(host)`, and `pci_vendor_ids` with
+`read_pci_function` for a caller that looks at the vendors first.
 
 Error policy of the reader:
 - the listing of /sys/bus/pci/devices is the question everything else hangs on: any HostError
@@ -262,7 +263,8 @@ def _read_parents(host: Host, resolved: str) -> tuple[PciBridge, ...]:
     return tuple(bridges)
 
 
-def _read_function(host: Host, address: str, vendor_id: str) -> PciFunction:
+def read_pci_function(host: Host, address: str, vendor_id: str) -> PciFunction:
+    """One function's attributes, links, AER counters and parent bridges."""
     directory = posixpath.join(SYSFS_PCI_DEVICES, address)
     attrs = _AttributeReader(host, directory)
     device_id = attrs.id("device")
@@ -295,21 +297,30 @@ def _read_function(host: Host, address: str, vendor_id: str) -> PciFunction:
     )
 
 
+def pci_vendor_ids(host: Host) -> dict[str, str]:
+    """address -> vendor id of every PCI function, in sysfs listing order: one small read
+    each, so a caller can tell whether a full read is worth it.
+
+    An entry without a readable `vendor` file is not a PCI function and is left out.
+    Raises HostError as `read_pci_functions` does.
+    """
+    vendors = {}
+    for address in host.list_dir(SYSFS_PCI_DEVICES):
+        vendor_id = _vendor_of(host, posixpath.join(SYSFS_PCI_DEVICES, address))
+        if vendor_id is not None:
+            vendors[address] = vendor_id
+    return vendors
+
+
 def read_pci_functions(
     host: Host, vendor: str | None = HUAWEI_VENDOR_ID
 ) -> tuple[PciFunction, ...]:
     """Every PCI function of `vendor` (all vendors when None), in sysfs listing order.
 
-    An entry without a readable `vendor` file is not a PCI function and is left out.
-
     Raises HostError (PathMissing, NotRecorded, ...) when /sys/bus/pci/devices cannot be listed
     or a vendor file was not recorded; see the module docstring.
     """
     wanted = normalise_id(vendor) if vendor is not None else None
-    functions = []
-    for address in host.list_dir(SYSFS_PCI_DEVICES):
-        vendor_id = _vendor_of(host, posixpath.join(SYSFS_PCI_DEVICES, address))
-        if vendor_id is None or (wanted is not None and vendor_id != wanted):
-            continue
-        functions.append(_read_function(host, address, vendor_id))
-    return tuple(functions)
+    return tuple(read_pci_function(host, address, vendor_id)
+                 for address, vendor_id in pci_vendor_ids(host).items()
+                 if wanted is None or vendor_id == wanted)

@@ -184,7 +184,7 @@ def _last_line(text: str) -> str:
 
 
 def _live_runner(env: Mapping[str, str]) -> RunFn:
-    from probes.live import spawn  # live imports this module; import late to avoid a cycle
+    from probes.spawn import spawn  # subprocess only loads when an interpreter is run
 
     def run(argv: Sequence[str], timeout_s: float) -> CommandResult:
         return spawn(argv, timeout_s, env)

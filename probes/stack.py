@@ -12,27 +12,22 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from probes.errors import HostError, NotRecorded, ParseError, PathMissing
 from probes.host import Host
-from probes.version_files import (
-    AscendInstallInfo,
-    DriverVersionInfo,
-    FirmwareVersionInfo,
-    InstallInfo,
-    MindieVersionInfo,
-    NnalVersionInfo,
-    VersionCfg,
-    parse_ascend_install_info,
-    parse_driver_version_info,
-    parse_firmware_version_info,
-    parse_install_info,
-    parse_mindie_version_info,
-    parse_nnal_version_info,
-    parse_version_cfg,
-)
 from probes.versions import try_parse_version
+
+if TYPE_CHECKING:
+    from probes.version_files import (
+        AscendInstallInfo,
+        DriverVersionInfo,
+        FirmwareVersionInfo,
+        InstallInfo,
+        MindieVersionInfo,
+        NnalVersionInfo,
+        VersionCfg,
+    )
 
 T = TypeVar("T")
 
@@ -104,39 +99,54 @@ class StackVersions:
 
 @dataclass(frozen=True)
 class _Listing:
+    """The entries of one directory, and whether the listing was never recorded."""
+
     names: tuple[str, ...]
     not_recorded: bool
+
+
+def _parser(name: str) -> Callable[[str], Any]:
+    """A parser of probes.version_files, imported with the first file found: a machine
+    without Ascend software (a CI runner checking a checkpoint) never loads them."""
+
+    def parse(text: str) -> Any:
+        from probes import version_files
+
+        return getattr(version_files, name)(text)
+
+    return parse
 
 
 def read_stack(host: Host) -> StackVersions:
     """Find and parse the driver, firmware, CANN, NNAL and MindIE version files."""
     env = host.env
-    install = find_first(host, [ASCEND_INSTALL_INFO], parse_ascend_install_info)
+    install: Found[AscendInstallInfo] = find_first(
+        host, [ASCEND_INSTALL_INFO], _parser("parse_ascend_install_info"))
     driver_roots = _roots(install.value.driver_install_path if install.value else None)
     fw_roots = _roots(install.value.firmware_install_path if install.value else None)
     # An unrecorded pointer or listing could have named another place: unknown, not missing.
     driver = _unknown_if(install.not_recorded, find_first(
         host, [posixpath.join(r, "driver", "version.info") for r in driver_roots],
-        parse_driver_version_info,
+        _parser("parse_driver_version_info"),
     ))
     firmware = _unknown_if(install.not_recorded, find_first(
         host, [posixpath.join(r, "firmware", "version.info") for r in fw_roots],
-        parse_firmware_version_info,
+        _parser("parse_firmware_version_info"),
     ))
     prefixes, prefix_unknown = _install_prefixes(host, env)
     toolkit_dirs, listing_unknown = _toolkit_dirs(host, env, prefixes)
-    toolkit = _unknown_if(
+    toolkit: Found[InstallInfo] = _unknown_if(
         prefix_unknown or listing_unknown,
-        find_first(host, _toolkit_candidates(toolkit_dirs), parse_install_info),
+        find_first(host, _toolkit_candidates(toolkit_dirs), _parser("parse_install_info")),
     )
     version_cfg = _unknown_if(toolkit.not_recorded, find_first(
-        host, _version_cfg_candidates(toolkit.path, toolkit_dirs), parse_version_cfg
+        host, _version_cfg_candidates(toolkit.path, toolkit_dirs), _parser("parse_version_cfg")
     ))
     nnal = _unknown_if(prefix_unknown, find_first(
-        host, _nnal_candidates(env, prefixes), parse_nnal_version_info
+        host, _nnal_candidates(env, prefixes), _parser("parse_nnal_version_info")
     ))
     mindie = _unknown_if(prefix_unknown, find_first(
-        host, _mindie_candidates(env, prefixes), parse_mindie_version_info
+        host, _mindie_candidates(env, prefixes), _parser("parse_mindie_version_info")
     ))
     return StackVersions(
         install_info=install, driver=driver, firmware=firmware, toolkit=toolkit,

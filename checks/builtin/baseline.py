@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from checks.context import Context
-from checks.model import Finding, Status, failed, passed, skipped, warned
-from checks.registry import check
+from checks.model import NO_BASELINE, Finding, Status, failed, passed, skipped, warned
 
 if TYPE_CHECKING:
     from checks.baseline import Category, Drift
@@ -39,12 +38,10 @@ def _verdicts(ctx: Context) -> dict[Category, Status]:
     return out
 
 
-@check("baseline.drift", "Drift from the validated baseline", "baseline",
-       "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE")
 def baseline_drift(ctx: Context) -> Finding:
     base = ctx.baseline
     if base is None:
-        return skipped("no --baseline FILE given")
+        return skipped(NO_BASELINE)
     from checks.baseline import compare, observe
 
     verdicts = _verdicts(ctx)

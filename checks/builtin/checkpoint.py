@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from checks.builtin import facts
 from checks.context import Context
-from checks.model import Finding, failed, passed, skipped, warned
-from checks.registry import check
+from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def is_fp8(model: ModelDir) -> bool:
 def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
     """The model, or the skip that says why there is none to look at."""
     if ctx.model_dir is None:
-        return None, skipped("no --model given")
+        return None, skipped(NO_MODEL)
     from probes.checkpoint import CheckpointError
 
     try:
@@ -178,8 +177,6 @@ def _describe(tensor: str, found: list[ScaleProblem]) -> str:
     return f"{tensor}: " + ", ".join(p.detail for p in found)
 
 
-@check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
-       "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, outliers")
 def fp8_scales(ctx: Context) -> Finding:
     model, why_not = model_or_skip(ctx)
     if model is None:
@@ -321,11 +318,9 @@ def fp8_on_npu(ctx: Context) -> tuple[str, str] | None:
     return None
 
 
-@check("checkpoint.format", "Checkpoint format and completeness", "checkpoint",
-       "precision, architecture, every shard present and whole, FP8 against the NPU family")
 def checkpoint_format(ctx: Context) -> Finding:
     if ctx.model_dir is None:
-        return skipped("no --model given")
+        return skipped(NO_MODEL)
     from probes.checkpoint import CheckpointError
 
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
-from checks.registry import check
 from probes.environment import DeviceNode
 from probes.errors import HostError, NotRecorded
 
@@ -20,8 +19,6 @@ def _describe(node: DeviceNode) -> str:
     return f"{node.path}: {node.kind.replace('_', ' ')}"
 
 
-@check("devices.nodes", "NPU device nodes", "devices",
-       "/dev/davinci<N>, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc")
 def device_nodes(ctx: Context) -> Finding:
     try:
         nodes = facts.device_nodes(ctx)

@@ -15,8 +15,6 @@ from checks.builtin import facts
 from checks.builtin.versions import Judgement, stack, toolkit_dir
 from checks.context import Context
 from checks.model import Finding, skipped
-from checks.registry import check
-from probes.environment import read_ld_library_dirs
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
 from probes.stack import TOOLKIT_ENV_VARS, StackVersions
@@ -116,6 +114,8 @@ def judge_driver_libs(ctx: Context, ld_path: tuple[str, ...], j: Judgement) -> N
 
 
 def judge_libascendcl(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
+    from probes.libraries import read_ld_library_dirs  # only where a toolkit was found
+
     lookup = read_ld_library_dirs(ctx.host, env, (LIBASCENDCL,)).libraries[LIBASCENDCL]
     if lookup.found:
         j.add("pass", f"{LIBASCENDCL} resolves in {lookup.found_in}")
@@ -141,9 +141,6 @@ def judge_visible_devices(ctx: Context, j: Judgement) -> None:
         j.add("pass", f"ASCEND_RT_VISIBLE_DEVICES={visible.raw} -> devices {visible.ids}")
 
 
-@check("cann.environment", "CANN toolkit environment", "environment",
-       "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
-       "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES")
 def cann_environment(ctx: Context) -> Finding:
     env = ctx.host.env
     s = stack(ctx)

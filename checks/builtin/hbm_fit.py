@@ -17,7 +17,6 @@ from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
-from checks.registry import check
 
 if TYPE_CHECKING:
     from probes.checkpoint import ModelConfig, ModelDir, TensorInfo
@@ -244,9 +243,6 @@ def _inputs(ctx: Context) -> Inputs | Finding:
     return Inputs(model, used, count, raw)
 
 
-@check("npu.hbm-fit", "Will the model fit in HBM", "npu",
-       "weights (safetensors headers) + KV cache (config, policy context) + reserve "
-       "against the free HBM of the chips used")
 def hbm_fit(ctx: Context) -> Finding:
     inputs = _inputs(ctx)
     if isinstance(inputs, Finding):

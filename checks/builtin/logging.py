@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, passed, warned
-from checks.registry import check
 from probes.environment import LOG_LEVEL_NAMES, LogDir
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
@@ -29,9 +28,6 @@ DISK_REMEDY = ("CANN never rotates application logs: delete or archive old plog/
                "ASCEND_PROCESS_LOG_PATH at a file system with room")
 
 
-@check("logging.level", "CANN log level and log directory", "logging",
-       "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log directory "
-       "size and free space")
 def logging_level(ctx: Context) -> Finding:
     env = facts.environment(ctx)
     level = env.log_level

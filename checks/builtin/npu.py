@@ -8,7 +8,6 @@ from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level
 from checks.model import Finding, failed, passed, skipped, warned
-from checks.registry import check
 
 if TYPE_CHECKING:
     from probes.inventory import NpuReading
@@ -81,8 +80,6 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     return [*known, *report.error_information]
 
 
-@check("npu.health", "NPU chip health", "npu",
-       "npu-smi health per chip, error codes from -t health, npu-smi errors")
 def npu_health(ctx: Context) -> Finding:
     info, finding = info_or_skip(ctx)
     if info is None:
@@ -102,8 +99,6 @@ def npu_health(ctx: Context) -> Finding:
     return failed(summary, remedy, *evidence)
 
 
-@check("npu.temperature", "NPU temperature and power", "npu",
-       "chip temperature against the policy; power where printed")
 def npu_temperature(ctx: Context) -> Finding:
     info, finding = info_or_skip(ctx)
     if info is None:

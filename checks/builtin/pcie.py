@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
-from checks.registry import check
 from probes.errors import HostError, NotRecorded
-from probes.pci import PciFunction, read_pci_functions
+from probes.pci import (
+    HUAWEI_VENDOR_ID,
+    PciFunction,
+    normalise_id,
+    pci_vendor_ids,
+    read_pci_function,
+)
 
 # PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
 # controller, 0x12 processing accelerators.
@@ -61,18 +66,23 @@ def _aer_problems(fn: PciFunction, ctx: Context) -> list[str]:
     return problems
 
 
-@check("pcie.contention", "PCIe links of the NPUs", "pcie",
-       "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node")
+NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
+
+
 def pcie_contention(ctx: Context) -> Finding:
     try:
-        functions = list(read_pci_functions(ctx.host, vendor=None))
+        vendors = pci_vendor_ids(ctx.host)
+        if normalise_id(HUAWEI_VENDOR_ID) not in vendors.values():
+            return skipped(NO_ASCEND_FUNCTION)
+        # every function, not only Huawei's: the others are what may share an uplink
+        functions = [read_pci_function(ctx.host, a, v) for a, v in vendors.items()]
     except NotRecorded:
         return skipped("/sys/bus/pci was not recorded")
     except HostError as exc:
         return skipped(f"cannot read /sys/bus/pci/devices: {exc.reason}")
     npus = [f for f in functions if f.is_huawei and f.family]
     if not npus:
-        return skipped("no Ascend PCI function (vendor 0x19e5) on this machine")
+        return skipped(NO_ASCEND_FUNCTION)
     others = [f for f in functions if f not in npus]
     problems = [f"{n.address} link trained at {_link_text(n)}" for n in npus if n.link_degraded]
     for npu in npus:

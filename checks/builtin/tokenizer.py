@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.context import Context
-from checks.model import Finding, failed, passed, skipped, warned
-from checks.registry import check
+from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.live import LiveHost
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
@@ -95,7 +94,7 @@ def _load(model_dir: Path) -> Any:
 def load_tokenizer(ctx: Context) -> Any:
     """The --model tokenizer, loaded once per run. Raises TokenizerUnavailable."""
     if ctx.model_dir is None:
-        raise TokenizerUnavailable("no --model given")
+        raise TokenizerUnavailable(NO_MODEL)
     if not on_this_machine(ctx.host):
         raise TokenizerUnavailable("tokenizer checks need the model directory on this machine")
     model_dir = ctx.model_dir
@@ -237,8 +236,6 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "") -> Fi
                   "1 = attend (Ascend fused ops need it inverted: 1 = masked)", *evidence)
 
 
-@check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
-       "the dtypes and mask values the --model tokenizer returns (np and pt tensors)")
 def tokenizer_dtype(ctx: Context) -> Finding:
     try:
         tokenizer = load_tokenizer(ctx)
@@ -407,8 +404,6 @@ def observe_ids(tokenizer: Any, model_dir: Path) -> IdObservation:
         declared_vocab=tuple(declared))
 
 
-@check("tokenizer.token-ids", "Token ids fit the embedding and survive int32",
-       "tokenizer", "the largest id the --model tokenizer produces vs config.json vocab_size")
 def tokenizer_token_ids(ctx: Context) -> Finding:
     try:
         tokenizer = load_tokenizer(ctx)

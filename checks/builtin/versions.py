@@ -11,24 +11,17 @@ import functools
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from checks import datafiles
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
-from checks.policy import FAST_LOADER
-from checks.registry import check
 from probes.stack import Found, StackVersions, read_stack
-from probes.version_files import (
-    DriverVersionInfo,
-    FirmwareVersionInfo,
-    driver_accepted_by_firmware,
-    firmware_in_driver_range,
-)
 from probes.versions import same_release, torch_base, try_parse_version
+
+if TYPE_CHECKING:
+    from probes.version_files import DriverVersionInfo, FirmwareVersionInfo
 
 Row = Mapping[str, Any]
 
@@ -43,6 +36,8 @@ def stack(ctx: Context) -> StackVersions:
 
 @dataclass(frozen=True)
 class CompatData:
+    """The pairing tables of checks/data/compat.yaml that the judging reads."""
+
     torch_npu_rows: tuple[Row, ...]  # COMPAT.yaml torch_npu.active + historical
     extension_ranges: Mapping[str, tuple[str, ...]]  # pytorch_extension_compat_ranges
     vllm_rows: tuple[Row, ...]  # vllm_ascend.rows
@@ -59,8 +54,7 @@ class CompatData:
 
 @functools.lru_cache(maxsize=1)
 def compat_data() -> CompatData:
-    text = resources.files("checks").joinpath("data/compat.yaml").read_text(encoding="utf-8")
-    raw = yaml.load(text, Loader=FAST_LOADER)
+    raw = datafiles.load("data/compat.yaml")
     npu = raw["torch_npu"]
     return CompatData(
         torch_npu_rows=tuple(npu["active"]) + tuple(npu["historical"]),
@@ -90,6 +84,8 @@ def _in(version: str, names: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class Verdict:
+    """One pairing judged: its status, what was compared, and the fix."""
+
     status: Status  # pass, warn or fail
     text: str
     remedy: str = ""
@@ -97,6 +93,8 @@ class Verdict:
 
 @dataclass
 class Judgement:
+    """Verdicts and evidence gathered while judging, folded into one Finding."""
+
     verdicts: list[Verdict] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
 
@@ -201,6 +199,8 @@ def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
     drv, fw = inst.driver, inst.firmware
     if drv is None or fw is None or not drv.driver_version or not fw.version:
         return
+    from probes.version_files import driver_accepted_by_firmware, firmware_in_driver_range
+
     d, f = drv.driver_version, fw.version
     in_range = firmware_in_driver_range(f, drv)
     ranges = ",".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw_ranges)
@@ -395,8 +395,6 @@ def _skip_reason(s: StackVersions, inst: Installed) -> str | None:
     return "no Ascend driver, CANN toolkit or torch_npu found"
 
 
-@check("versions.parity", "Ascend software versions agree", "versions",
-       "driver/firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and MindIE pairing tables")
 def versions_parity(ctx: Context) -> Finding:
     j = Judgement()
     inst = read_installed(ctx, j)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,13 +66,40 @@ def test_waivers_parse_and_expire(tmp_path: Path) -> None:
     assert not waiver.active(dt.date(2027, 2, 1))
 
 
-def test_the_fast_yaml_loader_reads_the_built_in_data_as_safe_load_does() -> None:
-    from importlib import resources
-
+def test_the_json_copies_of_the_built_in_data_are_fresh_and_equal_to_the_yaml() -> None:
     import yaml
 
-    from checks.policy import FAST_LOADER
+    from checks import datafiles
 
-    for name in ("policy.yaml", "data/compat.yaml"):
-        text = resources.files("checks").joinpath(name).read_text(encoding="utf-8")
-        assert yaml.load(text, Loader=FAST_LOADER) == yaml.safe_load(text), name
+    for name in datafiles.SOURCES:
+        copy = datafiles.copy_path(name)
+        assert copy.read_text(encoding="utf-8") == datafiles.render_copy(name), (
+            f"{copy} is stale: run `python -m checks.datafiles`")
+        text = (datafiles.PACKAGE_DIR / name).read_text(encoding="utf-8")
+        assert datafiles.load(name) == yaml.safe_load(text), name
+
+
+def test_an_edited_yaml_without_a_fresh_copy_is_read_as_yaml(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    from checks import datafiles
+
+    (tmp_path / "policy.yaml").write_text("runner:\n  check_timeout_s: 7  # edited\n")
+    (tmp_path / "policy.json").write_text(
+        '{"format": "ascend-doctor-data/1", "fingerprint": "crc32:00000000:1", '
+        '"data": {"runner": {"check_timeout_s": 30}}}')
+    monkeypatch.setattr(datafiles, "PACKAGE_DIR", tmp_path)
+    assert datafiles.load("policy.yaml") == {"runner": {"check_timeout_s": 7}}
+    (tmp_path / "policy.json").write_text(datafiles.render_copy("policy.yaml"))
+    assert datafiles.load("policy.yaml") == {"runner": {"check_timeout_s": 7}}
+    (tmp_path / "policy.json").write_text("{not json")
+    assert datafiles.load("policy.yaml") == {"runner": {"check_timeout_s": 7}}
+
+
+def test_a_run_with_the_default_policy_does_not_import_yaml() -> None:
+    code = ("import sys; from checks.policy import load_policy; "
+            "from checks.builtin.versions import compat_data; load_policy(); compat_data(); "
+            "print('yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout.strip() == "False"

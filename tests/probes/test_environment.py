@@ -11,12 +11,12 @@ from probes.environment import (
     parse_log_level,
     parse_visible_devices,
     read_device_nodes,
-    read_ld_library_dirs,
     resolve_log_dir,
     split_path_list,
 )
 from probes.errors import NotRecorded, PathMissing
 from probes.host import PathKind
+from probes.libraries import read_ld_library_dirs
 from probes.live import LiveHost
 
 # ----------------------------------------------------------------------------- visible devices
