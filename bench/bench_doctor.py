@@ -1,7 +1,10 @@
 """A full doctor run without a model against the start-up of `python -c "import rich"`.
 
-Target (issue #3): at most 3x, and torch/transformers are never imported. Both are timed
-side by side in this run (interleaved, median of N), so a noisy machine affects both alike.
+Target (issue #3): at most 3x, and torch/transformers are never imported. The terminal report
+(what `ascend-doctor` prints) and `--json` are both timed, on this machine, interleaved with the
+baseline (median of N), so a noisy machine affects all alike. A recorded A2 machine
+(`--from demo-assets/a2-recorded`, built by `make assets`) is timed too when it is there: it
+loads the npu-smi parsers that a machine without an NPU never needs.
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNS = 7
-DOCTOR = ("import sys, checks.cli as c; code = c.main(['--json']); "
-          "sys.stderr.write('heavy=' + ','.join(m for m in ('torch', 'transformers') "
-          "if m in sys.modules) + '\\n'); sys.exit(code)")
+RUNS = 11
+RECORDED = ROOT / "demo-assets" / "a2-recorded"
+
+
+def doctor(*args: str) -> str:
+    return (f"import sys, checks.cli as c; code = c.main({list(args)!r}); "
+            "sys.stderr.write('heavy=' + ','.join(m for m in ('torch', 'transformers') "
+            "if m in sys.modules) + '\\n'); sys.exit(code)")
 
 
 def timed(argv: list[str]) -> tuple[float, str]:
@@ -29,19 +36,26 @@ def timed(argv: list[str]) -> tuple[float, str]:
 
 
 def main() -> int:
+    runs: dict[str, tuple[str, ...]] = {"terminal report": (), "--json": ("--json",)}
+    if RECORDED.is_dir():
+        runs["recorded A2, terminal"] = ("--from", str(RECORDED))
     rich_s: list[float] = []
-    doctor_s: list[float] = []
-    heavy = ""
+    doctor_s: dict[str, list[float]] = {name: [] for name in runs}
+    heavy: set[str] = set()
     for _ in range(RUNS):
         rich_s.append(timed([sys.executable, "-c", "import rich"])[0])
-        elapsed, err = timed([sys.executable, "-c", DOCTOR])
-        doctor_s.append(elapsed)
-        heavy = next((ln for ln in err.splitlines() if ln.startswith("heavy=")), "heavy=?")
-    base, doctor = statistics.median(rich_s), statistics.median(doctor_s)
-    print(f"python -c 'import rich'      median {base * 1000:7.1f} ms  (n={RUNS})")
-    print(f"ascend-doctor --json (no model) median {doctor * 1000:7.1f} ms  (n={RUNS})")
-    print(f"ratio doctor / import rich: {doctor / base:.2f}x  (target <= 3x)")
-    print(f"heavy modules imported by the doctor: {heavy.removeprefix('heavy=') or 'none'}")
+        for name, args in runs.items():
+            elapsed, err = timed([sys.executable, "-c", doctor(*args)])
+            doctor_s[name].append(elapsed)
+            line = next((ln for ln in err.splitlines() if ln.startswith("heavy=")), "heavy=?")
+            heavy.update(m for m in line.removeprefix("heavy=").split(",") if m)
+    base = statistics.median(rich_s)
+    print(f"{'python -c import rich':34s} median {base * 1000:7.1f} ms  (n={RUNS})")
+    for name, times in doctor_s.items():
+        med = statistics.median(times)
+        print(f"{'ascend-doctor, ' + name:34s} median {med * 1000:7.1f} ms  "
+              f"ratio {med / base:.2f}x  (target <= 3x)")
+    print(f"heavy modules imported by the doctor: {', '.join(sorted(heavy)) or 'none'}")
     return 0
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S, Host
@@ -24,7 +24,36 @@ class UsageError(Exception):
     """The doctor cannot run: the message is one line naming what to fix."""
 
 
+def _columns() -> int:
+    """What shutil.get_terminal_size() says, without importing shutil (and with it bz2 and
+    lzma) on every run: $COLUMNS, else the terminal's width, else 80."""
+    try:
+        return int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        pass
+    stdout = sys.__stdout__
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns if stdout else 80
+    except (ValueError, OSError):  # closed, or not a terminal
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         width if width is not None else _columns() - 2)
+
+
+class _RawFormatter(_Formatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
@@ -84,7 +113,7 @@ exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ascend-doctor", epilog=EPILOG,
-                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     formatter_class=_RawFormatter,
                      description="Is this Ascend machine, its software stack and this "
                      "checkpoint ready to serve a Qwen MoE model?")
     _add_run_options(parser)

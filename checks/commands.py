@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,7 +121,7 @@ def cmd_run(args: argparse.Namespace, host: Host) -> int:
     else:
         from checks.report_terminal import render_terminal
 
-        render_terminal(run, info, make_console(), args.verbose)
+        render_terminal(run, info, sys.stdout, args.verbose)
     if args.junit:
         _write_atomic(Path(args.junit), to_junit(run, info))
     if getattr(args, "prometheus", None):

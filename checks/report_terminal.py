@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import groupby
+from typing import TextIO
 
-from rich.console import Console
-from rich.text import Text
-
+from checks.ansi import Span, Writer
 from checks.model import Result, Status
 from checks.report import TOOL_VERSION, HostInfo
 from checks.runner import Run
@@ -19,52 +18,52 @@ _LABEL: Mapping[Status, tuple[str, str]] = {
     "skip": ("SKIP", "dim"),
     "error": ("ERROR", "magenta"),
 }
+_VERDICT = {0: ("no problems found", "green"), 1: ("usable, with warnings", "yellow"),
+            2: ("NOT ready", "bold red")}
+_DETAIL_INDENT = 8
 
 
-def render_terminal(run: Run, host: HostInfo, console: Console, verbose: bool = False) -> None:
-    console.print(Text(f"ascend-doctor {TOOL_VERSION} — {host.description}", style="bold"))
-    console.print(f"python: {host.python}   policy: {host.policy}"
-                  + (f"   model: {host.model}" if host.model else ""))
+def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = False,
+                    color: bool | None = None, width: int | None = None) -> None:
+    out = Writer(stream, color, width)
+    out.line((f"ascend-doctor {TOOL_VERSION} — {host.description}", "bold"))
+    out.line((f"python: {host.python}   policy: {host.policy}"
+              + (f"   model: {host.model}" if host.model else ""), ""))
     for category, results in groupby(run.results, key=lambda r: r.category):
-        console.print()
-        console.print(Text(category, style="bold underline"))
+        stream.write("\n")
+        out.line((category, "bold underline"))
         for result in results:
-            _render_result(result, console, verbose)
-    console.print()
-    console.print(summary_line(run))
+            _render_result(result, out, verbose)
+    stream.write("\n")
+    out.line(*summary_line(run), hang=0)
 
 
-def _render_result(result: Result, console: Console, verbose: bool) -> None:
+def _render_result(result: Result, out: Writer, verbose: bool) -> None:
     label, style = _LABEL[result.status]
-    line = Text("  ")
-    line.append(f"{label:<5}", style=style)
-    line.append(f" {result.id:<22} ", style="bold")
-    line.append(result.summary)
-    console.print(line)
+    out.line(("  ", ""), (f"{label:<5}", style), (f" {result.id:<22} ", "bold"),
+             (result.summary, ""))
     if result.waiver:
-        _detail(console, f"waived: {result.waiver}", "dim")
+        _detail(out, f"waived: {result.waiver}", "dim")
     if verbose or result.status in ("warn", "fail", "error"):
         for item in result.evidence:
-            _detail(console, f"· {item}", "dim")
+            _detail(out, f"· {item}", "dim")
     if result.status in ("warn", "fail", "error"):
         if result.remedy:
-            _detail(console, f"fix: {result.remedy}")
-        _detail(console, f"see: ascend-doctor explain {result.playbook}", "cyan")
+            _detail(out, f"fix: {result.remedy}")
+        _detail(out, f"see: ascend-doctor explain {result.playbook}", "cyan")
 
 
-def _detail(console: Console, text: str, style: str = "") -> None:
-    console.print(Text(" " * 8 + text, style=style))
+def _detail(out: Writer, text: str, style: str = "") -> None:
+    out.line((" " * _DETAIL_INDENT, ""), (text, style), hang=_DETAIL_INDENT + 2)
 
 
-def summary_line(run: Run) -> Text:
+def summary_line(run: Run) -> tuple[Span, ...]:
     counts = run.counts()
     words: tuple[tuple[Status, str], ...] = (
         ("pass", "passed"), ("warn", "warnings"), ("fail", "failed"),
         ("skip", "skipped"), ("error", "errors"))
     parts = [f"{counts[s]} {word}" for s, word in words if counts[s]]
-    verdict = {0: "no problems found", 1: "usable, with warnings", 2: "NOT ready"}[run.exit_code()]
     noun = "check" if len(run.results) == 1 else "checks"
-    text = Text(f"{len(run.results)} {noun}: " + ", ".join(parts) + f" in "
-                f"{run.duration_ms / 1000:.1f} s — ")
-    text.append(verdict, style={0: "green", 1: "yellow", 2: "bold red"}[run.exit_code()])
-    return text
+    verdict, style = _VERDICT[run.exit_code()]
+    return ((f"{len(run.results)} {noun}: " + ", ".join(parts) + " in "
+             f"{run.duration_ms / 1000:.1f} s — ", ""), (verdict, style))

@@ -36,9 +36,6 @@ class Run:
 
 def _call(check: Check, ctx: Context) -> tuple[Finding, float]:
     began = time.perf_counter()
-    missing = check.missing_input(ctx)
-    if missing:
-        return Finding("skip", missing), 0.0
     try:
         finding = check.fn(ctx)
     except NotRecorded as exc:
@@ -73,6 +70,14 @@ class _Job(threading.Thread):
         self.check, self.ctx = check, ctx
         self.outcome: tuple[Finding, float] | None = None
 
+    def begin(self) -> None:
+        """Start the check; one whose declared input is absent is skipped here, unimported."""
+        missing = self.check.missing_input(self.ctx)
+        if missing:
+            self.outcome = (Finding("skip", missing), 0.0)
+        else:
+            self.start()
+
     def run(self) -> None:
         self.outcome = _call(self.check, self.ctx)
 
@@ -83,7 +88,7 @@ def run_checks(checks: Sequence[Check], ctx: Context,
     timeout_s = float(ctx.policy.get("runner", "check_timeout_s"))
     jobs = [_Job(c, ctx) for c in checks]
     for job in jobs:
-        job.start()
+        job.begin()
     results = [_collect(job, start, timeout_s) for job in jobs]
     day = today or dt.date.today()
     waived = tuple(_waive(r, ctx, day) for r in results)
@@ -92,7 +97,8 @@ def run_checks(checks: Sequence[Check], ctx: Context,
 
 def _collect(job: _Job, start: float, timeout_s: float) -> Result:
     # every check had `timeout_s` from the start of the run: they run side by side
-    job.join(max(0.0, start + timeout_s - time.perf_counter()))
+    if job.outcome is None:
+        job.join(max(0.0, start + timeout_s - time.perf_counter()))
     if job.outcome is None:
         finding = Finding("error", f"the check did not finish within {timeout_s:g} s",
                           (), "raise runner.check_timeout_s in the policy, or look for a "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Mapping, Sequence
@@ -168,18 +167,18 @@ class LiveHost:
         return host if is_executable_file(host) else None
 
     def _search_path(self, name: str) -> str | None:
-        search = self._env.get("PATH", os.defpath)
-        if not self.under_root:
-            return shutil.which(name, path=search)
-        for entry in search.split(os.pathsep):
-            if not entry.startswith("/"):
+        for entry in self._env.get("PATH", os.defpath).split(os.pathsep):
+            if not self.under_root:
+                candidate = os.path.join(entry, name)  # as shutil.which: "" is the cwd
+            elif not entry.startswith("/"):
                 continue  # a relative entry means the doctor's cwd, not the observed machine
-            try:
-                host = self.host_path(f"{entry.rstrip('/')}/{name}")
-            except HostError:
-                continue
-            if is_executable_file(host):
-                return host
+            else:
+                try:
+                    candidate = self.host_path(f"{entry.rstrip('/')}/{name}")
+                except HostError:
+                    continue
+            if is_executable_file(candidate):
+                return candidate
         return None
 
     # -- python ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from probes.errors import ParseError
-from probes.pci import family_of
+from probes.pci_ids import family_of
 
 # The name pci.ids gives vendor 0x19e5, as lspci prints it (corpus #017, #030).
 HUAWEI_VENDOR_NAME = "Huawei Technologies Co., Ltd."

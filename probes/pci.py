@@ -1,8 +1,8 @@
 """PCI functions as sysfs shows them: ids, family, PCIe link, NUMA node, AER counters, bridges.
 
-Pure parsers (`family_of`, `parse_link_speed_gt_s`, `parse_aer_counts`, `bridge_addresses`, ...)
-plus readers that go through a Host: `read_pci_functions(host)`, and `pci_vendor_ids` with
-`read_pci_function` for a caller that looks at the vendors first.
+Pure parsers (`parse_link_speed_gt_s`, `parse_aer_counts`, `bridge_addresses`, ...) plus
+readers that go through a Host: `read_pci_functions(host)`, and `read_pci_function` for a
+caller that looked at the vendors first (`probes.pci_ids.pci_vendor_ids`).
 
 Error policy of the reader:
 - the listing of /sys/bus/pci/devices is the question everything else hangs on: any HostError
@@ -24,46 +24,23 @@ from dataclasses import dataclass, field
 
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
-
-HUAWEI_VENDOR_ID = "0x19e5"
-SYSFS_PCI_DEVICES = "/sys/bus/pci/devices"
-
-# facts/HARDWARE.md §1 (Huawei driver scripts). Unknown ids map to nothing: never guess.
-_FAMILY_BY_DEVICE_ID: Mapping[str, str] = {
-    "d100": "Ascend 310",
-    "d500": "Ascend 310P",
-    "d801": "Ascend 910",
-    "d802": "Ascend 910B (A2)",
-    "d803": "Ascend 910_93 (A3)",
-    "d806": "Ascend 950",
-}
-
-_HUAWEI = "19e5"
+from probes.pci_ids import (
+    HUAWEI,
+    HUAWEI_VENDOR_ID,
+    SYSFS_PCI_DEVICES,
+    family_of,
+    is_pci_address,
+    normalise_id,
+    pci_vendor_ids,
+)
 
 AER_FILES = ("aer_dev_correctable", "aer_dev_fatal", "aer_dev_nonfatal")
 
-_PCI_ADDRESS = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s\b")
 _WIDTH = re.compile(r"^\s*x?(\d+)\s*$")
 
 
 # ----------------------------------------------------------------------------- pure parsers
-
-
-def normalise_id(raw: str) -> str:
-    """`0x19E5\\n`, `19e5`, ` 0X19e5 ` -> `19e5` (lower-case hex digits, no prefix)."""
-    text = raw.strip().lower()
-    return text[2:] if text.startswith("0x") else text
-
-
-def family_of(device_id: str) -> str | None:
-    """Ascend family of a Huawei PCI device id (`d802`, `0xd802`, `0xD802`); None if unknown."""
-    return _FAMILY_BY_DEVICE_ID.get(normalise_id(device_id))
-
-
-def is_pci_address(name: str) -> bool:
-    """`0000:c1:00.0` yes; `pci0000:c0`, `power`, `c1:00.0` (no domain) no."""
-    return bool(_PCI_ADDRESS.match(name))
 
 
 def parse_link_speed_gt_s(raw: str | None) -> float | None:
@@ -186,7 +163,7 @@ class PciFunction:
 
     @property
     def is_huawei(self) -> bool:
-        return self.vendor_id == _HUAWEI
+        return self.vendor_id == HUAWEI
 
 
 # ----------------------------------------------------------------------------- reader
@@ -229,17 +206,6 @@ class _AttributeReader:
             max_speed_raw=max_speed,
             max_width_raw=max_width,
         )
-
-
-def _vendor_of(host: Host, directory: str) -> str | None:
-    """The function's vendor id; NotRecorded propagates (see the module docstring)."""
-    try:
-        raw = host.read_text(posixpath.join(directory, "vendor"))
-    except NotRecorded:
-        raise
-    except HostError:
-        return None
-    return normalise_id(raw) or None
 
 
 def _read_bridge(host: Host, directory: str, address: str) -> PciBridge:
@@ -285,7 +251,7 @@ def read_pci_function(host: Host, address: str, vendor_id: str) -> PciFunction:
         vendor_id=vendor_id,
         device_id=device_id,
         class_code=attrs.id("class"),
-        family=family_of(device_id) if device_id and vendor_id == _HUAWEI else None,
+        family=family_of(device_id) if device_id and vendor_id == HUAWEI else None,
         link=attrs.link(),
         numa_node=parse_numa_node(attrs.text("numa_node")),
         subsystem_vendor_id=attrs.id("subsystem_vendor"),
@@ -295,21 +261,6 @@ def read_pci_function(host: Host, address: str, vendor_id: str) -> PciFunction:
         resolved_path=resolved,
         not_recorded=tuple(attrs.not_recorded),
     )
-
-
-def pci_vendor_ids(host: Host) -> dict[str, str]:
-    """address -> vendor id of every PCI function, in sysfs listing order: one small read
-    each, so a caller can tell whether a full read is worth it.
-
-    An entry without a readable `vendor` file is not a PCI function and is left out.
-    Raises HostError as `read_pci_functions` does.
-    """
-    vendors = {}
-    for address in host.list_dir(SYSFS_PCI_DEVICES):
-        vendor_id = _vendor_of(host, posixpath.join(SYSFS_PCI_DEVICES, address))
-        if vendor_id is not None:
-            vendors[address] = vendor_id
-    return vendors
 
 
 def read_pci_functions(

@@ -8,106 +8,23 @@ package being importable there.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
+from probes import pyenv_scan
 from probes.host import CommandResult, PythonEnvironment, normalise_dist_name
+from probes.pyenv_scan import MARKER
 
 RunFn = Callable[[Sequence[str], float], CommandResult]
 
 DEFAULT_PYENV_TIMEOUT_S = 20.0
 
-# Marks our line, so output from a chatty sitecustomize or .pth file cannot confuse us.
-MARKER = "ASCEND_DOCTOR_PYENV "
+# The scan is its own module so that the current interpreter imports it (cached bytecode) and
+# any other one runs its text with -c.
+SCAN_SOURCE = Path(pyenv_scan.__file__)
 
-# The first distribution per PEP 503 name in sys.path order wins: that is the one `import`
-# would load. The empty entry (cwd, added by -c) is skipped: it is the doctor's cwd, not
-# the deployment's. Keep this runnable on Python 3.8.
-#
-# It reports what importlib.metadata reports (Name and Version from the METADATA or PKG-INFO
-# header, the same dist-info/egg-info candidates in the same order as its path finder), but
-# lists directories with os.listdir and reads only the header lines: importing
-# importlib.metadata (email, pathlib objects per file) was most of the cost. A zip on sys.path
-# is left to importlib.metadata itself.
-SCRIPT = """
-import json, os, re, sys
-def norm(name):
-    return re.sub(r"[-_.]+", "-", name.strip()).lower()
-def header(lines):
-    found = {}
-    for line in lines:
-        if not line.strip():
-            break
-        key, _, value = line.partition(":")
-        if key in ("Name", "Version") and key not in found:
-            found[key] = value.strip()
-    return found.get("Name", ""), found.get("Version", "")
-def head_lines(path):
-    # the header block of one metadata file, or None where importlib.metadata reads no text
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = []
-            for raw in handle:
-                parts = raw.splitlines() or [""]
-                lines.extend(parts)
-                if any(not part.strip() for part in parts):
-                    break
-    except (OSError, UnicodeDecodeError):
-        return None
-    return lines or None
-def head_dir(meta_dir):
-    for filename in ("METADATA", "PKG-INFO"):
-        lines = head_lines(os.path.join(meta_dir, filename))
-        if lines:
-            return header(lines)
-    return "", ""
-def candidates(entry):
-    # importlib.metadata's order: dist-info/egg-info grouped by their normalised directory
-    # name in listing order, then the EGG-INFO of an .egg entry
-    names = os.listdir(entry)
-    groups = {}
-    eggs = []
-    base = os.path.basename(entry).lower()
-    for child in names:
-        low = child.lower()
-        if low.endswith((".dist-info", ".egg-info")):
-            key = re.sub(r"[-_.]+", "-", low.rpartition(".")[0].partition("-")[0])
-            groups.setdefault(key.replace("-", "_"), []).append(os.path.join(entry, child))
-        elif base.endswith(".egg") and low == "egg-info":
-            eggs.append(os.path.join(entry, "EGG-INFO"))
-    return [path for group in groups.values() for path in group] + eggs
-def zipped(entry):
-    try:
-        from importlib import metadata
-    except ImportError:
-        return []
-    def head(dist):
-        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-        return header(text.splitlines())
-    return [head(dist) for dist in metadata.distributions(path=[entry])]
-def found_in(entry):
-    if os.path.isdir(entry):
-        try:
-            return [head_dir(path) for path in candidates(entry)]
-        except OSError:
-            return []
-    if os.path.isfile(entry):
-        return zipped(entry)
-    return []
-seen = {}
-for entry in sys.path:
-    if not entry:
-        continue
-    for name, version in found_in(entry):
-        if not name or norm(name) in seen:
-            continue
-        seen[norm(name)] = {"version": version, "location": entry}
-print(@MARKER@ + json.dumps(
-    {"version": sys.version, "executable": sys.executable, "packages": seen}))
-""".replace("@MARKER@", repr(MARKER))
 
 
 def inspect_python(
@@ -121,7 +38,8 @@ def inspect_python(
     Never raises for a broken interpreter: `error` then says why, in one line.
     """
     runner = run if run is not None else _live_runner(env)
-    result = runner((interpreter, "-c", SCRIPT), timeout_s)
+    script = SCAN_SOURCE.read_text(encoding="utf-8")
+    result = runner((interpreter, "-c", script), timeout_s)
     if result.outcome != "exited":
         return _failed(interpreter, _why_not_run(interpreter, result))
     if result.exit_code != 0:
@@ -134,10 +52,7 @@ def inspect_python(
 
 def inspect_current() -> PythonEnvironment:
     """The same report for this very interpreter, without starting another one."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(SCRIPT, "<pyenv>", "exec"), {"__name__": "ascend_doctor_pyenv"})
-    return parse_report(sys.executable, out.getvalue())
+    return _from_report(sys.executable, pyenv_scan.report())
 
 
 def parse_report(interpreter: str, stdout: str) -> PythonEnvironment:

@@ -13,22 +13,20 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import socket
 import stat
-import tarfile
-import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from probes.errors import HostError, NotRecorded, PathMissing, PathUnreadable, ProbeError
 from probes.host import CommandResult, DiskUsage, Host, PathKind, PythonEnvironment
+
+if TYPE_CHECKING:
+    import tarfile
 
 SCHEMA_NAME = "ascend-snapshot"
 SCHEMA_MAJOR = 1
@@ -258,6 +256,8 @@ def utc_now_iso() -> str:
 
 
 def own_version() -> str:
+    from importlib import metadata  # slow to import; only a recorder needs it
+
     try:
         return metadata.version("ascend-doctor")
     except metadata.PackageNotFoundError:
@@ -265,6 +265,8 @@ def own_version() -> str:
 
 
 def observed_hostname(inner: Host) -> str:
+    import socket
+
     if getattr(inner, "root", None) == "/":
         return socket.gethostname()
     try:  # asked of inner directly: the hostname is metadata, not a recorded question
@@ -398,6 +400,9 @@ def _commands_by_argv(
 
 def save_recording(recording: Recording, path: Path) -> Path:
     """Write `recording` to a new directory, or to a bundle when `path` ends in .tar.gz."""
+    import tarfile
+    import tempfile
+
     path = Path(path)
     if not path.name.endswith((".tar.gz", ".tgz")):
         write_directory(recording, path)
@@ -532,6 +537,8 @@ def load_recording(path: Path, limits: BundleLimits) -> Recording:
     """A Recording from a snapshot directory or a .tar.gz bundle of one."""
     if path.is_dir():
         return read_directory(path, limits)
+    import tempfile
+
     if not path.is_file():
         raise SnapshotError(f"{path}: no such snapshot directory or bundle")
     with tempfile.TemporaryDirectory(prefix="ascend-snapshot-") as tmp:
@@ -541,6 +548,8 @@ def load_recording(path: Path, limits: BundleLimits) -> Recording:
 
 def extract_bundle(archive: Path, dest: Path, limits: BundleLimits) -> None:
     """Extract a .tar.gz into `dest`, member by member, refusing anything unsafe."""
+    import tarfile  # a directory recording is read without it
+
     try:
         with tarfile.open(archive, "r:gz") as tar:
             total_bytes = 0
@@ -585,6 +594,8 @@ def _check_member(
 
 
 def _extract_member(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
+    import shutil
+
     target = dest.joinpath(*PurePosixPath(member.name).parts)
     if member.isdir():
         target.mkdir(parents=True, exist_ok=True)

@@ -49,10 +49,14 @@ def test_the_rule_would_notice_a_violation() -> None:
     assert "textual" in loaded
 
 
-# Loaded only when a run needs them (issue #3, start-up): --model, --baseline, --junit, an
-# npu-smi output to parse, a chip that is not OK.
+# Loaded only when a run needs them (issue #3, start-up): --model, --baseline, --junit, a
+# --policy file, an npu-smi output to parse, a chip that is not OK, a program to run, Ascend
+# version files, an Ascend PCI function, a CANN toolkit.
 LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi_kv",
-        "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers")
+        "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
+        "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
+        "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
+        "probes.version_files", "probes.pci", "probes.libraries")
 
 
 def test_a_run_without_model_imports_only_what_it_needs(tmp_path: Path) -> None:

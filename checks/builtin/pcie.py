@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
-from probes.pci import (
-    HUAWEI_VENDOR_ID,
-    PciFunction,
-    normalise_id,
-    pci_vendor_ids,
-    read_pci_function,
-)
+from probes.pci_ids import HUAWEI, pci_vendor_ids
+
+if TYPE_CHECKING:
+    from probes.pci import PciFunction
 
 # PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
 # controller, 0x12 processing accelerators.
@@ -72,8 +71,10 @@ NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
 def pcie_contention(ctx: Context) -> Finding:
     try:
         vendors = pci_vendor_ids(ctx.host)
-        if normalise_id(HUAWEI_VENDOR_ID) not in vendors.values():
+        if HUAWEI not in vendors.values():
             return skipped(NO_ASCEND_FUNCTION)
+        from probes.pci import read_pci_function  # links and bridges: only for an NPU machine
+
         # every function, not only Huawei's: the others are what may share an uplink
         functions = [read_pci_function(ctx.host, a, v) for a, v in vendors.items()]
     except NotRecorded:

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 from checks.context import Context
-from checks.model import Check, Finding, failed, passed, skipped, warned
+from checks.model import NO_BASELINE, NO_MODEL, Check, Finding, failed, passed, skipped, warned
 from checks.policy import load_policy
 from checks.runner import run_checks
 from probes.live import LiveHost
@@ -105,3 +107,42 @@ def test_an_input_missing_from_a_recording_is_a_skip_never_a_pass(tmp_path: Path
     run = run_checks([_check("r", NotRecorded("/etc/ascend_install.info"))], _ctx(tmp_path))
     assert run.results[0].status == "skip"
     assert "not recorded: /etc/ascend_install.info" in run.results[0].summary
+
+
+def test_a_check_whose_declared_input_is_absent_is_skipped_without_running(tmp_path: Path
+                                                                           ) -> None:
+    ran: list[str] = []
+
+    def fn(ctx: Context) -> Finding:
+        ran.append("yes")
+        return passed("looked")
+
+    checks = [Check("m", "m", "t", "x", fn, needs=("model",)),
+              Check("b", "b", "t", "x", fn, needs=("baseline",))]
+    run = run_checks(checks, _ctx(tmp_path))
+    assert [(r.status, r.summary) for r in run.results] == [("skip", NO_MODEL),
+                                                            ("skip", NO_BASELINE)]
+    assert ran == []
+    ctx = _ctx(tmp_path)
+    ctx.model_dir = tmp_path
+    assert run_checks(checks[:1], ctx).results[0].status == "pass" and ran == ["yes"]
+
+
+def test_a_hung_check_does_not_keep_the_interpreter_alive(tmp_path: Path) -> None:
+    code = (
+        "import time, sys\n"
+        "from checks.context import Context\n"
+        "from checks.model import Check, passed\n"
+        "from checks.policy import load_policy\n"
+        "from checks.runner import run_checks\n"
+        "from probes.live import LiveHost\n"
+        f"policy = load_policy(__import__('pathlib').Path({str(tmp_path / 'p.yaml')!r}))\n"
+        "hang = Check('hang', 'h', 't', 'x', lambda ctx: time.sleep(600) or passed('x'))\n"
+        "run = run_checks([hang], Context(LiveHost(env={}), policy))\n"
+        "print(run.results[0].status)\n"
+    )
+    (tmp_path / "p.yaml").write_text("runner:\n  check_timeout_s: 0.5\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "error"

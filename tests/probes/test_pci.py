@@ -11,13 +11,13 @@ from probes.live import LiveHost
 from probes.pci import (
     PcieLink,
     bridge_addresses,
-    family_of,
     parse_aer_counts,
     parse_link_speed_gt_s,
     parse_link_width,
     parse_numa_node,
     read_pci_functions,
 )
+from probes.pci_ids import family_of
 
 AER_CORRECTABLE = (
     "RxErr 0\nBadTLP 2\nBadDLLP 0\nRollover 0\nTimeout 1\nNonFatalErr 0\n"
