@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks import datafiles
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 
 class PolicyError(Exception):
@@ -116,6 +118,8 @@ def _waivers(raw: Any, where: str) -> tuple[Waiver, ...]:
 
 
 def _waiver(item: Any, where: str) -> Waiver:
+    import datetime as dt  # only a policy with waivers needs dates
+
     if not isinstance(item, dict) or set(item) != {"id", "reason", "expires"}:
         raise PolicyError(f"{where}: each waiver needs exactly id, reason and expires")
     expires = item["expires"]

@@ -5,7 +5,6 @@ The terminal report is in checks.report_terminal (it needs rich; these do not).
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from checks.model import Result
 from checks.runner import Run
 
 if TYPE_CHECKING:
+    import datetime as dt
     import xml.etree.ElementTree as ET
 
 SCHEMA = "ascend-doctor/1"
@@ -29,6 +29,8 @@ class HostInfo:
 
 
 def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[str, Any]:
+    import datetime as dt  # the terminal report has no timestamp
+
     stamp = (now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds")
     return {
         "schema": SCHEMA,

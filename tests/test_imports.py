@@ -51,20 +51,23 @@ def test_the_rule_would_notice_a_violation() -> None:
 
 # Loaded only when a run needs them (issue #3, start-up): --model, --baseline, --junit, a
 # --policy file, an npu-smi output to parse, a chip that is not OK, a program to run, Ascend
-# version files, an Ascend PCI function, a CANN toolkit.
+# version files, an Ascend PCI function, a CANN toolkit. rich and shutil never: the run report
+# writes its own ANSI.
 LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi_kv",
         "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
         "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
         "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
-        "probes.version_files", "probes.pci", "probes.libraries")
+        "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil")
 
 
-def test_a_run_without_model_imports_only_what_it_needs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("report", [["--json"], []], ids=["json", "terminal"])
+def test_a_run_without_model_imports_only_what_it_needs(tmp_path: Path,
+                                                         report: list[str]) -> None:
     code = (
         "import io, contextlib, json, sys\n"
         "import checks.cli as cli\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    cli.main(['--root', {str(tmp_path)!r}, '--json'])\n"
+        f"    cli.main(['--root', {str(tmp_path)!r}, *{report!r}])\n"
         f"print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
