@@ -336,7 +336,7 @@ def checkpoint_format(ctx: Context) -> Finding:
     evidence = (f"precision: {precision(model)}",
                 f"architecture: {arch} ({model.config.architecture or '-'})",
                 f"shards: {shard_count}",
-                f"total bytes: {model.total_bytes}")
+                f"total size: {model.total_bytes:,} bytes ({model.total_bytes / 2**30:.2f} GiB)")
     fails = shard_problems(model)
     remedies = ["re-download the shards named above (compare sizes with the hub)"] if fails else []
     warns: list[str] = []
@@ -348,9 +348,11 @@ def checkpoint_format(ctx: Context) -> Finding:
         warns.append(f"architecture {arch} is not one this project knows "
                      f"({', '.join(KNOWN_ARCHITECTURES)})")
         remedies.append("check that your serving engine supports this architecture")
+    # several problems are also listed one per line; a single one is the summary already
+    listed = [*fails, *warns] if len(fails) + len(warns) > 1 else []
     if fails:
-        return failed("; ".join(fails), "; ".join(remedies), *fails, *warns, *evidence)
+        return failed("; ".join(fails), "; ".join(remedies), *listed, *evidence)
     if warns:
-        return warned("; ".join(warns), "; ".join(remedies), *warns, *evidence)
+        return warned("; ".join(warns), "; ".join(remedies), *listed, *evidence)
     return passed(f"{precision(model)} {arch} checkpoint, {shard_count} shards complete",
                   *evidence)

@@ -232,26 +232,39 @@ def _chips(ctx: Context) -> tuple[list[ChipRow], int, str | None, Finding | None
     return used, len(info.chips), visible.raw, None
 
 
-def _inputs(ctx: Context) -> Inputs | Finding:
+def hbm_fit(ctx: Context) -> Finding:
     model, why_not = model_or_skip(ctx)
     if model is None:
         assert why_not is not None
         return why_not
-    used, count, raw, why_not = _chips(ctx)
-    if why_not is not None:
-        return why_not
-    return Inputs(model, used, count, raw)
-
-
-def hbm_fit(ctx: Context) -> Finding:
-    inputs = _inputs(ctx)
-    if isinstance(inputs, Finding):
-        return inputs
-    shape = kv_shape(inputs.model.config)
+    shape = kv_shape(model.config)
     if shape is None:
         return skipped("config.json does not give the KV cache shape "
                        "(num_hidden_layers, num_key_value_heads, head_dim)")
-    return _fit(ctx, inputs, shape)
+    used, count, raw, why_not = _chips(ctx)
+    if why_not is not None:
+        # no chips to judge against, but what the model needs is still worth knowing (CI)
+        return skipped(why_not.summary, *why_not.evidence, *_need(ctx, model, shape))
+    return _fit(ctx, Inputs(model, used, count, raw), shape)
+
+
+def _need(ctx: Context, model: ModelDir, shape: KvShape) -> tuple[str, ...]:
+    """What the model needs on one chip (no tensor parallelism), by the policy's context."""
+    by_dtype = weight_bytes_by_dtype(model.tensors.values())
+    plan = Plan(0, stored_weight_bytes(by_dtype),
+                int(float(ctx.policy.get("hbm_fit", "runtime_reserve_mb")) * MB),
+                shape.bytes_per_token(), int(ctx.policy.get("hbm_fit", "max_seq_len")),
+                int(ctx.policy.get("hbm_fit", "batch_size")))
+    total = plan.weight_bytes + plan.reserve_bytes + plan.kv_bytes
+    lines = [f"needed on one chip: {mb(plan.weight_bytes)} weights + {mb(plan.reserve_bytes)} "
+             f"reserve + {mb(plan.kv_bytes)} KV ({plan.max_seq_len:,} tokens x batch "
+             f"{plan.batch_size}, {shape.bytes_per_token():,} bytes/token) = {mb(total)}; "
+             "tensor parallel over N chips divides the weights and the KV heads"]
+    if is_fp8(model):
+        widened = dequantised_weight_bytes(by_dtype)
+        lines.append(f"FP8 weights dequantised to BF16 (A2/A3 serving stacks do this at load): "
+                     f"{mb(widened)} instead of {mb(plan.weight_bytes)}")
+    return tuple(lines)
 
 
 def _fit(ctx: Context, inputs: Inputs, shape: KvShape) -> Finding:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -204,7 +205,8 @@ def test_format_healthy_fp8_on_950_passes(healthy: Path) -> None:
     assert finding.status == "pass", finding
     assert "precision: FP8 (block 128x128)" in finding.evidence
     assert "architecture: qwen3_moe (Qwen3MoeForCausalLM)" in finding.evidence
-    assert any(e.startswith("total bytes: ") for e in finding.evidence)
+    total = next(e for e in finding.evidence if e.startswith("total size: "))
+    assert re.fullmatch(r"total size: [0-9,]+ bytes \([0-9.]+ GiB\)", total), total
 
 
 @pytest.mark.parametrize(("chip", "family"), [("910B4", "A2"), ("910B3", "A2"),
@@ -220,6 +222,15 @@ def test_format_fp8_without_npu_warns(healthy: Path) -> None:
     finding = checkpoint_format(ctx_for(healthy))  # env={}: no npu-smi on PATH
     assert finding.status == "warn"
     assert "COMPAT.yaml fp8_support" in finding.summary and "convert to BF16" in finding.remedy
+    assert finding.summary not in finding.evidence  # one problem: said once, not twice
+
+
+def test_format_lists_several_problems_one_per_line(healthy: Path) -> None:
+    (healthy / SHARD2).unlink()
+    finding = checkpoint_format(ctx_for(healthy))  # a missing shard and FP8 with no NPU here
+    assert finding.status == "fail" and "missing" in finding.summary
+    assert finding.summary in finding.evidence  # the failure, and the warning under it
+    assert any("fp8_support" in e for e in finding.evidence)
 
 
 def test_format_unknown_architecture_warns(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from checks.builtin.hbm_fit import (
     hbm_fit,
     judge,
     kv_shape,
+    mb,
     weight_bytes_by_dtype,
     weight_share_bytes,
 )
@@ -221,6 +223,21 @@ def test_no_npu_skips_with_the_reason(tmp_path: Path) -> None:
     busy = hbm_fit(ctx_for(bf16_model(tmp_path), reading("057-error-8020-device-used.txt"),
                            tmp_path))
     assert busy.status == "skip" and "-8020" in busy.summary
+
+
+def test_no_npu_still_says_what_the_model_needs(tmp_path: Path) -> None:
+    missing = unavailable(CommandResult(("npu-smi", "info"), "not_found"), "no NPU driver tools")
+    model = bf16_model(tmp_path)
+    policy = "hbm_fit:\n  max_seq_len: 1000\n  batch_size: 2\n  runtime_reserve_mb: 10\n"
+    finding = hbm_fit(ctx_for(model, missing, tmp_path, policy))
+    need = next(e for e in finding.evidence if e.startswith("needed on one chip: "))
+    infos = _tensor_infos(model)
+    weights = sum(t.nbytes for t in infos)
+    shape = kv_shape(parse_config(json.loads((model / "config.json").read_text())))
+    assert shape is not None
+    kv = shape.bytes_per_token() * 1000 * 2
+    assert f"{mb(weights)} weights + {mb(10 * MB)} reserve + {mb(kv)} KV" in need
+    assert f"= {mb(weights + 10 * MB + kv)}" in need
 
 
 @pytest.mark.parametrize("corpus", ["001-info-20.2.0-310-atlas800-3000.txt",
