@@ -63,7 +63,8 @@ BUILTIN: tuple[Check, ...] = (
            "precision, architecture, every shard present and whole, FP8 against the NPU family",
            "checkpoint:checkpoint_format", needs=("model",)),
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
-           "the dtypes and mask values the --model tokenizer returns (np and pt tensors)",
+           "the dtypes and mask values the --model tokenizer returns (np and pt tensors); "
+           "transformers/tokenizers against --baseline",
            "tokenizer:tokenizer_dtype", needs=("model",)),
     _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
            "the largest id the --model tokenizer produces vs config.json vocab_size",

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checks.builtin import facts
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
+from probes.errors import NotRecorded
 from probes.live import LiveHost
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
@@ -211,7 +213,9 @@ def describe(seen: TensorObservation) -> str:
     return f"return_tensors={seen.framework!r}: input_ids {seen.ids_dtype}, {mask}"
 
 
-def judge_dtype(observed: Sequence[TensorObservation], versions: str = "") -> Finding:
+def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
+                drift: Sequence[str] = ()) -> Finding:
+    """`drift`: tokenizer libraries that differ from the baseline's, each a warning."""
     evidence = [describe(seen) for seen in observed]
     if not any(seen.framework == "pt" for seen in observed):
         evidence.append("torch is not importable here: only return_tensors='np' was probed")
@@ -220,8 +224,12 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "") -> Fi
                 for sev, why in [_ids_problem(seen)] if sev]
     problems += [("fail", f"{seen.framework}: {why}") for seen in observed
                  for why in [_mask_problem(seen)] if why]
+    problems += [("warn", why) for why in drift]
     remedy = ("keep input_ids int64 (int32 at most) and the attention_mask integer 0/1 "
               f"with 1 = attend; fix the tokenizer wrapper; {DTYPE_PLAYBOOK}")
+    if drift:
+        remedy += ("; install the transformers/tokenizers the baseline was validated with, "
+                   "or re-validate and record a new baseline")
     fails = [why for sev, why in problems if sev == "fail"]
     if fails:
         return failed("; ".join(fails), remedy, *evidence)
@@ -243,7 +251,26 @@ def tokenizer_dtype(ctx: Context) -> Finding:
         return _unavailable(exc)
     with _IN_USE:
         observed = observe_dtypes(tokenizer)
-    return judge_dtype(observed, library_versions())
+    return judge_dtype(observed, library_versions(), library_drift(ctx))
+
+
+def library_drift(ctx: Context) -> list[str]:
+    """transformers/tokenizers of the deployment's interpreter against the --baseline's."""
+    if ctx.baseline is None:
+        return []
+    try:
+        now = facts.python(ctx)
+    except NotRecorded:
+        return []
+    if now.error:
+        return []
+    drift = []
+    for name in ("transformers", "tokenizers"):
+        was, is_now = ctx.baseline.versions.get(name), now.version_of(name)
+        if was is not None and was != is_now:
+            drift.append(f"{name} {is_now or 'is absent'} here, {was} in the baseline "
+                         "(a different tokenizer library can return other ids and dtypes)")
+    return drift
 
 
 # -- tokenizer.token-ids --------------------------------------------------------------------

@@ -10,6 +10,7 @@ from checks.builtin.tokenizer import (
     TensorObservation,
     judge_dtype,
     judge_token_ids,
+    library_drift,
     on_this_machine,
     round_trip,
     tokenizer_dtype,
@@ -180,6 +181,34 @@ def test_hf_convention_passes() -> None:
     assert finding.status == "pass"
     assert "transformers 5.0" in finding.evidence
     assert "TORCH_NPU_OPS.md" in text_of(finding)
+
+
+def test_tokenizer_libraries_that_left_the_baseline_warn() -> None:
+    drift = ["transformers 4.57.1 here, 4.51.0 in the baseline (...)"]
+    finding = judge_dtype([seen()], "transformers 4.57.1", drift)
+    assert finding.status == "warn" and finding.summary == drift[0]
+    assert "record a new baseline" in finding.remedy
+    broken = judge_dtype([seen(ids="int16")], "", drift)
+    assert broken.status == "fail" and drift[0] not in broken.summary
+
+
+def test_library_drift_compares_the_deployment_with_the_baseline(tmp_path: Path) -> None:
+    from checks.baseline import Baseline
+    from probes.host import PythonEnvironment
+
+    ctx = ctx_for(tmp_path)
+    ctx.fact("python", lambda: PythonEnvironment(
+        interpreter="/opt/venv/bin/python", packages={"transformers": "4.57.1"}))
+    assert library_drift(ctx) == []  # no --baseline: nothing to compare
+    ctx.baseline = Baseline("2026-11-01T00:00:00Z", "validated",
+                            versions={"transformers": "4.51.0", "tokenizers": "0.21.0",
+                                      "torch": "2.7.1"})
+    drift = library_drift(ctx)
+    assert len(drift) == 2
+    assert drift[0].startswith("transformers 4.57.1 here, 4.51.0 in the baseline")
+    assert drift[1].startswith("tokenizers is absent here, 0.21.0 in the baseline")
+    ctx.baseline = Baseline("t", "h", versions={"transformers": "4.57.1"})
+    assert library_drift(ctx) == []
 
 
 def test_int32_ids_pass() -> None:
