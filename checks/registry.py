@@ -16,20 +16,32 @@ if TYPE_CHECKING:
     from checks.context import Context
 
 
-def _lazy(target: str) -> CheckFn:
+def resolve(target: str) -> CheckFn:
+    """The function a `module:function` target names, importing its module."""
     module_name, _, function_name = target.partition(":")
+    fn: CheckFn = getattr(importlib.import_module(module_name), function_name)
+    return fn
 
-    def run(ctx: Context) -> Finding:
-        fn: CheckFn = getattr(importlib.import_module(module_name), function_name)
-        return fn(ctx)
 
-    run.__qualname__ = run.__name__ = function_name
-    return run
+class LazyCheckFn:
+    """A check function that imports its module on the first call."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __call__(self, ctx: Context) -> Finding:
+        return resolve(self.target)(ctx)
+
+    def __repr__(self) -> str:
+        return f"LazyCheckFn({self.target!r})"
 
 
 def _check(id: str, title: str, category: str, looks_at: str, target: str,
            needs: tuple[Need, ...] = ()) -> Check:
-    return Check(id, title, category, looks_at, _lazy(f"checks.builtin.{target}"), needs=needs)
+    fn = LazyCheckFn(f"checks.builtin.{target}")
+    return Check(id, title, category, looks_at, fn, needs=needs)
 
 
 BUILTIN: tuple[Check, ...] = (

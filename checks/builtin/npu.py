@@ -44,8 +44,10 @@ def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
     """The main table, or the Finding to return when there is none."""
     reading: NpuReading = facts.npu(ctx)
     if reading.command is not None and reading.command.outcome == "timeout":
-        return None, failed(f"npu-smi hung: {reading.error_text}",
-                            "a stuck driver or device; see `dmesg` and the npu.health playbook")
+        # error_text already says it hung, and where to look
+        return None, failed(reading.error_text,
+                            "find the stuck driver or device in `dmesg`; see the npu.health "
+                            "playbook")
     if reading.kind == "unavailable":
         return None, skipped(f"no NPU to look at: {reading.error_text}")
     if reading.is_error:
