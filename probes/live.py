@@ -305,6 +305,3 @@ def host_error(path: str, exc: OSError) -> HostError:
 
 def unreadable(path: str, exc: OSError) -> PathUnreadable:
     return PathUnreadable(path, exc.strerror or str(exc))
-
-
-# -- running programs ----------------------------------------------------------------------

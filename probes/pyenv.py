@@ -1,9 +1,9 @@
 """Which distributions one Python interpreter sees, asked of that interpreter itself.
 
-The interpreter runs a tiny inline script with its normal start-up (no -I, -E or -S), so
-PYTHONPATH, site-packages and .pth files count exactly as they will for the deployment.
-The script imports nothing heavy (never torch) and runs on Python 3.8+ without this
-package being importable there.
+The interpreter runs the text of probes/pyenv_scan.py with its normal start-up (no -I, -E or
+-S), so PYTHONPATH, site-packages and .pth files count exactly as they will for the
+deployment. The scan imports nothing heavy (never torch) and runs on Python 3.8+ without this
+package being importable there; the current interpreter imports it instead.
 """
 
 from __future__ import annotations
