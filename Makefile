@@ -25,14 +25,15 @@ assets: $(STAMP)
 	$(PY) -m engine.demo build --out $(DEMO_DIR)/smollm2-moe-fp8 --kind smollm2-moe-fp8
 
 # In a terminal: the console (chat with the smollm2-moe-fp8 demo beside live panels; q quits).
-# Not a terminal (CI, a pipe): the doctor on this machine, then on a recording of an
-# Atlas 800I A2 (8 x 910B4) whose npu-smi outputs are real (tests/corpus/npu-smi 014/015).
+# Not a terminal (CI, a pipe): the doctor on this machine with the demo FP8 checkpoint, then on
+# a recording of an Atlas 800I A2 (8 x 910B4) whose npu-smi outputs are real (tests/corpus/
+# npu-smi 014/015).
 demo: assets
 	@if [ -t 0 ] && [ -t 1 ]; then \
 		exec $(VENV)/bin/ascend-console; \
 	fi; \
-	echo "== ascend-doctor on this machine =="; \
-	$(VENV)/bin/ascend-doctor; \
+	echo "== ascend-doctor --model $(DEMO_DIR)/smollm2-moe-fp8 on this machine =="; \
+	$(VENV)/bin/ascend-doctor --model $(DEMO_DIR)/smollm2-moe-fp8; \
 	echo; echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="; \
 	$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded; \
 	echo; echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="; \
