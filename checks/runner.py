@@ -1,4 +1,10 @@
-"""Run checks concurrently, each with a timeout; one check's crash stays its own."""
+"""Run checks concurrently, each with a timeout; one check's crash stays its own.
+
+Checks run one after another on a worker thread; when STAGGER_S passes with no check finished,
+another worker starts beside it. Quick checks (most of them, on most machines) so run without
+fighting over the GIL, and a check that waits (npu-smi, another interpreter, a cold disk) still
+overlaps with the rest.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from typing import TYPE_CHECKING
 from checks.context import Context
 from checks.model import Check, Finding, Result, Status
 from probes.errors import NotRecorded
+
+STAGGER_S = 0.02
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -68,47 +76,75 @@ def _waive(result: Result, ctx: Context, today: dt.date | None) -> Result:
     return replace(result, waiver=f"{waiver.reason} (until {waiver.expires.isoformat()})")
 
 
-class _Job(threading.Thread):
-    """One check on its own daemon thread: a hung check can neither block the others nor the
-    interpreter's exit (a pool's workers are joined at exit)."""
+class _Job:
+    __slots__ = ("began", "check", "outcome")
 
-    def __init__(self, check: Check, ctx: Context) -> None:
-        super().__init__(name=f"check {check.id}", daemon=True)
-        self.check, self.ctx = check, ctx
+    def __init__(self, check: Check) -> None:
+        self.check = check
         self.outcome: tuple[Finding, float] | None = None
+        self.began = 0.0
 
-    def begin(self) -> None:
-        """Start the check; one whose declared input is absent is skipped here, unimported."""
-        missing = self.check.missing_input(self.ctx)
-        if missing:
-            self.outcome = (Finding("skip", missing), 0.0)
-        else:
-            self.start()
 
-    def run(self) -> None:
-        self.outcome = _call(self.check, self.ctx)
+class _Workers:
+    """Runs jobs in order on one daemon thread; whenever STAGGER_S passes and no job has
+    finished, another worker joins in. A hung check thus blocks neither the others nor the
+    interpreter's exit, and quick checks never fight over the GIL."""
+
+    def __init__(self, jobs: list[_Job], ctx: Context) -> None:
+        self._pending = list(reversed(jobs))  # next job at the end
+        self._ctx = ctx
+        self.changed = threading.Condition()
+
+    def start_all(self) -> None:
+        """Return once every job has started."""
+        with self.changed:
+            while self._pending:
+                threading.Thread(target=self._work, name="check worker", daemon=True).start()
+                while self._pending and self.changed.wait(STAGGER_S):
+                    pass  # a job finished: the workers keep up
+
+    def _work(self) -> None:
+        while True:
+            with self.changed:
+                if not self._pending:
+                    return
+                job = self._pending.pop()
+                job.began = time.perf_counter()
+            outcome = _call(job.check, self._ctx)
+            with self.changed:
+                job.outcome = outcome
+                self.changed.notify_all()
 
 
 def run_checks(checks: Sequence[Check], ctx: Context,
                today: dt.date | None = None) -> Run:
     start = time.perf_counter()
     timeout_s = float(ctx.policy.get("runner", "check_timeout_s"))
-    jobs = [_Job(c, ctx) for c in checks]
+    jobs = [_Job(c) for c in checks]
     for job in jobs:
-        job.begin()
-    results = [_collect(job, start, timeout_s) for job in jobs]
+        missing = job.check.missing_input(ctx)
+        if missing:  # skipped here, its module never imported
+            job.outcome = (Finding("skip", missing), 0.0)
+    workers = _Workers([job for job in jobs if job.outcome is None], ctx)
+    workers.start_all()
+    results = [_collect(job, timeout_s, workers.changed) for job in jobs]
     waived = tuple(_waive(r, ctx, today) for r in results)
     return Run(waived, (time.perf_counter() - start) * 1000)
 
 
-def _collect(job: _Job, start: float, timeout_s: float) -> Result:
-    # every check had `timeout_s` from the start of the run: they run side by side
-    if job.outcome is None:
-        job.join(max(0.0, start + timeout_s - time.perf_counter()))
-    if job.outcome is None:
+def _collect(job: _Job, timeout_s: float, changed: threading.Condition) -> Result:
+    # every check has `timeout_s` from its own start
+    with changed:
+        while job.outcome is None:
+            remaining_s = job.began + timeout_s - time.perf_counter()
+            if remaining_s <= 0:
+                break
+            changed.wait(remaining_s)
+        outcome = job.outcome
+    if outcome is None:
         finding = Finding("error", f"the check did not finish within {timeout_s:g} s",
                           (), "raise runner.check_timeout_s in the policy, or look for a "
                           "hung command (npu-smi, the --python interpreter)")
         return Result.of(job.check, finding, timeout_s * 1000)
-    finding, duration_ms = job.outcome
+    finding, duration_ms = outcome
     return Result.of(job.check, finding, duration_ms)

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from checks.context import Context
 from checks.model import NO_BASELINE, NO_MODEL, Check, Finding, failed, passed, skipped, warned
 from checks.policy import load_policy
@@ -146,3 +148,38 @@ def test_a_hung_check_does_not_keep_the_interpreter_alive(tmp_path: Path) -> Non
                          timeout=60, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "error"
+
+
+def test_quick_checks_share_one_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import checks.runner as runner
+
+    monkeypatch.setattr(runner, "STAGGER_S", 5.0)  # far longer than any of these takes
+    threads: list[int] = []
+
+    def note(ctx: Context) -> Finding:
+        threads.append(threading.get_ident())
+        return passed("quick")
+
+    run = run_checks([Check(f"q{i}", "q", "t", "x", note) for i in range(5)],
+                     _ctx(tmp_path, "runner:\n  check_timeout_s: 10\n"))
+    assert [r.status for r in run.results] == ["pass"] * 5
+    assert len(set(threads)) == 1 and threads[0] != threading.get_ident()
+
+
+def test_a_waiting_check_gets_a_second_worker(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import checks.runner as runner
+
+    monkeypatch.setattr(runner, "STAGGER_S", 0.05)
+    released = threading.Event()
+
+    def wait(ctx: Context) -> Finding:  # first in line: only another worker can release it
+        return passed("released") if released.wait(5) else failed("never released", "")
+
+    def release(ctx: Context) -> Finding:
+        released.set()
+        return passed("released the other")
+
+    run = run_checks([Check("wait", "w", "t", "x", wait), Check("release", "r", "t", "x", release)],
+                     _ctx(tmp_path, "runner:\n  check_timeout_s: 10\n"))
+    assert [r.status for r in run.results] == ["pass", "pass"]
