@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from checks.builtin import facts
 from checks.cli import UsageError
 from checks.context import Context
 from checks.policy import PolicyError, load_policy
@@ -297,8 +298,8 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
         counts = run.counts()
         detail.append(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     with progress.step("recording npu-smi info, info -m") as detail:
-        for argv in (["npu-smi", "info"], ["npu-smi", "info", "-m"]):
-            result = recorder.run(argv, timeout_s=ctx.timeout_s)
+        for args in (["info"], ["info", "-m"]):
+            result = facts.run_npu_smi(ctx, args)  # after a check that timed out, too
             detail[:] = [result.describe()]
     plog = PlogCollection(note="left out (--no-logs)")
     if options.include_logs:

@@ -67,7 +67,7 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     argv = ["npu-smi", "info", "-t", "health", "-i", str(chip.npu_id)]
     if chip.chip_id is not None:
         argv += ["-c", str(chip.chip_id)]
-    result = ctx.host.run(argv, timeout_s=ctx.timeout_s)
+    result = facts.run_npu_smi(ctx, argv[1:])
     if not result.ok:
         return [result.describe()]
     from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK

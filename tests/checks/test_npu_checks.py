@@ -110,3 +110,34 @@ def test_temperature_thresholds_follow_the_policy(fake_root: FakeRoot, tmp_path:
     policy.write_text("npu:\n  temperature_warn_c: 60\n")
     ctx.policy = load_policy(policy)
     assert npu_temperature(ctx).status == "warn"
+
+
+def test_npu_smi_runs_one_call_at_a_time(tmp_path: Path) -> None:
+    """facts/PATHS.md §6: npu-smi must not run from several threads at once."""
+    import threading
+
+    from checks.builtin import facts
+    from probes.host import CommandResult
+
+    active, most = [0], [0]
+    guard = threading.Lock()
+
+    class SlowHost:
+        def run(self, argv: list[str], timeout_s: float | None = None) -> CommandResult:
+            with guard:
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            threading.Event().wait(0.02)
+            with guard:
+                active[0] -= 1
+            return CommandResult(tuple(argv), "exited", 0, "")
+
+    ctx = Context(SlowHost(), load_policy())  # type: ignore[arg-type]
+    callers = [threading.Thread(target=facts.run_npu_smi, args=(ctx, ["info", "-t", "health"]))
+               for _ in range(4)]
+    callers.append(threading.Thread(target=facts.npu, args=(ctx,)))
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(10)
+    assert most[0] == 1
