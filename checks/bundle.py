@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from checks.builtin import facts
 from checks.cli import UsageError
 from checks.context import Context
 from checks.policy import PolicyError, load_policy
@@ -44,6 +43,7 @@ from checks.runner import Run, run_checks
 from probes.environment import resolve_log_dir
 from probes.errors import HostError
 from probes.host import Host
+from probes.inventory import run_npu_smi
 from probes.recording import (
     BundleLimits,
     Recording,
@@ -299,7 +299,7 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
         detail.append(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     with progress.step("recording npu-smi info, info -m") as detail:
         for args in (["info"], ["info", "-m"]):
-            result = facts.run_npu_smi(ctx, args)  # after a check that timed out, too
+            result = run_npu_smi(recorder, args, ctx.timeout_s)  # one at a time, as the checks
             detail[:] = [result.describe()]
     plog = PlogCollection(note="left out (--no-logs)")
     if options.include_logs:

@@ -108,7 +108,7 @@ def _sample_usages(host: Host, npu_ids: list[int], deadline: float) -> dict[
         left_s = deadline - time.monotonic()
         if left_s <= 0.05:
             break  # the main table used the budget; the panel shows "-" for the rest
-        result = host.run(["npu-smi", "info", "-t", "usages", "-i", str(npu_id)], timeout_s=left_s)
+        result = inventory.run_npu_smi(host, ["info", "-t", "usages", "-i", str(npu_id)], left_s)
         found.update(parse_usages(result, npu_id))
     return found
 

@@ -5,6 +5,9 @@ Used by `ascend-doctor npu` for live machines, recordings and pasted outputs.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +22,10 @@ if TYPE_CHECKING:
 # ~15 ms of import.
 
 SCHEMA = "ascend-npu/1"
+
+# npu-smi must not run from several threads at once (facts/PATHS.md §6, HARDWARE.md §5): the
+# doctor's checks, a bundle and the console's sampler all call it through run_npu_smi.
+NPU_SMI_LOCK = threading.Lock()
 
 Parsed = Any  # one of the npu_smi / npu_smi_kv result dataclasses
 
@@ -120,9 +127,25 @@ def unavailable(result: CommandResult, hint: str) -> NpuReading:
     return NpuReading("unavailable", doc, command=result)
 
 
+def run_npu_smi(host: Host, args: Sequence[str],
+                timeout_s: float = DEFAULT_TIMEOUT_S) -> CommandResult:
+    """`npu-smi ARGS`, one call at a time in this process; waiting for another call counts
+    against `timeout_s`, so a hung npu-smi elsewhere costs a caller no more than its timeout."""
+    argv = ("npu-smi", *args)
+    began = time.monotonic()
+    if not NPU_SMI_LOCK.acquire(timeout=timeout_s):
+        return CommandResult(argv, "timeout", duration_s=time.monotonic() - began,
+                             error=f"another npu-smi call was still running after {timeout_s:g} s")
+    try:
+        left_s = max(0.0, timeout_s - (time.monotonic() - began))
+        return host.run(list(argv), timeout_s=left_s)
+    finally:
+        NPU_SMI_LOCK.release()
+
+
 def read_live(host: Host, timeout_s: float = DEFAULT_TIMEOUT_S) -> NpuReading:
     """Run `npu-smi info` on the host and parse what it printed."""
-    result = host.run(["npu-smi", "info"], timeout_s=timeout_s)
+    result = run_npu_smi(host, ["info"], timeout_s)
     if result.outcome != "exited":
         return unavailable(result, _hint_for(result))
     text = result.stdout if result.stdout.strip() else result.stderr

@@ -8,6 +8,7 @@ from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level
 from checks.model import Finding, failed, passed, skipped, warned
+from probes.inventory import run_npu_smi
 
 if TYPE_CHECKING:
     from probes.inventory import NpuReading
@@ -67,7 +68,7 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     argv = ["npu-smi", "info", "-t", "health", "-i", str(chip.npu_id)]
     if chip.chip_id is not None:
         argv += ["-c", str(chip.chip_id)]
-    result = facts.run_npu_smi(ctx, argv[1:])
+    result = run_npu_smi(ctx.host, argv[1:], ctx.timeout_s)
     if not result.ok:
         return [result.describe()]
     from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK

@@ -118,6 +118,7 @@ def test_npu_smi_runs_one_call_at_a_time(tmp_path: Path) -> None:
 
     from checks.builtin import facts
     from probes.host import CommandResult
+    from probes.inventory import run_npu_smi
 
     active, most = [0], [0]
     guard = threading.Lock()
@@ -133,7 +134,7 @@ def test_npu_smi_runs_one_call_at_a_time(tmp_path: Path) -> None:
             return CommandResult(tuple(argv), "exited", 0, "")
 
     ctx = Context(SlowHost(), load_policy())  # type: ignore[arg-type]
-    callers = [threading.Thread(target=facts.run_npu_smi, args=(ctx, ["info", "-t", "health"]))
+    callers = [threading.Thread(target=run_npu_smi, args=(ctx.host, ["info", "-t", "health"]))
                for _ in range(4)]
     callers.append(threading.Thread(target=facts.npu, args=(ctx,)))
     for t in callers:
@@ -141,3 +142,16 @@ def test_npu_smi_runs_one_call_at_a_time(tmp_path: Path) -> None:
     for t in callers:
         t.join(10)
     assert most[0] == 1
+
+
+def test_waiting_for_another_npu_smi_call_counts_against_the_timeout() -> None:
+    from probes.host import CommandResult
+    from probes.inventory import NPU_SMI_LOCK, run_npu_smi
+
+    class NeverRun:
+        def run(self, argv: list[str], timeout_s: float | None = None) -> CommandResult:
+            raise AssertionError("ran while another call held npu-smi")
+
+    with NPU_SMI_LOCK:  # another thread's npu-smi call, hung
+        result = run_npu_smi(NeverRun(), ["info"], timeout_s=0.05)  # type: ignore[arg-type]
+    assert result.outcome == "timeout" and "still running" in result.error
