@@ -16,11 +16,10 @@ import re
 from dataclasses import dataclass
 
 from probes.errors import ParseError
-from probes.pci_ids import family_of
+from probes.pci_ids import HUAWEI, family_of
 
 # The name pci.ids gives vendor 0x19e5, as lspci prints it (corpus #017, #030).
 HUAWEI_VENDOR_NAME = "Huawei Technologies Co., Ltd."
-_HUAWEI_VENDOR_ID = "19e5"
 
 _LINE = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?"
@@ -60,7 +59,7 @@ class LspciDevice:
 
     @property
     def is_huawei(self) -> bool:
-        return self.vendor_id == _HUAWEI_VENDOR_ID or self.vendor_name == HUAWEI_VENDOR_NAME
+        return self.vendor_id == HUAWEI or self.vendor_name == HUAWEI_VENDOR_NAME
 
     @property
     def family(self) -> str | None:
