@@ -65,10 +65,10 @@ def _npu_smi_error(reading: NpuReading) -> Finding:
 
 
 def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
-    argv = ["npu-smi", "info", "-t", "health", "-i", str(chip.npu_id)]
+    args = ["info", "-t", "health", "-i", str(chip.npu_id)]
     if chip.chip_id is not None:
-        argv += ["-c", str(chip.chip_id)]
-    result = run_npu_smi(ctx.host, argv[1:], ctx.timeout_s)
+        args += ["-c", str(chip.chip_id)]
+    result = run_npu_smi(ctx.host, args, ctx.timeout_s)
     if not result.ok:
         return [result.describe()]
     from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK
@@ -76,7 +76,7 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     try:
         report = health_report(parse_kv(result.stdout, "health"))
     except Exception as exc:  # a health output we cannot read is evidence, not a crash
-        return [f"`{' '.join(argv)}`: unreadable ({exc})"]
+        return [f"`npu-smi {' '.join(args)}`: unreadable ({exc})"]
     codes = [code.upper().removeprefix("0X") for code in report.error_codes]
     known = [f"fault 0x{code}: {FAULT_CODES.get(code, 'see the Huawei fault manual')}"
              for code in codes]
