@@ -53,7 +53,7 @@ class QuantFormat:
     def skips(self, module: str) -> bool:
         """Whether `module` (a tensor name without `.weight`) is listed as not converted."""
         return any(module == m or module.startswith(m + ".")
-                   or module.endswith("." + m) for m in self.modules_to_not_convert)
+                   for m in self.modules_to_not_convert)
 
 
 

@@ -141,12 +141,13 @@ def _tensor(name: str, entry: Any, shard: str, path: str) -> TensorInfo:
 
 def _check_layout(tensors: tuple[TensorInfo, ...], path: str) -> None:
     """Byte ranges sorted by start must tile the data section from 0: no overlap, no gap."""
-    expected = 0
+    expected, previous = 0, None
     for tensor in sorted(tensors, key=lambda t: (t.offset_begin, t.offset_end)):
-        if tensor.offset_begin < expected:
-            raise CheckpointError(f"{path}: tensor {shown(tensor.name)} overlaps the bytes of "
-                                  "another tensor; the header is corrupt")
+        if tensor.offset_begin < expected and previous is not None:
+            raise CheckpointError(f"{path}: tensors {shown(previous.name)} and "
+                                  f"{shown(tensor.name)} claim the same bytes; the header is "
+                                  "corrupt")
         if tensor.offset_begin > expected:
             raise CheckpointError(f"{path}: a gap of {tensor.offset_begin - expected} bytes "
                                   f"before tensor {shown(tensor.name)}; the header is corrupt")
-        expected = tensor.offset_end
+        expected, previous = tensor.offset_end, tensor
