@@ -45,7 +45,7 @@ examples:
 
 demo models are looked for in demo-assets/KIND next to the source, or in
 $ASCEND_CONSOLE_DEMO_DIR; build one with
-  python -m engine.demo build --out demo-assets/KIND --kind KIND"""
+  python -m demo_models build --out demo-assets/KIND --kind KIND"""
 
 
 class _DefaultPlace(str):

@@ -19,9 +19,10 @@ from typing import Any, Protocol
 from textual.message import Message
 
 from console.messages import ModelLoaded, ModelUnavailable, ReplyDelta, ReplyFinished
+from demo_models import DEFAULT_KIND, KIND_NAMES
 
-DEMO_KIND = "smollm2-moe-fp8"
-DEMO_KINDS = ("smollm2-moe-fp8", "qwen3-moe-fp8-tiny", "smollm2")
+DEMO_KIND = DEFAULT_KIND
+DEMO_KINDS = (DEFAULT_KIND, *(kind for kind in KIND_NAMES if kind != DEFAULT_KIND))
 DEMO_DIR_ENV = "ASCEND_CONSOLE_DEMO_DIR"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DELTA_BATCH_S = 0.04  # at most ~25 UI updates a second; Markdown falls behind near 20 appends/s
@@ -107,7 +108,7 @@ def demo_dir(kind: str = DEMO_KIND, env: Mapping[str, str] | None = None) -> Pat
 
 
 def build_hint(kind: str, path: Path) -> str:
-    command = f"python -m engine.demo build --out {_shown(path)} --kind {kind}"
+    command = f"python -m demo_models build --out {_shown(path)} --kind {kind}"
     if kind == DEMO_KIND:
         return f"build it with `make demo` or `{command}`"
     return f"build it with `{command}`"

@@ -128,7 +128,7 @@ def test_missing_model_is_reported_with_the_build_command(tmp_path: Path) -> Non
     assert isinstance(message, ModelUnavailable)
     assert "not built" in message.reason
     assert "make demo" in message.remedy
-    assert "python -m engine.demo build --out" in message.remedy
+    assert "python -m demo_models build --out" in message.remedy
     assert "--kind smollm2-moe-fp8" in message.remedy
 
     posted.clear()
