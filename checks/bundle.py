@@ -52,6 +52,7 @@ from probes.recording import (
     load_recording,
     write_directory,
 )
+from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
@@ -246,12 +247,6 @@ def find_metrics(host: Host, limit: int = MAX_METRICS_BYTES) -> MetricsFound:
     """The newest console recording in the observed machine's default place (the env of `host`,
     docs/recording.md), read through `host`; a note instead when there is none or it is too
     big."""
-    from console.recording import (  # no textual: console.recording is plain sqlite3
-        RECORDINGS_SUFFIX,
-        default_recordings_dir,
-        newest_first_key,
-    )
-
     try:
         env = host.env
     except HostError:
