@@ -17,49 +17,22 @@ import torch.nn.functional as F
 
 from engine.cache import KVCache, LayerCache, LinearState
 from engine.deltanet import GatedDeltaNet
-from engine.errors import ModelFormatError
 from engine.layers import (
     Attention,
     MlpWeights,
     NormFn,
     Rotary,
-    Transposed,
     Weight,
     linear,
     materialize,
-    prefer_layout,
     rms_norm,
     swiglu,
 )
 from engine.moe import SparseMoe
+from engine.weight_table import WeightTable
 
 if TYPE_CHECKING:
     from engine.models.base import Family
-
-
-class WeightTable:
-    """Canonical-name lookup that names the missing tensor in its error."""
-
-    def __init__(self, weights: Mapping[str, Any], device: torch.device,
-                 dtype: torch.dtype) -> None:
-        self.weights = weights
-        self.device, self.dtype = device, dtype
-        self.relayout_bytes = 0  # copies made for a faster layout (tied lm_head)
-
-    def get(self, name: str) -> Any:
-        if name not in self.weights:
-            raise ModelFormatError(f"checkpoint has no tensor for {name!r} (canonical name)")
-        return self.weights[name]
-
-    def optional(self, name: str) -> Any:
-        return self.weights.get(name)
-
-    def linear(self, name: str, shared: bool = False) -> Weight:
-        """A projection weight in the device's preferred layout."""
-        weight = prefer_layout(self.get(name), self.device, self.dtype)
-        if shared and isinstance(weight, Transposed):
-            self.relayout_bytes += weight.nbytes
-        return weight
 
 
 @dataclass
@@ -90,12 +63,8 @@ class Decoder:
     """embed -> blocks (pre-norm mixer, pre-norm MLP/MoE) -> norm -> lm_head."""
 
     def __init__(self, config: Any, weights: Mapping[str, Any], max_seq_len: int,
-                 device: torch.device, dtype: torch.dtype, norm: NormFn = rms_norm,
-                 family: Family | None = None) -> None:
-        from engine.models import FAMILIES
-        from engine.models.base import LayerContext
-
-        family = family or FAMILIES[config.architecture]
+                 device: torch.device, dtype: torch.dtype, family: Family,
+                 norm: NormFn = rms_norm) -> None:
         table = WeightTable(weights, device, dtype)
         self.config = config
         self.eps = float(config.rms_norm_eps)
@@ -106,7 +75,7 @@ class Decoder:
         self.lm_head: Weight = table.linear("lm_head.weight", shared=tied)
         self.rotary = Rotary(config.rotary_dim or config.head_dim, float(config.rope_theta),
                              max_seq_len, config.rope_scaling, device, dtype)
-        context = LayerContext(table, config, self.norm)
+        context = family.context(table, config, self.norm)
         self.blocks = [self._block(context, family, i) for i in range(config.num_layers)]
         self.relayout_bytes = table.relayout_bytes
 

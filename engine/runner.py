@@ -13,6 +13,7 @@ import torch
 from engine.cache import CacheShape, KVCache, StateShape, element_bytes, kv_cache_bytes, state_bytes
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
+from engine.models import FAMILIES
 from engine.ops import select_fused_ops
 from probes.model_config import FULL_ATTENTION
 from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
@@ -177,7 +178,9 @@ class ModelRunner:
         shape, state = cache_shape(config, max_seq_len), state_shape(config)
         check_kv_plan(shape, dtype, int8_kv, device, free_bytes, state)
         self.fused = select_fused_ops(device, dtype)
-        self.model = Decoder(config, weights, max_seq_len, device, dtype, self.fused.rms_norm)
+        family = FAMILIES[config.architecture]
+        self.model = Decoder(config, weights, max_seq_len, device, dtype, family,
+                             self.fused.rms_norm)
         self.weight_bytes += self.model.relayout_bytes
         kinds = [config.layer_kind(i) == FULL_ATTENTION for i in range(config.num_layers)]
         self.cache = KVCache.allocate(shape, dtype, device, int8_kv, state, kinds)

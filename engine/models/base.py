@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from engine.config import ModelConfig
 from engine.deltanet import DeltaNetWeights, GatedDeltaNet, Projections
 from engine.layers import (
     Attention,
@@ -21,8 +21,11 @@ from engine.layers import (
     offset_rms_norm,
     rms_norm,
 )
-from engine.model import WeightTable
 from engine.moe import MoeWeights, SharedExpert, SparseMoe
+from engine.weight_table import WeightTable
+
+if TYPE_CHECKING:
+    from engine.config import ModelConfig
 
 Mixer = Attention | GatedDeltaNet
 FeedForward = MlpWeights | SparseMoe
@@ -58,6 +61,10 @@ class Family:
     def norm(self, fused_rms_norm: NormFn = rms_norm) -> NormFn:
         """The RMSNorm of this family (a fused vendor op only replaces the plain one)."""
         return offset_rms_norm if self.norm_offset else fused_rms_norm
+
+    @staticmethod
+    def context(table: WeightTable, config: ModelConfig, norm: NormFn) -> LayerContext:
+        return LayerContext(table, config, norm)
 
 
 def prefix(layer: int) -> str:
