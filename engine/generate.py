@@ -216,6 +216,8 @@ class Engine:
         else:
             model = read_model(model_path)  # config.json and every header, read once
             config = from_facts(model.config)
+            check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device,
+                             weights_only=True)
             check_kv_plan(cache_shape(config, max_seq_len), torch_dtype, int8_kv, torch_device,
                           state=state_shape(config))
             check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device)

@@ -128,8 +128,9 @@ def state_shape(config: Any) -> StateShape | None:
 
 
 def check_model_plan(config: Any, max_seq_len: int, dtype: torch.dtype, fp8: str, int8: bool,
-                     device: torch.device, free_bytes: int | None = None) -> int:
-    """Refuse a model whose weights + cache, as its config implies them, exceed the device
+                     device: torch.device, free_bytes: int | None = None,
+                     weights_only: bool = False) -> int:
+    """Refuse a model whose weights (+ cache), as its config implies them, exceed the device
     memory -- before a byte is allocated or a tensor read ("needs 4.1 TiB, 22.0 GiB
     available"). Returns the planned bytes."""
     facts = getattr(config, "facts", None)
@@ -139,7 +140,7 @@ def check_model_plan(config: Any, max_seq_len: int, dtype: torch.dtype, fp8: str
         plan = plan_memory(facts, max_seq_len, element_bytes(dtype), int8_kv=int8)
     except InventoryError:
         return 0  # the config resolution already named the missing field
-    need = plan.total_bytes(fp8)
+    need = plan.weight_bytes(fp8) if weights_only else plan.total_bytes(fp8)
     free = available_memory_bytes(device) if free_bytes is None else free_bytes
     usable = int(free * (1 - HEADROOM_FRACTION))
     if need > usable:
