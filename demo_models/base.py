@@ -37,3 +37,11 @@ class Kind:
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def drop_keys(path: Path, keys: tuple[str, ...]) -> None:
+    """Remove `keys` from a JSON file this builder just wrote through another library."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    for key in keys:
+        document.pop(key, None)
+    write_json(path, document)

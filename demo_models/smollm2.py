@@ -8,7 +8,6 @@ read by the engine's own reader (`engine.weights.read_gguf`, Q/K rows un-permute
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from importlib import metadata
@@ -17,7 +16,14 @@ from typing import Any
 
 import torch
 
-from demo_models.base import SCALE_DTYPES, BuildOptions, DemoError, Tensors, write_json
+from demo_models.base import (
+    SCALE_DTYPES,
+    BuildOptions,
+    DemoError,
+    Tensors,
+    drop_keys,
+    write_json,
+)
 from demo_models.writer import (
     not_converted_names,
     quantization_config,
@@ -165,11 +171,8 @@ def save_gguf_tokenizer(gguf_path: Path, out: Path, max_length: int) -> int:
         hf_logging.set_verbosity(verbosity)
     tokenizer.model_max_length = max_length
     tokenizer.save_pretrained(str(out))
-    config_path = out / "tokenizer_config.json"
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    for key in ("is_local", "local_files_only"):  # loader state, not tokenizer settings
-        config.pop(key, None)
-    write_json(config_path, config)
+    # loader state, not tokenizer settings
+    drop_keys(out / "tokenizer_config.json", ("is_local", "local_files_only"))
     return int(tokenizer.pad_token_id)
 
 
