@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from console.engine_worker import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
+from console.engine_worker import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import default_recordings_dir, new_recording_path
 
 if TYPE_CHECKING:
@@ -167,8 +167,10 @@ def _validate(args: argparse.Namespace) -> None:
     if args.msprof and not Path(args.msprof).is_dir():
         raise UsageError(f"--msprof {args.msprof}: not a directory (give msprof's PROF_* "
                          "output folder)")
-    if args.model and not Path(args.model).exists():
-        raise UsageError(f"--model {args.model}: no such directory or .gguf file")
+    if args.model:
+        problem = model_problem(Path(args.model))
+        if problem is not None:
+            raise UsageError(f"--model {problem}")
 
 
 def _model_spec(args: argparse.Namespace) -> ModelSpec | None:

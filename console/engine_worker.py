@@ -133,15 +133,24 @@ class ModelSpec:
     fp8: str = "dequantize"
 
     def missing(self) -> ModelUnavailable | None:
-        if self.path.exists():
+        problem = model_problem(self.path)
+        if problem is None:
             return None
         if self.demo_kind:
             return ModelUnavailable(f"the {self.demo_kind} demo model is not built "
                                     f"({_shown(self.path)} is missing)",
                                     build_hint(self.demo_kind, self.path))
-        return ModelUnavailable(f"{self.path}: no such model directory or .gguf file",
+        return ModelUnavailable(problem,
                                 "pass --model DIR (a Hugging Face directory) or "
                                 "--demo-model KIND")
+
+
+def model_problem(path: Path) -> str | None:
+    """Why `path` is no model to load, decided as the engine decides it (one Host question)."""
+    from probes.checkpoint import locate_model
+    from probes.live import LiveHost
+
+    return locate_model(LiveHost(root="/", env={}), str(path.absolute())).problem
 
 
 def load_engine(spec: ModelSpec, post: PostMessage) -> None:
