@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
@@ -456,15 +456,14 @@ def load_gguf(
     return config, weights
 
 
-def _gguf_tensor(gguf: object, tensor: object, path: Path) -> torch.Tensor:
+def _gguf_tensor(gguf: Any, tensor: Any, path: Path) -> torch.Tensor:
     """Dequantise one GGUF tensor to float32 [out, in] (GGUF lists dims innermost first)."""
-    shape = tuple(int(d) for d in reversed(tensor.shape))  # type: ignore[attr-defined]
+    shape = tuple(int(d) for d in reversed(tensor.shape))
     try:
-        values = np.asarray(gguf.quants.dequantize(  # type: ignore[attr-defined]
-            tensor.data, tensor.tensor_type))  # type: ignore[attr-defined]
+        values = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type))
         values = values.reshape(shape)
     except (NotImplementedError, ValueError) as exc:
-        raise ModelFormatError(f"{path}: tensor {tensor.name!r} cannot be dequantised "  # type: ignore[attr-defined]
+        raise ModelFormatError(f"{path}: tensor {tensor.name!r} cannot be dequantised "
                                f"({exc}); use a GGUF with standard quant types") from None
     if not values.flags.writeable:  # unquantised tensors come back as views of the mmap
         values = values.copy()
