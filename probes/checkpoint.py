@@ -72,6 +72,10 @@ E4M3_MIN_SUBNORMAL = 2.0**-9  # smallest positive float8_e4m3fn value
 
 # -- where the model is -----------------------------------------------------------------------
 
+KIND_WORDS = {"dir": "a directory", "file": "a file", "char_device": "a character device",
+              "block_device": "a block device", "other": "a FIFO, socket or other special file",
+              "missing": "missing"}
+
 
 @dataclass(frozen=True)
 class ModelLocation:
@@ -104,7 +108,7 @@ def locate_model(host: Host, path: str) -> ModelLocation:
         return ModelLocation(path, "gguf")
     if kind == "missing":
         return ModelLocation(path, "missing")
-    return ModelLocation(path, "other", "a file" if kind == "file" else f"a {kind}")
+    return ModelLocation(path, "other", KIND_WORDS.get(kind, kind))
 
 
 # -- facts ------------------------------------------------------------------------------------
@@ -185,8 +189,8 @@ def read_limited(host: Host, path: str, limit: int) -> bytes:
     if kind == "missing":
         raise CheckpointError(f"{path}: no such file")
     if kind != "file":
-        raise CheckpointError(f"{path}: is a {kind}, not a regular file; replace it with the "
-                              "real file")
+        raise CheckpointError(f"{path}: is {KIND_WORDS.get(kind, kind)}, not a regular file; "
+                              "replace it with the real file")
     size = host.file_size(path)
     if size > limit:
         raise CheckpointError(f"{path}: {size:,} bytes is over the {limit:,}-byte limit for "
@@ -242,7 +246,7 @@ def read_shard(host: Host, directory: str, shard: str) -> tuple[ShardInfo, list[
     path = join(directory, shard)
     kind = host.kind(path)
     if kind != "file":
-        raise CheckpointError(f"{path}: is a {kind}, not a regular file")
+        raise CheckpointError(f"{path}: is {KIND_WORDS.get(kind, kind)}, not a regular file")
     actual = host.file_size(path)
     size = header_length(host.read_bytes(path, 0, 8), path)
     if 8 + size > actual:

@@ -115,7 +115,7 @@ def _index_escape(d: Path) -> None:
 
 # case -> (how to break a good directory, words the one-line error must contain)
 CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
-    "config-dev-zero": (_dev_zero, ("config.json", "char_device", "not a regular file")),
+    "config-dev-zero": (_dev_zero, ("config.json", "character device", "not a regular file")),
     "config-fifo": (_fifo, ("config.json", "not a regular file")),
     "config-20mb": (_raw_config(" " * (20 * 2**20) + "{}"), ("config.json", "limit")),
     "config-deep": (_raw_config("[" * 100_000 + "]" * 100_000), ("config.json", "deeply")),

@@ -53,7 +53,8 @@ def test_locate_model(tmp_path: Path) -> None:
     assert missing.kind == "missing" and "no such model directory" in str(missing.problem)
     assert "a file, not a model directory" in str(locate_model(HOST, str(tmp_path / "notes.txt"))
                                                   .problem)
-    assert "a other" in str(locate_model(HOST, str(tmp_path / "pipe")).problem)
+    pipe = locate_model(HOST, str(tmp_path / "pipe"))
+    assert "a FIFO, socket or other special file" in str(pipe.problem)
     assert locate_model(HOST, str(tmp_path)).problem is None
 
 
