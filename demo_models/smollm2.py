@@ -3,7 +3,7 @@ block-FP8 Mixtral MoE that still answers for real (facts: model/OFFLINE_ASSETS.m
 
 Upcycling: every expert a copy of the dense MLP and a zero router, so the top-k weights are
 1/k each and the MoE equals the dense model (up to FP8 rounding once quantised). The GGUF is
-read by the engine's own reader (`engine.weights.read_gguf`, Q/K rows un-permuted).
+read by the engine's own reader (`engine.gguf.read_gguf`, Q/K rows un-permuted).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class DenseLlama:
 
 def read_dense(path: Path) -> DenseLlama:
     from engine.errors import EngineError
-    from engine.weights import read_gguf
+    from engine.gguf import read_gguf
 
     try:
         config, weights = read_gguf(path)

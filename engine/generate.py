@@ -204,7 +204,8 @@ class Engine:
     def _load(cls, path: Path, device: str, dtype: str | torch.dtype, max_seq_len: int,
               fp8: str, int8_kv: bool, require_tokenizer: bool) -> Engine:
         from engine.config import from_facts
-        from engine.weights import load_gguf, load_model_dir, locate, read_model
+        from engine.gguf import load_gguf
+        from engine.weights import load_model_dir, locate, read_model
 
         model_path, kind = locate(path)
         torch_device, torch_dtype = pick_device(device), parse_dtype(dtype)
