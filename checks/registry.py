@@ -60,7 +60,8 @@ BUILTIN: tuple[Check, ...] = (
            "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
            "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES", "environment:cann_environment"),
     _check("logging.level", "CANN log level and log directory", "logging",
-           "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log "
+           "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_HOST_LOG_FILE_NUM, "
+           "ASCEND_SLOG_PRINT_TO_STDOUT, log "
            "directory size and free space", "logging:logging_level"),
     _check("pcie.contention", "PCIe links of the NPUs", "pcie",
            "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node",
