@@ -2,8 +2,8 @@
 
 torch_npu raises at import when ASCEND_HOME_PATH is set but missing, when its `runtime/` or
 `compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing (Ascend/pytorch
-torch_npu/_init/registry/registry_manager.py): those are failures. Library-path gaps are warnings: a process may still load
-the libraries another way (rpath, ld.so.conf).
+torch_npu/_init/registry/registry_manager.py): those are failures. Library-path gaps are
+warnings: a process may still load the libraries another way (rpath, ld.so.conf).
 """
 
 from __future__ import annotations
