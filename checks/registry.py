@@ -67,7 +67,8 @@ BUILTIN: tuple[Check, ...] = (
            "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node",
            "pcie:pcie_contention"),
     _check("devices.nodes", "NPU device nodes", "devices",
-           "/dev/davinci<N>, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc",
+           "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
+           "devmm_svm, hisi_hdc; family from PCI ids or npu-smi chip names)",
            "devices:device_nodes"),
     _check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
            "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, "

@@ -60,6 +60,29 @@ def _vendor_of(host: Host, directory: str) -> str | None:
     return normalise_id(raw) or None
 
 
+def ascend_families(host: Host) -> dict[str, str]:
+    """address -> Ascend family of every Huawei function whose device id names one.
+
+    Huawei functions whose id is not an Ascend device (NICs, NVMe drives) are left out. A
+    `device` file that was not recorded re-raises NotRecorded; one that cannot be read leaves
+    its function out. Raises HostError as `pci_vendor_ids` does.
+    """
+    families = {}
+    for address, vendor_id in pci_vendor_ids(host).items():
+        if vendor_id != HUAWEI:
+            continue
+        try:
+            raw = host.read_text(posixpath.join(SYSFS_PCI_DEVICES, address, "device"))
+        except NotRecorded:
+            raise
+        except HostError:
+            continue
+        family = family_of(raw)
+        if family is not None:
+            families[address] = family
+    return families
+
+
 def pci_vendor_ids(host: Host) -> dict[str, str]:
     """address -> vendor id of every PCI function, in sysfs listing order: one small read
     each, so a caller can tell whether a full read is worth it.

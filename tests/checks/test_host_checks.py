@@ -83,6 +83,80 @@ def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
     assert "8 davinci node(s)" in finding.summary
 
 
+def char_nodes(root: FakeRoot, names: list[str]) -> None:
+    dev = root.dir("/dev")
+    try:
+        for name in names:  # the same major/minor as /dev/null: harmless, but a real char device
+            os.mknod(dev / name, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+
+
+def ascend_950(root: FakeRoot, cards: int = 2) -> None:
+    for n in range(cards):
+        pci_function(root, [f"0000:{n}0:00.0", f"0000:{n}1:00.0"], "0x19e5", "0xd806",
+                     "0x120000")
+
+
+def test_ascend_950_needs_no_devmm_svm(fake_root: FakeRoot) -> None:
+    ascend_950(fake_root)
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "pass", finding
+    assert "(Ascend 950)" in finding.summary and "devmm_svm" not in finding.summary
+    assert "NPU family Ascend 950 from the PCI device ids of 2 function(s)" in finding.evidence
+
+
+def test_ascend_950_without_hisi_hdc_fails(fake_root: FakeRoot) -> None:
+    ascend_950(fake_root)
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail"
+    assert finding.summary == "missing /dev/hisi_hdc (Ascend 950)"
+    assert "--device /dev/devmm_svm" not in finding.remedy
+
+
+def test_a2_by_pci_id_still_needs_devmm_svm(fake_root: FakeRoot) -> None:
+    for bus in ("01", "02"):
+        pci_function(fake_root, [f"0000:{bus[0]}0:00.0", f"0000:{bus}:00.0"], *NPU)
+    # a Huawei NIC is not an NPU: it names no family
+    pci_function(fake_root, ["0000:30:00.0", "0000:31:00.0"], "0x19e5", "0x1822", "0x020000")
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail"
+    assert finding.summary == "missing /dev/devmm_svm (Ascend 910/910B/910_93)"
+    assert "NPU family Ascend 910B (A2) from the PCI device ids of 2 function(s)" in \
+        finding.evidence
+
+
+def test_family_from_npu_smi_names_without_pci(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    char_nodes(fake_root, [f"davinci{n}" for n in range(8)] + ["davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail" and "/dev/devmm_svm" in finding.summary
+    assert "NPU family from npu-smi chip names 910B4" in finding.evidence
+
+
+def test_unknown_family_says_so_and_warns_for_the_common_nodes(fake_root: FakeRoot) -> None:
+    char_nodes(fake_root, ["davinci0", "davinci_manager", "hisi_hdc"])
+    fake_root.script("/usr/local/bin/npu-smi", "echo 'dcmi module initialize failed' >&2\n"
+                     "exit 1\n")
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "warn", finding
+    assert "missing /dev/devmm_svm (NPU family unknown" in finding.summary
+    assert any(e.startswith("NPU family unknown") for e in finding.evidence)
+
+
+@pytest.mark.parametrize(("name", "rule"), [
+    ("910B4", "910"), ("Ascend910", "910"), ("910A", "910"), ("310P3", "310P"),
+    ("310B4", "310B"), ("310", "310"), ("Ascend950PR", "950"), ("XPU9", None),
+])
+def test_chip_names_map_to_node_rules(name: str, rule: str | None) -> None:
+    from checks.builtin.devices import rule_of_chip_name
+
+    assert rule_of_chip_name(name) == rule
+
+
 # --- pcie.contention --------------------------------------------------------------------------
 
 NPU = ("0x19e5", "0xd802", "0x120000")
