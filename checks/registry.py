@@ -64,7 +64,8 @@ BUILTIN: tuple[Check, ...] = (
            "ASCEND_SLOG_PRINT_TO_STDOUT, log "
            "directory size and free space", "logging:logging_level"),
     _check("pcie.contention", "PCIe links of the NPUs", "pcie",
-           "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node",
+           "link speed/width vs the lower of the device and upstream port capability, "
+           "non-NPU devices sharing an uplink, AER counters; NUMA node shown",
            "pcie:pcie_contention"),
     _check("devices.nodes", "NPU device nodes", "devices",
            "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "

@@ -188,6 +188,69 @@ def test_nvme_behind_the_same_switch_at_any_depth_warns(fake_root: FakeRoot) -> 
     assert "NVMe device 0000:05:00.0" in finding.summary
 
 
+def bridge_caps(root: FakeRoot, bridge: str, speed: str, width: str) -> None:
+    """A root port (under pci0000:00) that allows only `speed` x`width`; pci_function keeps it."""
+    base = f"/sys/devices/pci0000:00/{bridge}"
+    for name, value in (("current_link_speed", speed), ("current_link_width", width),
+                        ("max_link_speed", speed), ("max_link_width", width)):
+        root.file(f"{base}/{name}", value + "\n")
+
+
+def test_x16_card_in_an_x8_slot_is_not_degraded(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "8")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass", finding
+    assert any("upstream port 0000:00:01.0 allows 16.0 GT/s PCIe x8" in e
+               for e in finding.evidence)
+
+
+def test_gen5_card_in_a_gen4_slot_is_not_degraded(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "16")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "16", "32.0 GT/s PCIe", "16"))
+    assert pcie_contention(ctx_for(fake_root)).status == "pass"
+
+
+def test_below_both_ends_warns_naming_the_bound(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "8")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "4", "16.0 GT/s PCIe", "16"))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert ("below the lower of its own and upstream port 0000:00:01.0's capability "
+            "(16 GT/s x8)") in finding.summary
+
+
+def test_unknown_port_capability_falls_back_to_the_device_and_says_so(
+        fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    port = fake_root.path / "sys/devices/pci0000:00/0000:00:01.0"
+    (port / "max_link_width").unlink()
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "upstream port capability unknown" in finding.summary
+
+
+def test_a_huawei_nic_behind_the_same_switch_is_a_neighbour(fake_root: FakeRoot) -> None:
+    switch = ["0000:00:01.0", "0000:01:00.0"]
+    pci_function(fake_root, [*switch, "0000:02:00.0", "0000:03:00.0"], *NPU)
+    pci_function(fake_root, [*switch, "0000:02:04.0", "0000:04:00.0"],
+                 "0x19e5", "0x1822", "0x020000")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "network device 0000:04:00.0" in finding.summary
+
+
+def test_two_npus_behind_one_switch_are_not_neighbours(fake_root: FakeRoot) -> None:
+    switch = ["0000:00:01.0", "0000:01:00.0"]
+    pci_function(fake_root, [*switch, "0000:02:00.0", "0000:03:00.0"], *NPU)
+    pci_function(fake_root, [*switch, "0000:02:04.0", "0000:04:00.0"], *NPU)
+    assert pcie_contention(ctx_for(fake_root)).status == "pass"
+
+
 def test_devices_sharing_only_the_root_complex_pass(fake_root: FakeRoot) -> None:
     pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU)
     pci_function(fake_root, ["0000:00:02.0", "0000:02:00.0"], "0x15b3", "0x1017", "0x020000")
