@@ -46,7 +46,8 @@ def _check(id: str, title: str, category: str, looks_at: str, target: str,
 
 BUILTIN: tuple[Check, ...] = (
     _check("versions.parity", "Ascend software versions agree", "versions",
-           "driver/firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and MindIE pairing tables",
+           "driver (CANN->HDK table), firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and "
+           "MindIE pairing tables, in the judged interpreter",
            "versions:versions_parity"),
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
