@@ -79,11 +79,12 @@ BUILTIN: tuple[Check, ...] = (
            "precision, architecture, every shard present and whole, FP8 against the NPU family",
            "checkpoint:checkpoint_format", needs=("model",)),
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
-           "the dtypes and mask values the --model tokenizer returns (np and pt tensors); "
-           "transformers/tokenizers against --baseline",
+           "the ids, dtypes and mask values the --model tokenizer returns for a padded "
+           "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
            "tokenizer:tokenizer_dtype", needs=("model",)),
     _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
-           "the largest id the --model tokenizer produces vs config.json vocab_size",
+           "the largest id the --model tokenizer produces (chat template run inside a "
+           "budget) vs config.json vocab_size",
            "tokenizer:tokenizer_token_ids", needs=("model",)),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
