@@ -18,7 +18,8 @@ from probes.host import Host
 HUAWEI_VENDOR_ID = "0x19e5"
 SYSFS_PCI_DEVICES = "/sys/bus/pci/devices"
 
-# facts/HARDWARE.md §1 (Huawei driver scripts). Unknown ids map to nothing: never guess.
+# From Huawei's driver scripts (hicann/driver scripts/package/custom/driver/common/scripts/
+# ascend_bug_report.sh). Unknown ids map to nothing: never guess.
 _FAMILY_BY_DEVICE_ID: Mapping[str, str] = {
     "d100": "Ascend 310",
     "d500": "Ascend 310P",
