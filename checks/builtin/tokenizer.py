@@ -30,6 +30,7 @@ from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import NotRecorded
 from probes.live import LiveHost
+from probes.textsafe import one_line
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
 PROBE_BATCH = ("Hello world", "你好，世界！ A longer second prompt, so the first one is padded.")
@@ -91,7 +92,8 @@ def load_tokenizer(ctx: Context) -> Loaded:
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
     if exc.status == "warn":
         return warned(exc.reason, "ship the tokenizer files (tokenizer.json, "
-                      "tokenizer_config.json) with the checkpoint", str(exc.__cause__ or ""))
+                      "tokenizer_config.json) with the checkpoint",
+                      one_line(str(exc.__cause__ or "")))
     return skipped(exc.reason)
 
 
@@ -445,7 +447,8 @@ def probe_ids(loaded: Loaded) -> Probe:
     source = loaded.files.template_source
     if rendered.text is None:
         return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode",
-                     f"chat template ({source}) not used: {rendered.error}", rendered.stopped)
+                     f"chat template ({source}) not used: {one_line(rendered.error)}",
+                     rendered.stopped)
     return Probe(tuple(loaded.encode(rendered.text)), "chat template",
                  f"chat template ({source}) rendered in {rendered.steps} steps")
 

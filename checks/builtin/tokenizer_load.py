@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from probes.textsafe import one_line
+
 MAX_TOKENIZER_JSON_BYTES = 512 * 1024 * 1024  # the largest real ones are tens of MB
 MAX_SMALL_FILE_BYTES = 32 * 1024 * 1024  # config files, chat templates
 
@@ -263,7 +265,7 @@ def _load_fast(files: TokenizerFiles) -> Loaded:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:
         raise TokenizerUnavailable(
-            f"cannot load a tokenizer from {path}: {type(exc).__name__}: {exc}",
+            f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
             status="warn") from exc
     return FastFile(tokenizer, files, _version(tokenizers))
 
@@ -282,6 +284,7 @@ def _load_transformers(files: TokenizerFiles) -> Loaded:
         tokenizer = AutoTokenizer.from_pretrained(str(files.directory), local_files_only=True)
     except Exception as exc:
         raise TokenizerUnavailable(
-            f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: {exc}",
+            f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: "
+            f"{one_line(str(exc))}",
             status="warn") from exc
     return Transformers(tokenizer, files, _version(transformers))
