@@ -38,7 +38,7 @@ PROBE_MESSAGES = ({"role": "system", "content": "你是一个有用的助手。"
                   {"role": "user", "content": "用一句话介绍昇腾 NPU。Hello world"})
 PROBE_PLAIN = "<|im_start|>user\n你好，世界<|im_end|>\n<|im_start|>assistant\n"
 
-IDS_OK = ("int64", "int32")
+IDS_OK = ("int64", "int32", "int")  # "int": Python integers, as tokenizers returns them
 IDS_NARROW = ("int8", "int16", "uint8", "uint16")
 UINT16_LIMIT = 65536
 # Embedding rows beyond the tokenizer are padding (Qwen3: 267, Qwen3.5/3.6: 243); a far
@@ -58,8 +58,8 @@ MASK_NOTE = (
     "[0, -inf] (hicann/ascend-transformer-boost example/op_demo/self_attention). Convert at "
     "the boundary (fused = 1 - mask as bool/int8; ATB additive = 0 where mask is 1, -inf "
     "where 0); never pass the HF mask through")
-TORCH_NOTE = ("torch is not imported: torch.tensor of these integer lists is int64, torch's "
-              "default integer dtype")
+LIST_NOTE = ("the tokenizer returns plain integer lists (no dtype yet): numpy.asarray and "
+             "torch.tensor build int64 from them, as transformers' return_tensors does")
 # The two checks run side by side on one tokenizer object, and a padded batch sets the
 # backend's padding state for the call: one observation at a time.
 _IN_USE = threading.Lock()
@@ -148,10 +148,10 @@ def vocabulary_problem(loaded: Loaded, vocab_size: int | None, probe_ids: int) -
 
 @dataclass(frozen=True)
 class TensorObservation:
-    """What the tokenizer returned for PROBE_BATCH, as tensors of one framework."""
+    """What the tokenizer returned for PROBE_BATCH: as lists, or as one framework's tensors."""
 
-    framework: str  # "np" or "pt"
-    ids_dtype: str  # "int64", without "torch."
+    framework: str  # "list" (as the tokenizer returns them), "np" or "pt"
+    ids_dtype: str  # "int" for Python integers; "int64", without "torch.", for tensors
     mask_dtype: str | None  # None: no attention_mask returned
     mask_values: tuple[float, ...] = ()  # distinct values
     real_tokens_value: float | None = None  # the mask over real tokens of the padded row
@@ -160,24 +160,29 @@ class TensorObservation:
 
 
 def observe_batch(batch: Batch) -> TensorObservation:
-    """The batch as numpy arrays, as transformers' return_tensors="np" builds them."""
-    import numpy as np  # only when a tokenizer is judged: the doctor starts without numpy
-
+    """What the tokenizer returned: plain integer lists (`int`), the mask's values, and
+    which of them cover the real tokens and the padding of the short prompt."""
     real_len = sum(batch.mask[0]) if batch.mask else len(batch.ids[0])
-    rows = [list(r) for r in batch.ids] if batch.padded else [list(batch.ids[0])]
-    ids_dtype = str(np.asarray(rows).dtype) if any(rows) else "n/a (no ids)"
+    rows = batch.ids if batch.padded else batch.ids[:1]
+    ids_type = _element_type(rows)
     if batch.mask is None:
-        return TensorObservation("np", ids_dtype, None, real_tokens=real_len)
-    masks = [list(r) for r in batch.mask] if batch.padded else [list(batch.mask[0])]
-    values = np.asarray(masks)
-    row = values[0]
+        return TensorObservation("list", ids_type, None, real_tokens=real_len)
+    masks = batch.mask if batch.padded else batch.mask[:1]
+    row = masks[0]
     real = row[len(row) - real_len:] if batch.left else row[:real_len]
     pad = row[:len(row) - real_len] if batch.left else row[real_len:]
     return TensorObservation(
-        "np", ids_dtype, str(values.dtype), tuple(float(v) for v in np.unique(values)),
-        float(real[0]) if len(set(real.tolist())) == 1 else None,
-        (float(pad[0]) if len(set(pad.tolist())) == 1 else None) if len(pad) else None,
+        "list", ids_type, _element_type(masks),
+        tuple(sorted({float(v) for r in masks for v in r})),
+        float(real[0]) if len(set(real)) == 1 else None,
+        (float(pad[0]) if len(set(pad)) == 1 else None) if pad else None,
         real_len)
+
+
+def _element_type(rows: Sequence[Sequence[object]]) -> str:
+    """"int" when every element is a Python integer; else the names of the types found."""
+    kinds = sorted({type(v).__name__ for r in rows for v in r})
+    return "/".join(kinds) if kinds else "n/a (no ids)"
 
 
 def _is_integer(dtype: str) -> bool:
@@ -217,7 +222,8 @@ def describe(seen: TensorObservation) -> str:
         f"attention_mask {seen.mask_dtype} values {_values(seen.mask_values)}, "
         f"real tokens {_values([seen.real_tokens_value])}, "
         f"padding {_values([seen.padding_value])}")
-    return f"return_tensors={seen.framework!r}: input_ids {seen.ids_dtype}, {mask}"
+    where = "as returned" if seen.framework == "list" else f"return_tensors={seen.framework!r}"
+    return f"{where}: input_ids {seen.ids_dtype}, {mask}"
 
 
 def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
@@ -225,8 +231,8 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
     """`drift`: tokenizer libraries that differ from the baseline's, each a warning;
     `vocabulary`: why the vocabulary is not the model's (a failure), "" when it is."""
     evidence = [describe(seen) for seen in observed]
-    if not any(seen.framework == "pt" for seen in observed):
-        evidence.append(TORCH_NOTE)
+    if any(seen.framework == "list" for seen in observed):
+        evidence.append(LIST_NOTE)
     evidence += [MASK_NOTE, versions] if versions else [MASK_NOTE]
     # without a vocabulary the dtypes and the mask of an empty batch say nothing
     problems = [("fail", vocabulary)] if vocabulary else [
@@ -252,8 +258,10 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
                       f"{observed[0].ids_dtype}", "build the mask in the serving engine; "
                       + DTYPE_PLAYBOOK, *evidence)
     first = observed[0]
-    return passed(f"input_ids {first.ids_dtype}, attention_mask {first.mask_dtype} 0/1 with "
-                  "1 = attend (Ascend fused ops need it inverted: 1 = masked)", *evidence)
+    ids = "integers" if first.ids_dtype == "int" else first.ids_dtype
+    mask = "" if first.mask_dtype == "int" else f" {first.mask_dtype}"
+    return passed(f"input_ids {ids}, attention_mask{mask} 0/1 with 1 = attend (Ascend fused "
+                  "ops need it inverted: 1 = masked)", *evidence)
 
 
 def tokenizer_dtype(ctx: Context) -> Finding:
@@ -319,12 +327,21 @@ class IdObservation:
         return max([self.tokenizer_size - 1, self.max_added_id or 0, *self.probe_ids])
 
 
-def round_trip(ids: Sequence[int], dtype: str) -> list[tuple[int, int]]:
-    """(id, what came back) for every id a numpy `dtype` array changes."""
-    import numpy as np
+_WIDTHS = {"int64": (64, True), "int32": (32, True), "int16": (16, True),
+           "uint16": (16, False), "uint8": (8, False)}
 
-    back = np.asarray(ids, dtype=np.int64).astype(dtype).astype(np.int64).tolist()
-    return [(a, b) for a, b in zip(ids, back, strict=True) if a != b]
+
+def narrowed(value: int, dtype: str) -> int:
+    """`value` stored in `dtype` and read back: the two's-complement truncation a C cast
+    (numpy's astype, a torch .to()) makes of an integer that does not fit."""
+    bits, signed = _WIDTHS[dtype]
+    low = value % (1 << bits)
+    return low - (1 << bits) if signed and low >= 1 << (bits - 1) else low
+
+
+def round_trip(ids: Sequence[int], dtype: str) -> list[tuple[int, int]]:
+    """(id, what came back) for every id a `dtype` store changes."""
+    return [(a, b) for a in ids for b in [narrowed(a, dtype)] if a != b]
 
 
 def _config_problems(seen: IdObservation, vocab: int) -> tuple[list[str], list[str]]:

@@ -109,7 +109,9 @@ def test_healthy_qwen3_passes_both(healthy: Path) -> None:
     dtype, ids = tokenizer_dtype(ctx), tokenizer_token_ids(ctx)
     assert dtype.status == "pass", text_of(dtype)
     assert ids.status == "pass", text_of(ids)
-    assert "return_tensors='np': input_ids int64, attention_mask int64" in text_of(dtype)
+    assert "as returned: input_ids int, attention_mask int values 0/1, real tokens 1, " \
+        "padding 0" in text_of(dtype)
+    assert dtype.summary.startswith("input_ids integers, attention_mask 0/1 with 1 = attend")
     assert "1 = masked out" in text_of(dtype)
     assert "npu_fused_infer_attention_score" in text_of(dtype)
     assert "loaded with the doctor's tokenizers " in text_of(dtype)
@@ -254,9 +256,20 @@ def test_no_mask_warns() -> None:
     assert "no attention_mask" in finding.summary
 
 
-def test_without_torch_only_numpy_is_reported() -> None:
-    finding = judge_dtype([seen()])
-    assert "torch is not imported" in text_of(finding)
+def test_plain_lists_say_what_tensors_become() -> None:
+    finding = judge_dtype([seen("list", ids="int", mask="int")])
+    assert finding.status == "pass"
+    assert "numpy.asarray and torch.tensor build int64 from them" in text_of(finding)
+
+
+@pytest.mark.parametrize("value", [0, 1, 65535, 65536, 151644, 2**31 - 1, 2**31, 2**40, -5])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint16", "uint8"])
+def test_narrowing_is_what_numpy_does(value: int, dtype: str) -> None:
+    import numpy as np
+
+    from checks.builtin.tokenizer import narrowed
+
+    assert narrowed(value, dtype) == int(np.asarray([value], dtype=np.int64).astype(dtype)[0])
 
 
 # -- judging tokenizer.token-ids ---------------------------------------------------------
