@@ -7,7 +7,7 @@ import pytest
 
 from console.history import History, add_npu, chip_series_key
 from console.snapshots import NpuSnapshot
-from console.telemetry import NOT_FOUND, Sampler, memory_bound_hint, sample_host, sample_npu
+from console.telemetry import NOT_FOUND, Sampler, sample_host, sample_npu
 from probes.live import LiveHost
 from tests.conftest import CORPUS_DIR, FakeRoot
 
@@ -51,7 +51,6 @@ def test_a2_eight_chips_with_usages(fake_root: FakeRoot) -> None:
     assert (first.hbm_used_mb, first.hbm_total_mb) == (2654, 32768)
     assert first.hbm_bandwidth_percent == 71.0
     assert first.aicore_percent == 0
-    assert memory_bound_hint(first) == "likely memory-bound (heuristic)"
     assert snap.processes == () and snap.processes_known
     assert snap.sample_duration_s >= 0
 
@@ -76,7 +75,7 @@ def test_300i_duo_has_ddr_not_hbm(fake_root: FakeRoot) -> None:
     chip = snap.chips[0]
     assert chip.name == "310P3" and chip.hbm_used_mb is None and chip.hbm_total_mb is None
     assert (chip.memory_used_mb, chip.memory_total_mb) == (1529, 44280)
-    assert chip.hbm_bandwidth_percent is None and memory_bound_hint(chip) is None
+    assert chip.hbm_bandwidth_percent is None
     assert not snap.processes_known
 
 
