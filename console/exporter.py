@@ -61,12 +61,17 @@ def snapshot_from_exposition(expo: Exposition, source: str, taken_at: float,
                              duration_s: float) -> NpuSnapshot:
     """The chips and processes one exporter reported; pure."""
     by_id: dict[int, dict[str, Sample]] = {}
+    names: dict[int, str | None] = {}
+    for sample in expo.samples:  # every chip any per-chip metric names, even with no field here
+        chip = _chip_id(sample) if sample.name.startswith("npu_chip_info_") else None
+        if chip is not None:
+            by_id.setdefault(chip, {})
+            names.setdefault(chip, sample.label("model_name"))
     for field, name in (*FIELDS.items(), ("health", HEALTH)):
         for sample in expo.named(name):
             chip = _chip_id(sample)
             if chip is not None:
                 by_id.setdefault(chip, {})[field] = sample
-    names = {c: s.label("model_name") for c, fields in by_id.items() for s in fields.values()}
     chips = tuple(_chip(chip_id, fields, names.get(chip_id), source)
                   for chip_id, fields in sorted(by_id.items()))
     processes = tuple(_process(s) for s in expo.named(PROCESS) if _chip_id(s) is not None)
