@@ -39,6 +39,23 @@ class Secret:
     __str__ = __repr__
 
 
+@dataclass(frozen=True)
+class EndpointTarget:
+    """A serving endpoint to judge: its OpenAI API root (".../v1"), the model it must serve
+    (None: any), its /metrics URL, and the API key (from an environment variable)."""
+
+    api_base: str
+    model: str | None = None
+    metrics_url: str = ""
+    api_key: Secret | None = None
+
+    @classmethod
+    def of(cls, url: str, model: str | None = None, metrics: str | None = None,
+           api_key: Secret | None = None) -> EndpointTarget:
+        return cls(api_base(url), model or None, check_url(metrics) if metrics else
+                   metrics_url(url), api_key)
+
+
 def check_url(url: str, what: str = "URL") -> str:
     """`url` without a trailing slash, or EndpointURLError."""
     parts = urlsplit(url.strip())

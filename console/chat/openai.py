@@ -25,8 +25,8 @@ from console.chat.backend import (
     Progress,
     ReplyChunk,
 )
-from console.chat.sse import Event, EventParser
 from probes import http
+from probes.sse import Event, EventParser
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:

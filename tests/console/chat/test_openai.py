@@ -17,9 +17,9 @@ import pytest
 from console.chat.backend import BackendUnavailable, ChatSettings
 from console.chat.openai import EndpointBackend, EndpointSpec
 from console.chat.reply import ReplyDelta, ReplyDone, Stopper, run_reply
-from console.chat.sse import EventParser
 from console.options import api_key
 from probes.http import Secret
+from probes.sse import EventParser
 
 SERVING = Path(__file__).resolve().parents[2] / "corpus" / "serving"
 STREAM = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
