@@ -8,6 +8,7 @@ Threads never touch widgets: the chat, telemetry and replay workers post immutab
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -32,7 +33,7 @@ from console.ui.recording_controller import RecordingController
 from console.ui.telemetry_controller import TelemetryController
 from console.ui.widgets.alerts import AlertsPanel
 from console.ui.widgets.chat import ChatPane
-from console.ui.widgets.engine_panel import EnginePanel
+from console.ui.widgets.engine_panel import NO_MODEL, EnginePanel
 from console.ui.widgets.host import HostPanel
 from console.ui.widgets.npu import NpuPanel
 from console.ui.widgets.pressure import PressurePanel
@@ -42,6 +43,7 @@ from probes.host import Host
 Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
 _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
+REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
 
 
 class ConsoleApp(App[int]):
@@ -94,7 +96,8 @@ class ConsoleApp(App[int]):
                     yield NpuPanel(warn_c, fail_c, source=source, id=f"npu-{index}"
                                    if index else "npu")
                 yield PressurePanel(id="pressure")
-                yield EnginePanel(id="engine")
+                yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
+                                  else NO_MODEL)
                 yield HostPanel(id="host")
         yield AlertsPanel(id="alerts")
         yield Footer()
@@ -211,7 +214,19 @@ class ConsoleApp(App[int]):
         spec = self.options.model
         if spec is not None and spec.path.is_dir() and self.options.root == "/":
             model_dir = spec.path.resolve()
-        return run_checks(all_checks(), Context(self.host, self.policy, model_dir))
+        return run_checks(all_checks(), Context(self.host, self.policy, model_dir,
+                                                endpoint=self._endpoint_target()))
+
+    def _endpoint_target(self) -> Any:
+        """The console's --endpoint as the doctor's endpoint checks take it."""
+        endpoint = self.options.endpoint
+        if endpoint is None:
+            return None
+        from console.options import api_key
+        from probes.http import EndpointTarget
+
+        return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
+                              or "", api_key(endpoint, os.environ))
 
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
