@@ -432,3 +432,48 @@ async def _snapshot_state(pilot: Pilot[Any]) -> None:
 def test_main_screen_snapshot(snap_compare: Callable[..., bool], fake_root: FakeRoot) -> None:
     run_before: Callable[[Pilot[Any]], Awaitable[None]] = _snapshot_state
     assert snap_compare(snapshot_app(fake_root), terminal_size=SIZE, run_before=run_before)
+
+
+# --- an OpenAI-compatible endpoint -------------------------------------------------------------
+
+
+def endpoint_app(fake_root: FakeRoot, chat: Any) -> ConsoleApp:
+    import httpx
+
+    from console.chat.openai import EndpointBackend, EndpointSpec
+
+    serving = CORPUS_DIR / "serving"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, content=(serving / "llamacpp_models.json").read_bytes())
+        return chat(request)
+
+    spec = EndpointSpec("http://serving.test/v1")
+    backend = EndpointBackend(spec, transport=httpx.MockTransport(handler))
+    return ConsoleApp(ConsoleOptions(interval_s=0.2, npu_timeout_s=2.0, log_dir=None,
+                                     endpoint=spec), backend=backend,
+                      host=no_npu_host(fake_root))
+
+
+async def test_endpoint_chat_streams_and_an_http_error_is_one_line(fake_root: FakeRoot) -> None:
+    import httpx
+
+    stream = (CORPUS_DIR / "serving" / "llamacpp_chat_stream.sse").read_bytes()
+    answers = [httpx.Response(200, content=stream, headers={"content-type": "text/event-stream"}),
+               httpx.Response(503, json={"object": "error", "message": "server overloaded"})]
+    app = endpoint_app(fake_root, lambda request: answers.pop(0))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pane(app).ready, what="the model list")
+        assert "SmolLM2-135M-Instruct.Q4_1.gguf @ http://serving.test/v1" in app.sub_title
+        await send(pilot, "What is HBM?")
+        await wait_for(pilot, lambda: len(history(app)) == 2, what="the streamed reply")
+        await pilot.pause()
+        footer = str(last_turn(app).query_one(".turn-footer", Static).render())
+        assert "12 tokens" in footer and "length" in footer
+        assert "Serving panel" in text_of(app, "#engine-facts")
+        await send(pilot, "again")
+        await wait_for(pilot, lambda: last_turn(app).has_class("failed"), what="the failure")
+        footer = str(last_turn(app).query_one(".turn-footer", Static).render())
+        assert "HTTP 503: server overloaded" in footer and "\n" not in footer
+        assert app.query_one("#prompt", Input).value == "again"  # given back to send again
