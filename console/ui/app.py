@@ -38,6 +38,7 @@ from console.ui.widgets.host import HostPanel
 from console.ui.widgets.npu import NpuPanel
 from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
+from console.ui.wiring import Wiring
 from probes.host import Host
 
 Clock = Callable[[], float]
@@ -76,9 +77,12 @@ class ConsoleApp(App[int]):
         self.conflicts, self.msprof_error = _read_conflicts(self.options)
         if backend is _FROM_OPTIONS:
             backend = backend_for(self.options)
-        self.recording = RecordingController(self)
-        self.telemetry = TelemetryController(self)
-        self.chat = ChatController(self, backend)
+        wiring = Wiring(self, self.options, self.policy, clock, lambda: self._main)
+        self.telemetry = TelemetryController(wiring, self.host, self.conflicts, self._record)
+        self.recording = RecordingController(wiring, self.set_subtitle,
+                                             self.telemetry.take_recorded)
+        self.chat = ChatController(wiring, backend, self.telemetry.take_engine_from,
+                                   self.telemetry.reply_finished)
 
     # --- composition -------------------------------------------------------------------------
 
@@ -101,6 +105,9 @@ class ConsoleApp(App[int]):
                 yield HostPanel(id="host")
         yield AlertsPanel(id="alerts")
         yield Footer()
+
+    def _record(self, snapshot: Any) -> None:
+        self.recording.record(snapshot)
 
     @property
     def main(self) -> Screen[Any]:

@@ -8,24 +8,27 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from console.chat.backend import BackendUnavailable, ChatBackend, ChatSettings
-from console.chat.reply import ReplyDelta, ReplyDone, ReplyEvent, Stopper, run_reply
+from console.chat.reply import ReplyDelta, ReplyDone, ReplyEvent, ReplyStats, Stopper, run_reply
 from console.chat.session import QUEUED_NOTE, ChatSession, Prompt
 from console.ui.messages import BackendFailed, BackendProgress, BackendReady
 from console.ui.messages import ReplyEvent as ReplyMessage
 from console.ui.widgets.chat import ChatPane
+from console.ui.wiring import Wiring
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
     from textual.timer import Timer
 
-    from console.ui.app import ConsoleApp
-
 
 class ChatController:
-    def __init__(self, app: ConsoleApp, backend: ChatBackend | None,
+    def __init__(self, wiring: Wiring, backend: ChatBackend | None,
+                 engine_changed: Callable[[ChatBackend | None], None],
+                 reply_finished: Callable[[ChatBackend | None, ReplyStats], None],
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.app = app
+        self.w, self.app = wiring, wiring.app
         self.backend = backend
+        self.engine_changed = engine_changed
+        self.reply_finished = reply_finished
         self.session = ChatSession()
         self.stopper: Stopper | None = None
         self._clock = clock
@@ -35,7 +38,7 @@ class ChatController:
 
     @property
     def pane(self) -> ChatPane:
-        return self.app.main_widget(ChatPane)
+        return self.w.widget(ChatPane)
 
     @property
     def generating(self) -> bool:
@@ -95,7 +98,7 @@ class ChatController:
         self._stop_timer()
         self.session.state = "ready"
         self.pane.set_status(f"model: {self.label} — {one_line(line)}", ready=True)
-        self.app.telemetry.take_engine_from(self.backend)
+        self.engine_changed(self.backend)
         await self._send_next()
 
     def failed(self, reason: str, remedy: str) -> None:
@@ -106,7 +109,7 @@ class ChatController:
             prompt = self.session.queue.popleft()
             self.pane.set_user_note(prompt.turn_id, "not sent: the model is not available")
             self.pane.restore_prompt(prompt.text)
-        self.app.telemetry.take_engine(None)
+        self.engine_changed(None)
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
@@ -172,7 +175,7 @@ class ChatController:
             self.app.notify(event.error, title="the reply failed", severity="error")
             if prompt is not None:
                 self.pane.restore_prompt(prompt.text)
-        self.app.telemetry.reply_finished(self.backend, event.stats)
+        self.reply_finished(self.backend, event.stats)
         await self._send_next()
 
     def cancel(self) -> bool:

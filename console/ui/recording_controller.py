@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from console.recording import Player, Recorder, RecordingError, new_recording_path
 from console.snapshots import EngineSnapshot, HostSnapshot, NpuSnapshot, ServingSnapshot
 from console.ui.messages import Replayed, ReplayEnded
-
-if TYPE_CHECKING:
-    from console.ui.app import ConsoleApp
+from console.ui.wiring import Wiring
 
 
 class RecordingController:
-    def __init__(self, app: ConsoleApp) -> None:
-        self.app = app
+    def __init__(self, wiring: Wiring, set_subtitle: Callable[[], None],
+                 show_recorded: Callable[[Any], None]) -> None:
+        self.w, self.app = wiring, wiring.app
+        self.set_subtitle = set_subtitle
+        self.show_recorded = show_recorded
         self.recorder: Recorder | None = None
 
     @property
     def replaying(self) -> bool:
-        return self.app.options.replay is not None
+        return self.w.options.replay is not None
 
     def toggle(self) -> None:
-        options = self.app.options
+        options = self.w.options
         if options.read_only:
             self.app.notify("read-only: recording is disabled", severity="warning")
             return
@@ -36,14 +38,14 @@ class RecordingController:
 
     def start(self, path: Path) -> None:
         try:
-            if path.parent == self.app.options.recordings_dir:  # the default place: make it
+            if path.parent == self.w.options.recordings_dir:  # the default place: make it
                 path.parent.mkdir(parents=True, exist_ok=True)
             self.recorder = Recorder(path)
         except (RecordingError, OSError) as exc:
             self.app.notify(str(exc), title="record", severity="error", timeout=15)
             return
         self.app.notify(f"recording telemetry to {path}")
-        self.app.set_subtitle()
+        self.set_subtitle()
 
     def stop(self) -> None:
         recorder, self.recorder = self.recorder, None
@@ -52,7 +54,7 @@ class RecordingController:
                 recorder.close()
             except RecordingError as exc:
                 self.app.notify(str(exc), title="record", severity="error")
-        self.app.set_subtitle()
+        self.set_subtitle()
 
     def record(self, snapshot: Any) -> None:
         if self.recorder is None or self.replaying:
@@ -62,7 +64,7 @@ class RecordingController:
         except RecordingError as exc:
             self.app.notify(f"{exc}; recording stopped", title="record", severity="error")
             self.recorder = None
-            self.app.set_subtitle()
+            self.set_subtitle()
 
     # --- replay --------------------------------------------------------------------------------
 
@@ -85,18 +87,8 @@ class RecordingController:
         post(ReplayEnded())
 
     def replayed(self, message: Replayed) -> None:
-        telemetry = self.app.telemetry
-        telemetry.replay_time = message.recorded_at
-        self.app.set_subtitle()
-        snapshot = message.snapshot
-        if isinstance(snapshot, NpuSnapshot):
-            telemetry.take_npu(snapshot)
-        elif isinstance(snapshot, HostSnapshot):
-            telemetry.take_host(snapshot)
-        elif isinstance(snapshot, EngineSnapshot):
-            telemetry.take_engine(snapshot)
-        elif isinstance(snapshot, ServingSnapshot):
-            telemetry.take_serving(snapshot)
+        self.show_recorded(message.snapshot)
+        self.set_subtitle()
 
     def ended(self, message: ReplayEnded) -> None:
         if message.error:

@@ -7,9 +7,10 @@ immutable snapshots, and the app hands them to `take_*` here, on the UI thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.css.query import NoMatches
 
@@ -32,23 +33,27 @@ from console.ui.widgets.host import HostPanel
 from console.ui.widgets.npu import NpuPanel, hbm_history_key, temperature_history_key
 from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
+from console.ui.wiring import Wiring
 
 if TYPE_CHECKING:
     import httpx
 
-    from console.ui.app import ConsoleApp
+    from console.msprof import OpConflict
+    from probes.host import Host
 
 LOCAL = ""  # the source name of this machine's npu-smi
 
 
 class TelemetryController:
-    def __init__(self, app: ConsoleApp) -> None:
-        self.app = app
-        options, policy = app.options, app.policy
+    def __init__(self, wiring: Wiring, host: Host, conflicts: list[OpConflict] | None,
+                 record: Callable[[Any], None]) -> None:
+        self.w, self.app = wiring, wiring.app
+        self.host, self.conflicts, self.record = host, conflicts, record
+        options, policy = wiring.options, wiring.policy
         self.history = History()
         stale = float(policy.get("console", "stale_after_intervals"))
         self.sources = [exporter.host_label(u) for u in options.npu_exporters] or [LOCAL]
-        self.samplers = {s: telemetry.Sampler(options.interval_s, stale, app.clock)
+        self.samplers = {s: telemetry.Sampler(options.interval_s, stale, wiring.clock)
                          for s in self.sources}
         self.alert_log = AlertLog()
         self.host_snapshot: HostSnapshot | None = None
@@ -67,53 +72,58 @@ class TelemetryController:
         return self.samplers[self.sources[0]]
 
     def now(self) -> float:
-        return self.replay_time if self.replay_time is not None else self.app.clock()
+        return self.replay_time if self.replay_time is not None else self.w.clock()
 
     # --- sampling (workers) --------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Every interval: start the samplers; never two at once per source (late: show age)."""
+        """Every interval: start the samplers; never two at once per source. A source still
+        sampling is late: redraw its age, STALE and the stale alert."""
         self._run("host", self._sample_host)
-        if self.app.options.npu_exporters:
-            for url in self.app.options.npu_exporters:
-                self._run(f"npu:{url}", partial(self._sample_exporter, exporter.metrics_url(url)))
+        late = False
+        if self.w.options.npu_exporters:
+            for url in self.w.options.npu_exporters:
+                late |= not self._run(f"npu:{url}",
+                                      partial(self._sample_exporter, exporter.metrics_url(url)))
         else:
-            self._run("npu", self._sample_npu)
+            late = not self._run("npu", self._sample_npu)
         if self._tracker is not None:
             self._run("serving", self._sample_serving)
-        with suppress(NoMatches):  # a late sampler: the age, STALE and the stale alert move on
-            self.redraw_npu()
-            self.update_alerts()
+        if late:
+            with suppress(NoMatches):
+                self.redraw_npu()
+                self.update_alerts()
 
-    def _run(self, group: str, work: object) -> None:
-        running = [w for w in self.app.workers if w.group == group and not w.is_finished]
-        if not running:
-            self.app.run_worker(work, thread=True, group=group, exit_on_error=False)  # type: ignore[arg-type]
+    def _run(self, group: str, work: Callable[[], None]) -> bool:
+        """Start `work` in a thread unless the group's last one still runs; True if started."""
+        if any(w.group == group and not w.is_finished for w in self.app.workers):
+            return False
+        self.app.run_worker(work, thread=True, group=group, exit_on_error=False)
+        return True
 
     def _client(self) -> httpx.Client:
         if self._http is None:
             from probes import http
 
-            self._http = http.client(max(1.0, min(10.0, 2.5 * self.app.options.interval_s)))
+            self._http = http.client(max(1.0, min(10.0, 2.5 * self.w.options.interval_s)))
         return self._http
 
     def _sample_npu(self) -> None:
-        app = self.app
-        app.post_message(NpuSampled(
-            telemetry.sample_npu(app.host, app.options.npu_timeout_s, app.clock)))
+        self.app.post_message(NpuSampled(
+            telemetry.sample_npu(self.host, self.w.options.npu_timeout_s, self.w.clock)))
 
     def _sample_exporter(self, url: str) -> None:
         self.app.post_message(NpuSampled(
-            exporter.sample_exporter(self._client(), url, self.app.clock)))
+            exporter.sample_exporter(self._client(), url, self.w.clock)))
 
     def _sample_host(self) -> None:
         self.app.post_message(HostSampled(
-            telemetry.sample_host(self.app.options.log_dir, self.app.clock)))
+            telemetry.sample_host(self.w.options.log_dir, self.w.clock)))
 
     def _sample_serving(self) -> None:
         assert self._tracker is not None
         self.app.post_message(ServingSampled(
-            serving.sample(self._client(), self._tracker, self.app.clock)))
+            serving.sample(self._client(), self._tracker, self.w.clock)))
 
     def close(self) -> None:
         if self._http is not None:
@@ -126,28 +136,28 @@ class TelemetryController:
         if sampler is None:  # a recording made with other sources: show them too
             sampler = self.samplers[snapshot.source] = telemetry.Sampler(
                 self.sampler.interval_s, self.sampler.stale_after_s / self.sampler.interval_s,
-                self.app.clock)
+                self.w.clock)
         sampler.update(snapshot)
         for chip in snapshot.chips:
             self.history.add(temperature_history_key(chip.key), snapshot.taken_at,
                              chip.temperature_c)
             self.history.add(hbm_history_key(chip.key), snapshot.taken_at, chip.hbm_used_mb)
-        self.app.recording.record(snapshot)
+        self.record(snapshot)
         self.redraw_npu()
         self.update_alerts()
 
     def take_host(self, snapshot: HostSnapshot) -> None:
         self.host_snapshot = snapshot
-        self.app.recording.record(snapshot)
-        self.app.main_widget(HostPanel).show(snapshot)
+        self.record(snapshot)
+        self.w.widget(HostPanel).show(snapshot)
 
     def take_serving(self, snapshot: ServingSnapshot) -> None:
         self.serving_snapshot = snapshot
         t = snapshot.taken_at
         self.history.add("serving:generation_tokens_per_s", t, snapshot.generation_tokens_per_s)
         self.history.add("serving:kv_cache_usage", t, snapshot.kv_cache_usage)
-        self.app.recording.record(snapshot)
-        self.app.main_widget(ServingPanel).show(snapshot, self.history, self.now())
+        self.record(snapshot)
+        self.w.widget(ServingPanel).show(snapshot, self.history, self.now())
         self.update_alerts()
 
     def take_engine(self, snapshot: EngineSnapshot | None) -> None:
@@ -157,11 +167,23 @@ class TelemetryController:
             self.history.add("engine:decode_tokens_per_s", t, snapshot.decode_tokens_per_s)
             self.history.add("engine:prefill_tokens_per_s", t, snapshot.prefill_tokens_per_s)
             self.history.add("engine:ttft_s", t, snapshot.ttft_s)
-            self.app.recording.record(snapshot)
-        self.app.main_widget(EnginePanel).show(snapshot, self.history)
+            self.record(snapshot)
+        self.w.widget(EnginePanel).show(snapshot, self.history)
+
+    def take_recorded(self, snapshot: Any) -> None:
+        """One replayed sample: the recording's clock moves to it, then it is shown."""
+        self.replay_time = snapshot.taken_at
+        if isinstance(snapshot, NpuSnapshot):
+            self.take_npu(snapshot)
+        elif isinstance(snapshot, HostSnapshot):
+            self.take_host(snapshot)
+        elif isinstance(snapshot, EngineSnapshot):
+            self.take_engine(snapshot)
+        elif isinstance(snapshot, ServingSnapshot):
+            self.take_serving(snapshot)
 
     def take_engine_from(self, backend: ChatBackend | None) -> None:
-        snapshot = None if backend is None else backend.engine_snapshot(self.app.clock())
+        snapshot = None if backend is None else backend.engine_snapshot(self.w.clock())
         if snapshot is not None or backend is None:
             self.take_engine(snapshot)
 
@@ -181,7 +203,7 @@ class TelemetryController:
 
     def redraw_npu(self) -> None:
         now = self.now()
-        panels = {p.source: p for p in self.app.main.query(NpuPanel)}
+        panels = {p.source: p for p in self.w.screen().query(NpuPanel)}
         for source, sampler in self.samplers.items():
             shown = sampler.last_good or sampler.latest
             panel = panels.get(source)
@@ -190,19 +212,19 @@ class TelemetryController:
         good = [s for s in self.shown_npus() if s.ok]
         merged = (NpuSnapshot(good[0].taken_at, tuple(c for s in good for c in s.chips), (),
                               True, None, 0.0) if good else None)
-        self.app.main_widget(PressurePanel).show(merged, self.engine_snapshot,
-                                                 self.app.conflicts)
+        self.w.widget(PressurePanel).show(merged, self.engine_snapshot,
+                                                 self.conflicts)
 
     def update_alerts(self) -> None:
         now = self.now()
         good = [s.last_good for s in self.samplers.values() if s.last_good is not None]
-        alerts = evaluate_all(good, self.engine_snapshot, self.serving_snapshot, self.app.policy,
+        alerts = evaluate_all(good, self.engine_snapshot, self.serving_snapshot, self.w.policy,
                               now, self.sampler.stale_after_s, self.best_decode_tokens_per_s)
         raised = self.alert_log.update(alerts)
-        self.app.main_widget(AlertsPanel).show(list(self.alert_log.entries))
+        self.w.widget(AlertsPanel).show(list(self.alert_log.entries))
         for alert in raised:  # a toast reaches whatever screen is on top
             self._notify(alert)
-            self.app.recording.record(alert)
+            self.record(alert)
 
     def _notify(self, alert: Alert) -> None:
         self.app.notify(f"{alert.message}: {alert.value}", title="alert",

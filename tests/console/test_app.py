@@ -238,7 +238,8 @@ async def test_real_engine_streams_through_the_worker(fake_root: FakeRoot,
 
 @pytest.mark.parametrize(("table", "chips"), [(A2_8, 8), (A3_DUAL, 4), (DUO, 2)])
 async def test_npu_panel_from_fake_npu_smi(fake_root: FakeRoot, table: str, chips: int) -> None:
-    app = make_app(fake_npu_smi(fake_root, table))
+    # a 1 s interval: STALE only after 3 s, however busy the test machine is
+    app = make_app(fake_npu_smi(fake_root, table), interval_s=1.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
                        what="a sample")
