@@ -188,12 +188,3 @@ class AlertLog:
     def _is_new(self, alert: Alert) -> bool:
         running = self.active.get(alert.key)
         return running is None or running.level != alert.level
-
-    @property
-    def worst_level(self) -> AlertLevel | None:
-        levels = {a.level for a in self.active.values()}
-        return "fail" if "fail" in levels else ("warn" if levels else None)
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.active.clear()

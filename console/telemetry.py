@@ -212,10 +212,6 @@ class Sampler:
         if snapshot.ok:
             self.last_good = snapshot
 
-    @property
-    def last_error(self) -> str | None:
-        return None if self.latest is None else self.latest.error
-
     def age_s(self, now: float | None = None) -> float | None:
         """Seconds since the last good snapshot was taken; None before any."""
         if self.last_good is None:

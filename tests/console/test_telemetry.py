@@ -139,12 +139,12 @@ def test_sampler_keeps_last_good_and_goes_stale() -> None:
     assert sampler.age_s() == 5.0 and not sampler.is_stale()
     sampler.update(_snap(105.0, error="`npu-smi info` timed out after 5 s"))
     assert sampler.last_good is not None and sampler.last_good.taken_at == 100.0
-    assert sampler.last_error is not None and "timed out" in sampler.last_error
+    assert sampler.latest is not None and "timed out" in (sampler.latest.error or "")
     now[0] = 106.5
     assert sampler.is_stale()
     assert sampler.is_stale(now=106.0) is False  # exactly 3 x interval is not yet stale
     sampler.update(_snap(106.5))
-    assert not sampler.is_stale() and sampler.last_error is None
+    assert not sampler.is_stale() and sampler.latest is not None and sampler.latest.ok
 
 
 def test_sampler_with_only_failures_is_not_stale() -> None:
