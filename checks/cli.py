@@ -16,6 +16,7 @@ from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from checks.options import (
     BaselineRecordOptions,
     BundleOptions,
+    EndpointOptions,
     HostOptions,
     NpuOptions,
     RunOptions,
@@ -91,6 +92,16 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE",
                         help="compare with a baseline (ascend-doctor baseline record): adds "
                         "the baseline.drift check")
+    served = parser.add_argument_group("serving endpoint (adds the endpoint.* checks)")
+    served.add_argument("--endpoint", metavar="URL",
+                        help="an OpenAI-compatible server (vLLM, MindIE): http://HOST:PORT/v1")
+    served.add_argument("--endpoint-model", metavar="NAME",
+                        help="the model /v1/models must list (default: any)")
+    served.add_argument("--endpoint-api-key-env", metavar="NAME",
+                        help="the environment variable holding its API key (never the key)")
+    served.add_argument("--endpoint-metrics", metavar="URL",
+                        help="its Prometheus metrics (default: /metrics at the server's root; "
+                        "MindIE: its management port)")
     parser.add_argument("--prometheus", metavar="FILE",
                         help="also write the results for node_exporter's textfile collector "
                         "(atomically)")
@@ -201,7 +212,19 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
         only=tuple(args.only), skip=tuple(args.skip), json=args.json, junit=_path(args.junit),
-        verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus))
+        verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus),
+        endpoint=_endpoint(args))
+
+
+def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
+    extras = (args.endpoint_model, args.endpoint_api_key_env, args.endpoint_metrics)
+    if not args.endpoint:
+        if any(extras):
+            raise UsageError("--endpoint-model, --endpoint-api-key-env and --endpoint-metrics "
+                             "go with --endpoint URL")
+        return None
+    return EndpointOptions(args.endpoint, args.endpoint_model, args.endpoint_api_key_env,
+                           args.endpoint_metrics)
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:

@@ -85,7 +85,8 @@ def cmd_run(options: RunOptions) -> int:
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
     ctx = Context(host, policy, inputs.model_dir(options.model, options.host, host),
-                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline))
+                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline),
+                  endpoint=inputs.endpoint(options.endpoint))
     run = run_checks(checks, ctx)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:

@@ -86,6 +86,17 @@ BUILTIN: tuple[Check, ...] = (
            "the largest id the --model tokenizer produces (chat template run inside a "
            "budget) vs config.json vocab_size",
            "tokenizer:tokenizer_token_ids", needs=("model",)),
+    _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",
+           "GET /v1/models on --endpoint: connection, TLS, auth, the --endpoint-model listed",
+           "endpoint:endpoint_health", needs=("endpoint",)),
+    _check("endpoint.smoke", "Serving endpoint streams a completion", "endpoint",
+           "a short greedy streamed chat completion: text, well-formed SSE ending in [DONE], "
+           "time to first token within the policy's budget", "endpoint:endpoint_smoke",
+           needs=("endpoint",)),
+    _check("endpoint.metrics", "Serving endpoint exports its metrics", "endpoint",
+           "/metrics: the serving metrics the console reads (vLLM old and new names, MindIE), "
+           "KV-cache use and waiting requests under the policy's limits",
+           "endpoint:endpoint_metrics", needs=("endpoint",)),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
            "baseline:baseline_drift", needs=("baseline",)),

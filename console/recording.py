@@ -28,6 +28,7 @@ from console.snapshots import (
     HostSnapshot,
     NpuSnapshot,
     ProcessSample,
+    ServingSnapshot,
     chip_key,
 )
 from probes.recordings import (  # noqa: F401 (console's names for the default place)
@@ -41,7 +42,7 @@ DEFAULT_MAX_AGE_S = 24 * 3600.0
 DEFAULT_MAX_ROWS = 200_000
 PRUNE_EVERY = 256  # inserts between prunes: pruning is one indexed DELETE
 
-Snapshot: TypeAlias = NpuSnapshot | HostSnapshot | EngineSnapshot | Alert
+Snapshot: TypeAlias = NpuSnapshot | HostSnapshot | EngineSnapshot | ServingSnapshot | Alert
 
 CHIP_COLUMNS = tuple(f.name for f in dataclasses.fields(ChipSample))
 PROCESS_COLUMNS = tuple(f.name for f in dataclasses.fields(ProcessSample))
@@ -50,6 +51,7 @@ _KIND_OF: dict[type, str] = {
     NpuSnapshot: "npu",
     HostSnapshot: "host",
     EngineSnapshot: "engine",
+    ServingSnapshot: "serving",
     Alert: "alert",
 }
 
@@ -85,6 +87,7 @@ def encode(snapshot: Snapshot) -> tuple[str, float, str]:
             "processes_known": snapshot.processes_known,
             "error": snapshot.error,
             "sample_duration_s": snapshot.sample_duration_s,
+            "source": snapshot.source,
         }
     else:
         doc = dataclasses.asdict(snapshot)
@@ -109,6 +112,11 @@ def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Sna
         fields = _known(EngineSnapshot, doc)
         fields["fused_ops"] = tuple(fields.get("fused_ops") or ())
         return EngineSnapshot(**fields)
+    if kind == "serving":
+        fields = _known(ServingSnapshot, doc)
+        fields["not_exported"] = tuple(fields.get("not_exported") or ())
+        fields["read_from"] = tuple(tuple(p) for p in fields.get("read_from") or ())
+        return ServingSnapshot(**fields)
     if kind == "alert":
         return Alert(**_known(Alert, doc))
     raise ValueError(f"unknown sample kind {kind!r}")
@@ -129,6 +137,7 @@ def _decode_npu(doc: dict[str, Any], columns: Mapping[str, Sequence[str]]) -> Np
         processes_known=bool(doc.get("processes_known", False)),
         error=doc.get("error"),
         sample_duration_s=float(doc.get("sample_duration_s", 0.0)),
+        source=str(doc.get("source") or ""),
     )
 
 

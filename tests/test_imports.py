@@ -57,7 +57,10 @@ LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_sm
         "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
         "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
         "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
-        "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil")
+        "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil",
+        # the endpoint checks: only with --endpoint URL
+        "checks.builtin.endpoint", "probes.http", "probes.prometheus", "httpx",
+        "prometheus_client")
 
 
 @pytest.mark.parametrize("report", [["--json"], []], ids=["json", "terminal"])

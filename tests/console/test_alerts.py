@@ -107,8 +107,8 @@ def test_alert_log_deduplicates_escalates_and_clears() -> None:
     assert log.update([again]) == []  # still the same condition
     assert log.active["temperature:0/0"].raised_at == 1.0 and len(log.entries) == 1
     hot = Alert(5.0, "temperature:0/0", "fail", "too hot", "96 °C")
-    assert log.update([hot]) == [hot] and log.worst_level == "fail"
-    assert log.update([]) == [] and log.active == {} and log.worst_level is None
+    assert log.update([hot]) == [hot] and log.active == {hot.key: hot}
+    assert log.update([]) == [] and log.active == {}
     assert log.update([warm]) == [warm]  # a new episode is logged again
     assert [a.value for a in log.entries] == ["86 °C", "96 °C", "86 °C"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from console.chat.local import DEMO_DIR_ENV
 from console.cli import main, parse_options
-from console.engine_worker import DEMO_DIR_ENV
 
 
 def test_help_reads_well() -> None:

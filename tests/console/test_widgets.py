@@ -23,17 +23,17 @@ from console.snapshots import (
     ProcessSample,
     chip_key,
 )
-from console.widgets.alerts import AlertsPanel, format_clock
-from console.widgets.engine_panel import EnginePanel
-from console.widgets.host import HostPanel
-from console.widgets.npu import (
+from console.ui.widgets.alerts import AlertsPanel, format_clock
+from console.ui.widgets.engine_panel import EnginePanel
+from console.ui.widgets.host import HostPanel
+from console.ui.widgets.npu import (
     LEVEL_STYLES,
     NpuPanel,
     sparkline,
     temperature_history_key,
     threshold_level,
 )
-from console.widgets.pressure import HEURISTIC_LABEL, PressurePanel, heuristic_reading
+from console.ui.widgets.pressure import HEURISTIC_LABEL, PressurePanel, heuristic_reading
 from probes.inventory import parse_output
 from probes.npu_smi_model import NpuInfo
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from console.screens.doctor import DoctorScreen
-from console.screens.help import HelpScreen
-from console.screens.playbook import PlaybookBrowser, PlaybookScreen
+from console.ui.screens.doctor import DoctorScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.playbook import PlaybookBrowser, PlaybookScreen
 
 __all__ = ["DoctorScreen", "HelpScreen", "PlaybookBrowser", "PlaybookScreen"]

@@ -76,13 +76,15 @@ class EnginePanel(Widget):
     """
 
     def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+        self, *, empty: str = NO_MODEL, name: str | None = None, id: str | None = None,
+        classes: str | None = None
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.border_title = "Engine"
+        self.empty = empty  # what the panel says with no engine in this process
 
     def compose(self) -> ComposeResult:
-        yield Static(NO_MODEL, id="engine-facts")
+        yield Static(self.empty, id="engine-facts")
         with Horizontal(classes="engine-trend"):
             yield Static("prefill", classes="engine-trend-label")
             yield Sparkline([], id="engine-prefill-trend")
@@ -93,7 +95,7 @@ class EnginePanel(Widget):
     def show(self, snapshot: EngineSnapshot | None, history: History) -> None:
         facts = self.query_one("#engine-facts", Static)
         if snapshot is None:
-            facts.update(Text(NO_MODEL, style="dim"))
+            facts.update(Text(self.empty, style="dim"))
         else:
             facts.update(facts_table(engine_facts(snapshot)))
         for trend in self.query(".engine-trend"):

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from checks.model import STATUSES, Result, Status
 from checks.runner import Run
-from console.screens.playbook import PlaybookScreen
+from console.ui.screens.playbook import PlaybookScreen
 
 STATUS_STYLES: dict[Status, str] = {
     "pass": "green",

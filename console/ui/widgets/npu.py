@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Input, Static
 from checks.health import HealthLevel, health_level
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
+from probes.textsafe import one_line
 
 Level = HealthLevel  # the same four words colour temperatures too
 LEVEL_STYLES: dict[Level, str] = {
@@ -132,6 +133,7 @@ class NpuPanel(Widget):
         warn_c: float,
         fail_c: float,
         *,
+        source: str = "",
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -142,10 +144,13 @@ class NpuPanel(Widget):
         self._processes: tuple[ProcessSample, ...] = ()
         self._processes_known = False
         self._history = History(maxlen=1)
-        self.border_title = "NPU"
+        self.source = source  # "" for this machine's npu-smi, else the exporter's host:port
+        self.border_title = f"NPU · {source}" if source else "NPU"
 
     def compose(self) -> ComposeResult:
-        yield Static("waiting for the first npu-smi sample…", id="npu-status")
+        first = (f"waiting for {self.source}…" if self.source
+                 else "waiting for the first npu-smi sample…")
+        yield Static(first, id="npu-status")
         chips: DataTable[Text] = DataTable(
             id="npu-chips", cursor_type="row", zebra_stripes=True)
         for key, label in CHIP_COLUMNS:
@@ -190,13 +195,18 @@ class NpuPanel(Widget):
         if stale:
             text.append(" STALE ", style="bold white on red")
             text.append(" ")
+        if not snapshot.ok and snapshot.source:
+            text.append(f"no data from {snapshot.source}: {one_line(snapshot.error or '')}",
+                        style="bold")
+            return text
         if not snapshot.ok:
             text.append(f"no NPU found: {snapshot.error}", style="bold")
             return text
         chips = len(snapshot.chips)
         text.append(f"{chips} chip{'s' if chips != 1 else ''}")
         text.append(f" · data {format_age(now - snapshot.taken_at)} old")
-        text.append(f" · npu-smi took {snapshot.sample_duration_s:.2f} s", style="dim")
+        tool = "the exporter" if snapshot.source else "npu-smi"
+        text.append(f" · {tool} took {snapshot.sample_duration_s:.2f} s", style="dim")
         text.append(f" · temp warn {self.warn_c:g} °C / fail {self.fail_c:g} °C", style="dim")
         return text
 

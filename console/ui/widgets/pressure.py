@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Static
 
 from console.msprof import OpConflict
 from console.snapshots import ChipSample, EngineSnapshot, NpuSnapshot
-from console.widgets.engine_panel import format_bytes, kv_occupancy_text
+from console.ui.widgets.engine_panel import format_bytes, kv_occupancy_text
 
 HEURISTIC_LABEL = "heuristic: high HBM-BW% with low AI-core% suggests memory-bound"
 MSPROF_LABEL = "msprof measurements: UB bank-conflict ratio per operator (highest first)"

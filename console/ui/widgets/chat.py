@@ -1,18 +1,12 @@
 """The chat pane: the conversation as streamed Markdown, a prompt, and a small settings form.
 
-The pane owns the session's history and its rendering; it never runs the engine. It posts
-`ChatPane.Send` when the user presses Enter; the app starts the worker and feeds the reply back
-through `append_reply` / `finish_reply` (Markdown.get_stream batches the appends, so a fast
-engine never makes the widget fall behind or flicker).
+The pane renders; it holds no conversation state (that is `console.chat.session`, owned by the
+chat controller). It posts `ChatPane.Send` when the user presses Enter; the controller answers
+by adding turns and feeding the reply through `append_reply` / `finish_reply`
+(Markdown.get_stream batches the appends, so a fast backend never makes the widget fall behind).
 """
 
 from __future__ import annotations
-
-import datetime as dt
-import json
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -21,7 +15,8 @@ from textual.message import Message
 from textual.widgets import Collapsible, Input, Label, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from console.engine_worker import ChatSettings, ReplyStats
+from console.chat.backend import ChatSettings
+from console.chat.reply import ReplyStats
 
 WAITING = "waiting for the first token…"
 
@@ -34,14 +29,17 @@ class Turn(Vertical):
     Turn > .turn-who { color: $text-muted; text-style: bold; }
     Turn > Markdown { margin: 0; padding: 0 1; }
     Turn > .turn-footer { color: $text-muted; padding: 0 1; }
+    Turn > .turn-note { color: $warning; padding: 0 1; }
     Turn.user > Markdown { background: $boost; }
     """
 
-    def __init__(self, role: str, text: str = "", reply_id: int | None = None) -> None:
+    def __init__(self, role: str, text: str = "", reply_id: int | None = None,
+                 note: str = "") -> None:
         super().__init__(classes=role)
         self.role = role
         self.text = text
         self.reply_id = reply_id
+        self.note = note
         self.stream: MarkdownStream | None = None
 
     def compose(self) -> ComposeResult:
@@ -49,6 +47,10 @@ class Turn(Vertical):
         yield Markdown(self.text)
         if self.role == "assistant":
             yield Static(WAITING, classes="turn-footer")
+        else:
+            note = Static(self.note, classes="turn-note")
+            note.display = bool(self.note)
+            yield note
 
     @property
     def body(self) -> Markdown:
@@ -57,9 +59,15 @@ class Turn(Vertical):
     def set_footer(self, text: str) -> None:
         self.query_one(".turn-footer", Static).update(text)
 
+    def set_note(self, text: str) -> None:
+        """A line under a user message ("model still loading — sent when ready")."""
+        note = self.query_one(".turn-note", Static)
+        note.update(text)
+        note.display = bool(text)
+
 
 class ChatPane(Vertical):
-    """Conversation + prompt + settings. Public calls are made by the app on the UI thread."""
+    """Conversation + prompt + settings. Public calls are made on the UI thread."""
 
     BORDER_TITLE = "chat"
 
@@ -74,12 +82,9 @@ class ChatPane(Vertical):
     def __init__(self, settings: ChatSettings | None = None, *, id: str | None = "chat") -> None:
         super().__init__(id=id)
         self._initial = settings or ChatSettings()
-        self.history: list[dict[str, str]] = []  # the session, as sent to the engine
+        self.users: dict[int, Turn] = {}
         self.replies: dict[int, Turn] = {}
-        self.footers: list[dict[str, Any]] = []
         self.ready = False
-        self.busy = False
-        self._next_id = 1
 
     def compose(self) -> ComposeResult:
         yield Static("loading model…", id="chat-status")
@@ -134,12 +139,6 @@ class ChatPane(Vertical):
         prompt = event.value.strip()
         if not prompt:
             return
-        if not self.ready:
-            self.notify("the model is not loaded yet", severity="warning")
-            return
-        if self.busy:
-            self.notify("a reply is still streaming; Esc cancels it", severity="warning")
-            return
         settings = self.settings()
         if isinstance(settings, str):
             self.notify(settings, severity="error")
@@ -147,17 +146,30 @@ class ChatPane(Vertical):
         event.input.value = ""
         self.post_message(self.Send(prompt, settings))
 
-    async def begin_reply(self, prompt: str) -> int:
-        """Show the user's message and an empty reply; returns the reply's id."""
-        reply_id, self._next_id = self._next_id, self._next_id + 1
-        self.history.append({"role": "user", "content": prompt})
-        turn = Turn("assistant", reply_id=reply_id)
-        self.replies[reply_id] = turn
+    def restore_prompt(self, text: str) -> None:
+        """Give a prompt back to the input (refused, or its reply failed)."""
+        prompt = self.query_one("#prompt", Input)
+        if not prompt.value:
+            prompt.value = text
+
+    async def add_user(self, turn_id: int, text: str, note: str = "") -> None:
+        turn = Turn("user", text, note=note)
+        self.users[turn_id] = turn
+        await self.query_one("#chat-log", VerticalScroll).mount(turn)
+
+    def set_user_note(self, turn_id: int, note: str) -> None:
+        turn = self.users.get(turn_id)
+        if turn is not None:
+            turn.set_note(note)
+
+    async def begin_reply(self, turn_id: int) -> None:
+        """An empty reply right after user message `turn_id`; the reply's id is `turn_id`."""
+        turn = Turn("assistant", reply_id=turn_id)
+        self.replies[turn_id] = turn
         log = self.query_one("#chat-log", VerticalScroll)
-        await log.mount_all([Turn("user", prompt), turn])
+        user = self.users.get(turn_id)
+        await log.mount(turn, after=user) if user is not None else await log.mount(turn)
         turn.stream = Markdown.get_stream(turn.body)
-        self.busy = True
-        return reply_id
 
     async def append_reply(self, reply_id: int, text: str, tokens: int) -> None:
         turn = self.replies.get(reply_id)
@@ -167,66 +179,22 @@ class ChatPane(Vertical):
         turn.set_footer(f"streaming… {tokens} tokens")
         await turn.stream.write(text)
 
-    async def finish_reply(self, reply_id: int, stats: ReplyStats, error: str = "") -> None:
+    async def finish_reply(self, reply_id: int, stats: ReplyStats, error: str = "") -> str:
+        """Close the reply's stream and show its footer; returns its text."""
         turn = self.replies.get(reply_id)
         if turn is None:
-            return
+            return ""
         if turn.stream is not None:
             await turn.stream.stop()
             turn.stream = None
-        self.busy = False
         if error:
             turn.set_footer(f"error: {error}")
             turn.add_class("failed")
-            # give the prompt back so it can be sent again; the failed turn is not history
-            prompt = self.history.pop()["content"] if self.history else ""
-            self.query_one("#prompt", Input).value = prompt
-            return
+            return turn.text
         turn.set_footer(stats.footer())
         if stats.finish_reason == "cancelled":
             turn.add_class("cancelled")
-        self.history.append({"role": "assistant", "content": turn.text})
-        self.footers.append({"reply_id": reply_id, **asdict(stats)})
-
-    # --- copy and save -----------------------------------------------------------------------
-
-    def last_reply(self) -> str | None:
-        return next((m["content"] for m in reversed(self.history)
-                     if m["role"] == "assistant"), None)
-
-    def transcript_markdown(self, model: str) -> str:
-        lines = ["# ascend-console transcript", "", f"- model: {model}",
-                 f"- saved: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}", ""]
-        settings = self.settings()
-        if isinstance(settings, ChatSettings) and settings.system_prompt:
-            lines += ["## system", "", settings.system_prompt, ""]
-        footers = iter(self.footers)
-        for message in self.history:
-            lines += [f"## {message['role']}", "", message["content"].rstrip(), ""]
-            if message["role"] == "assistant":
-                footer = next(footers, None)
-                if footer is not None:
-                    lines += [f"*{ReplyStats(**_stats_fields(footer)).footer()}*", ""]
-        return "\n".join(lines)
-
-    def save_transcript(self, directory: Path, model: str) -> tuple[Path, Path]:
-        """Write <stamp>.md (for people) and <stamp>.json (for programs); returns both paths."""
-        directory.mkdir(parents=True, exist_ok=True)
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        md_path = directory / f"ascend-console-{stamp}.md"
-        json_path = md_path.with_suffix(".json")
-        settings = self.settings()
-        document = {"format": "ascend-console-transcript/1", "model": model,
-                    "settings": asdict(settings) if isinstance(settings, ChatSettings) else None,
-                    "messages": self.history, "replies": self.footers}
-        md_path.write_text(self.transcript_markdown(model), encoding="utf-8")
-        json_path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
-        return md_path, json_path
+        return turn.text
 
     def focus_prompt(self) -> None:
         self.query_one("#prompt", Input).focus()
-
-
-def _stats_fields(footer: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in footer.items() if k != "reply_id"}
