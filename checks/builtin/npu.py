@@ -71,7 +71,7 @@ def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
     result = run_npu_smi(ctx.host, args, ctx.timeout_s)
     if not result.ok:
         return [result.describe()]
-    from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK
+    from probes.npu_smi import health_report, parse_kv  # only for a chip that is not OK
 
     try:
         report = health_report(parse_kv(result.stdout, "health"))

@@ -35,7 +35,7 @@ from console.widgets.npu import (
 )
 from console.widgets.pressure import HEURISTIC_LABEL, PressurePanel, heuristic_reading
 from probes.inventory import parse_output
-from probes.npu_smi_model import NpuInfo
+from probes.npu_smi import NpuInfo
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"
 A2_8_CHIPS = "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"

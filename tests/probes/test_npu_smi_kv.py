@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from probes.errors import ParseError
-from probes.npu_smi_kv import (
+from probes.npu_smi import (
     HealthReport,
     KvOutput,
     Process,

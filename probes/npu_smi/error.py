@@ -1,19 +1,12 @@
-"""Noise lines around npu-smi outputs, and the error messages npu-smi prints instead of output."""
+"""The error messages npu-smi prints instead of its output (FORMATS.md §4)."""
 
 from __future__ import annotations
 
 import re
 
-from probes.npu_smi_model import NpuSmiError
-from probes.npu_smi_text import is_border, is_box_row
-
-# driver log-level noise (#057, #058), the "driver not completely installed" trailer (#060),
-# and shell prompts / `$ npu-smi ...` echo lines that transcriptions leave in (#043, #057)
-_NOISE = (
-    re.compile(r"^\s*DrvMng\w*\s+failed\b"),
-    re.compile(r"^\s*\[WARNING\]\s*The driver package may not be completely installed"),
-    re.compile(r"^\s*(?:\S+@\S+?:\S*\s*[#$]|\$)\s*npu-smi\b"),
-)
+from probes.npu_smi.model import NpuSmiError
+from probes.npu_smi.noise import is_noise
+from probes.npu_smi.text import is_border, is_box_row
 
 _RET_CODE = re.compile(r"\bret(?:\s+is|\s*=)?\s*(-?\d+)")
 
@@ -34,20 +27,6 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 _USAGE = re.compile(r"^\s*Usage:\s*npu-smi\b")
-
-
-def is_noise(line: str) -> bool:
-    return any(pattern.search(line) for pattern in _NOISE)
-
-
-def split_noise(text: str) -> tuple[str, tuple[str, ...]]:
-    """Separate known noise lines from the output; returns (clean text, noise lines as printed)."""
-    kept: list[str] = []
-    noise: list[str] = []
-    # line ends kept, so the clean text is the original minus whole lines, byte for byte
-    for line in text.splitlines(keepends=True):
-        (noise if is_noise(line) else kept).append(line)
-    return "".join(kept), tuple(line.rstrip() for line in noise)
 
 
 def error_kind(line: str) -> str | None:

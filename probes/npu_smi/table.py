@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi_model import ChipRow, NpuInfo, ProcessRow
-from probes.npu_smi_noise import is_noise
-from probes.npu_smi_text import (
+from probes.npu_smi.model import ChipRow, NpuInfo, ProcessRow
+from probes.npu_smi.noise import is_noise
+from probes.npu_smi.text import (
     box_cells,
     is_border,
     is_box_row,

@@ -1,4 +1,4 @@
-"""Frozen facts parsed from the table- and line-shaped outputs of `npu-smi`.
+"""Frozen facts parsed from the outputs of `npu-smi`: tables, lines and `-t` key/value blocks.
 
 Units are in the field names. A field that the output does not carry, or that it prints as
 `NA`, `-` or blank, is None. Strings (names, health, bus ids) are kept as printed, masked ones
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeAlias
 
 WatchValue = float | int | None
 
@@ -134,3 +135,62 @@ class NpuSmiError:
     code: int | None
     kind: str
     message: str
+
+
+# ----------------------------------------------------------------------------- -t key/value
+
+Value: TypeAlias = int | float | str | None
+
+
+@dataclass(frozen=True)
+class KvBlock:
+    """One chip's fields (or the card's, for flat outputs). `name` marks the MCU block."""
+
+    chip_id: int | None
+    name: str | None
+    fields: Mapping[str, Value]
+
+
+@dataclass(frozen=True)
+class KvOutput:
+    kind: str  # one of KV_KINDS
+    npu_id: int | None  # the `NPU ID` card-level line
+    blocks: tuple[KvBlock, ...]
+    warnings: tuple[str, ...]  # lines not understood, with their line numbers
+    chip_count: int | None = None  # the `Chip Count` card-level line
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    status: str | None  # `OK`, `Warning`, `Alarm`, `Critical`, ... as printed
+    error_codes: tuple[str, ...]  # 8-hex codes; empty when `NA`
+    error_information: tuple[str, ...]  # one text per line; empty when `NA`
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str  # kernel comm, may be "" (npu-smi prints a blank name on A3)
+    memory_mb: int | None
+
+
+@dataclass(frozen=True)
+class ChipProcesses:
+    chip_id: int | None  # None when the output was cut before the chip's `Chip ID` line
+    processes: tuple[Process, ...]
+
+
+@dataclass(frozen=True)
+class ProcMem:
+    npu_id: int | None
+    chips: tuple[ChipProcesses, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Topology:
+    devices: tuple[str, ...]  # header labels in order: `NPU0`.. or `Phy-ID0`.. (A3)
+    links: Mapping[tuple[str, str], str]  # (row, column) -> `HCCS`, `SYS`, `X` (self), ...
+    cpu_affinity: Mapping[str, str | None]  # `144-167`; None without the column (A3 on ARM)
+    legend: Mapping[str, str]  # code -> explanation
+    warnings: tuple[str, ...]

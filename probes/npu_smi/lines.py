@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi_model import (
+from probes.npu_smi.model import (
     ListEntry,
     MappingRow,
     NpuList,
@@ -20,8 +20,8 @@ from probes.npu_smi_model import (
     WatchTable,
     WatchValue,
 )
-from probes.npu_smi_noise import is_noise
-from probes.npu_smi_text import is_placeholder, to_float, to_int, to_text
+from probes.npu_smi.noise import is_noise
+from probes.npu_smi.text import is_placeholder, to_float, to_int, to_text
 
 # ----------------------------------------------------------------------------- -m (mapping)
 
