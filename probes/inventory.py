@@ -61,7 +61,7 @@ def parse_output(text: str, what: str = "npu-smi output") -> NpuReading:
 
     parsed = npu_smi.parse(text, what)
     doc = _with_schema(npu_smi.to_json(parsed.result))
-    if parsed.kind != "error" and parsed.noise:
+    if parsed.noise:
         doc.setdefault("warnings", [])
         doc["noise"] = list(parsed.noise)
     return NpuReading(str(doc.get("kind", parsed.kind)), doc, parsed.noise, parsed.result)

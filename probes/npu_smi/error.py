@@ -27,6 +27,7 @@ _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 _USAGE = re.compile(r"^\s*Usage:\s*npu-smi\b")
+_KV_LINE = re.compile(r"^\s*\S.*?\s:(?:\s|$)")
 
 
 def error_kind(line: str) -> str | None:
@@ -43,22 +44,28 @@ def _ret_code(line: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _candidate_lines(text: str) -> list[str]:
-    """Lines that may carry an error: not noise, not table lines (a process name says anything)."""
-    lines = (line.strip() for line in text.splitlines())
-    return [ln for ln in lines if ln and not is_noise(ln) and not is_box_row(ln)
-            and not is_border(ln)]
+def _is_candidate(line: str) -> bool:
+    """A line that may carry an error: not noise, not a table line (a process name says
+    anything), not a `key : value` line (an `Error Information` value says anything)."""
+    return not (is_noise(line) or is_box_row(line) or is_border(line) or _KV_LINE.match(line))
 
 
 def detect_error(text: str) -> NpuSmiError | None:
-    """The error npu-smi printed instead of its output, or None when the text holds none."""
-    lines = _candidate_lines(text)
-    hits = [(ln, error_kind(ln)) for ln in lines]
-    found = [(ln, kind) for ln, kind in hits if kind is not None]
+    """The error npu-smi printed instead of its output, or None when the text holds none.
+
+    Every other non-blank line of `text` is kept as a warning with its line number: a paste
+    often goes on after the error (the next command and its output)."""
+    numbered = [(no, line.strip()) for no, line in enumerate(text.splitlines(), start=1)
+                if line.strip()]
+    kinds = [(no, line, error_kind(line) if _is_candidate(line) else None)
+             for no, line in numbered]
+    found = [(line, kind) for _, line, kind in kinds if kind is not None]
     if not found:
         return None
-    kind = found[0][1] or "unknown"
-    message_lines = [ln for ln, _ in found] + [ln for ln in lines if _USAGE.match(ln)]
-    codes = [code for code in (_ret_code(ln) for ln, _ in found) if code is not None]
-    return NpuSmiError(code=codes[0] if codes else None, kind=kind,
-                       message="\n".join(message_lines))
+    usage = {no for no, line, kind in kinds if kind is None and _USAGE.match(line)}
+    message_lines = [line for line, _ in found] + [line for no, line in numbered if no in usage]
+    others = [f"line {no}: not part of the error message: {line}" for no, line, kind in kinds
+              if kind is None and no not in usage and not is_noise(line)]
+    codes = [code for code in (_ret_code(line) for line, _ in found) if code is not None]
+    return NpuSmiError(code=codes[0] if codes else None, kind=found[0][1],
+                       message="\n".join(message_lines), warnings=tuple(others))

@@ -86,6 +86,7 @@ def error_to_json(error: NpuSmiError) -> dict[str, Any]:
         "error": error.message,
         "code": error.code,
         "error_kind": error.kind,
+        "warnings": list(error.warnings),
     }
 
 

@@ -41,8 +41,10 @@ KV_KINDS = (
     "kv",
 )
 
-# Kinds whose `Chip ID : n` line closes the chip's fields; every other kind opens with it.
-_CHIP_ID_AFTER = frozenset({"usages", "ecc", "proc-mem"})
+# Kinds whose `Chip ID : n` line closes the chip's fields (25.x `-t temp`/`-t power` too,
+# followed by the MCU's sensors closed by `Chip Name : MCU`); every other kind opens with it.
+# Where the text shows the order (a field before the first `Chip ID`), the text decides.
+_CHIP_ID_AFTER = frozenset({"usages", "ecc", "proc-mem", "temp", "power"})
 
 # Card-level lines: they describe the `-i` card, not a chip block.
 _NPU_ID_KEY = "npu_id"
@@ -62,7 +64,8 @@ def guess_kv_kind(fields: Iterable[str]) -> str:
     Pass `Process id` for proc-mem lines. Returns "kv" when no kind fits.
     """
     keys = [normalise_key(key) for key in fields]
-    data = [key for key in keys if key not in (_NPU_ID_KEY, _CHIP_COUNT_KEY, _CHIP_ID_KEY)]
+    ids = (_NPU_ID_KEY, _CHIP_COUNT_KEY, _CHIP_ID_KEY, _CHIP_NAME_KEY)
+    data = [key for key in keys if key not in ids]
     present = set(keys)
 
     def any_key(predicate: Any) -> bool:
@@ -87,12 +90,12 @@ def guess_kv_kind(fields: Iterable[str]) -> str:
         return "memory"
     if any_key(lambda k: k.endswith("usage_rate_percent")):
         return _usages_or_common(keys)
-    if _CHIP_NAME_KEY in present and any_key(lambda k: k.endswith(("_c", "_w"))):
-        return "common"  # only the MCU block of `-t common` survived
     if data and all(key.endswith("_c") for key in data):
-        return "temp"
+        return "temp"  # 25.x adds the MCU's board sensors (`LM75A_TE (C)`) and its `Chip Name`
     if data and all(key.endswith("_w") for key in data):
         return "power"
+    if _CHIP_NAME_KEY in present and any_key(lambda k: k.endswith(("_c", "_w"))):
+        return "common"  # only the MCU block of `-t common` survived
     return "kv"
 
 
@@ -164,16 +167,18 @@ class _KvState:
 
 
 def _chip_id_after(kind: str, lines: Sequence[Line]) -> bool:
-    if kind != "kv":
-        return kind in _CHIP_ID_AFTER
-    # Unknown kind: follow the text, as `-t usages` and `-t common` differ only in this.
+    """Whether `Chip ID` closes a chip's fields: the text says so when it has both a field
+    and a `Chip ID` line (`-t usages` and `-t common` differ only in this); else the kind."""
     first_data = next((ln.line_no for ln in lines if _is_data(ln)), None)
     first_chip = next((ln.line_no for ln in lines if ln.key == _CHIP_ID_KEY), None)
-    return first_data is not None and first_chip is not None and first_data < first_chip
+    if first_data is None or first_chip is None:
+        return kind in _CHIP_ID_AFTER
+    return first_data < first_chip
 
 
 def _is_data(line: Line) -> bool:
-    return line.kind == "kv" and line.key not in (_NPU_ID_KEY, _CHIP_COUNT_KEY, _CHIP_ID_KEY)
+    ids = (_NPU_ID_KEY, _CHIP_COUNT_KEY, _CHIP_ID_KEY, _CHIP_NAME_KEY)
+    return line.kind == "kv" and line.key not in ids
 
 
 def parse_kv(text: str, kind: str | None = None) -> KvOutput:
@@ -231,13 +236,23 @@ def _feed_kv(state: _KvState, line: Line) -> None:
     elif line.key == _CHIP_ID_KEY:
         _feed_chip_id(state, line, value)
     elif line.key == _CHIP_NAME_KEY and line.value.lower() in _MCU_NAMES:
-        state.close()
-        state.current.name = "mcu"
+        _feed_mcu_name(state)
     else:
         if line.key in state.current.fields:
             state.close()  # a repeated key: the copy lost the line that separated two blocks
         state.current.fields[line.key] = value
         state.current.last_key = line.key
+
+
+def _feed_mcu_name(state: _KvState) -> None:
+    """`Chip Name : mcu` opens the MCU block (`-t common`); where `Chip ID` closes a chip's
+    fields, it closes the MCU's (25.x `-t temp`: the LM75 board sensors come before it)."""
+    if state.chip_id_after:
+        state.current.name = "mcu"
+        state.close()
+        return
+    state.close()
+    state.current.name = "mcu"
 
 
 def _feed_npu_id(state: _KvState, line: Line, value: Value) -> None:

@@ -47,7 +47,7 @@ _NO_PROCESS = re.compile(r"^\s*No process in device\.?\s*$", re.IGNORECASE)
 # Bounded so that a pasted wall of digits cannot hit int()'s digit limit.
 _INT = re.compile(r"^[+-]?\d{1,30}$")
 _FLOAT = re.compile(r"^[+-]?\d{1,30}\.\d{1,30}$")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 

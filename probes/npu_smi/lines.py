@@ -196,7 +196,7 @@ def _watch_line(state: _WatchState, line_no: int, line: str) -> None:
         return
     if len(tokens) < len(state.columns):
         state.warnings.append(f"line {line_no}: row cut ({len(tokens)} of "
-                              f"{len(state.columns)} values): dropped")
+                              f"{len(state.columns)} values), not read: {line.strip()}")
         return
     state.rows.append(_watch_row(state, line_no, tokens))
     state.pad_widths.append(len(line) - len(line.rstrip()) + len(tokens[-1]))

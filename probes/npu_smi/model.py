@@ -35,6 +35,8 @@ class ChipRow:
     hbm_total_mb: int | None = None
     hugepages_used: int | None = None
     hugepages_total: int | None = None
+    # `NPU Util(%)`, the overall utilisation the `npu-id` layout prints instead of AICore(%)
+    npu_util_percent: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +131,14 @@ class NpuSmiError:
     `code` is the dcmi return code (`-8005`) when printed, `kind` a short word for judges
     (`dcmi_init_failed`, `device_in_use`, `dcmi_error`, `invalid_card`, `permission_denied`,
     `no_npu`, `driver_library_missing`, `command_not_found`, `unsupported`),
-    `message` the error line(s) as printed, stripped, joined by newlines.
+    `message` the error line(s) as printed, stripped, joined by newlines; `warnings` every
+    other line of the output (with its line number), so that none is lost.
     """
 
     code: int | None
     kind: str
     message: str
+    warnings: tuple[str, ...] = ()
 
 
 # ----------------------------------------------------------------------------- -t key/value

@@ -1,6 +1,6 @@
 """Every kind of npu-smi output this package reads, in one registry: name, detector, parser.
 
-`parse(text)` is the one way in: it takes the noise lines out (`probes.npu_smi.noise`), asks
+`parse(text)` is the one way in: it blanks the noise lines out (`probes.npu_smi.noise`), asks
 each kind in order whether the text is its output, and hands the text to the first that says
 yes. A new kind of output is one more `OutputKind` entry (and its parser module).
 
@@ -22,10 +22,10 @@ from probes.npu_smi.jsonform import ParseResult
 from probes.npu_smi.kv import parse_kv
 from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch, watch_columns
 from probes.npu_smi.model import NpuSmiError
-from probes.npu_smi.noise import split_noise
+from probes.npu_smi.noise import blank_noise
 from probes.npu_smi.proc_mem import parse_proc_mem
 from probes.npu_smi.table import parse_info
-from probes.npu_smi.topo import parse_topo
+from probes.npu_smi.topo import looks_like_topo, parse_topo
 
 Lines = Sequence[str]
 
@@ -54,7 +54,7 @@ _MAPPING_HEADER = re.compile(r"^\s*NPU ID\s+Chip ID\b")
 _LIST_COUNT = re.compile(r"^\s*(?:Total|Card) Count\s*:")
 # npu-smi pads keys (`\t%-30s : `), so its separator always has blank space before the colon
 _KV_LINE = re.compile(r"^\s*\S.*?\s:(?:\s|$)")
-_TOPO_HEADER = re.compile(r"^\s*(?:NPU\d+\s+){2,}|^\s*NPU\d+\s+X\b")
+_PROCESS_LINE = re.compile(r"^\s*(?:Process id\b|No process in device\b)", re.IGNORECASE)
 
 
 def _is_error(lines: Lines) -> bool:
@@ -85,20 +85,16 @@ def _is_list(lines: Lines) -> bool:
 
 
 def _looks_key_value(lines: Lines) -> bool:
-    """`Key   : value` lines, or the `-t topo` matrix."""
+    """Mostly `Key   : value` lines."""
     kv_lines = sum(1 for ln in lines if _KV_LINE.match(ln))
-    return bool(lines) and (2 * kv_lines >= len(lines) or any(_TOPO_HEADER.match(ln)
-                                                                for ln in lines))
-
-
-def _is_topo(lines: Lines) -> bool:
-    text = "\n".join(lines)
-    return _looks_key_value(lines) and "NPU" in text and "CPU Affinity" in text
+    return bool(lines) and 2 * kv_lines >= len(lines)
 
 
 def _is_proc_mem(lines: Lines) -> bool:
-    text = "\n".join(lines)
-    return _looks_key_value(lines) and ("Process id:" in text or "No process in device" in text)
+    """Process lines (or `No process in device.`) and key/value lines, mostly."""
+    processes = sum(1 for ln in lines if _PROCESS_LINE.match(ln))
+    kv_lines = sum(1 for ln in lines if _KV_LINE.match(ln))
+    return processes > 0 and 2 * (processes + kv_lines) >= len(lines)
 
 
 KINDS: tuple[OutputKind, ...] = (
@@ -107,7 +103,7 @@ KINDS: tuple[OutputKind, ...] = (
     OutputKind("watch", _is_watch, parse_watch),
     OutputKind("mapping", _is_mapping, parse_mapping),
     OutputKind("list", _is_list, parse_list),
-    OutputKind("topo", _is_topo, parse_topo),
+    OutputKind("topo", looks_like_topo, parse_topo),
     OutputKind("proc-mem", _is_proc_mem, parse_proc_mem),
     OutputKind("kv", _looks_key_value, parse_kv),
 )
@@ -126,13 +122,13 @@ def _kind_of(clean: str) -> OutputKind | None:
 
 def detect_kind(text: str) -> str:
     """The registry name of the kind `text` is an output of, or "unknown"."""
-    kind = _kind_of(split_noise(text)[0])
+    kind = _kind_of(blank_noise(text)[0])
     return "unknown" if kind is None else kind.name
 
 
 def parse(text: str, what: str = "npu-smi output") -> Parsed:
     """Detect the kind of an npu-smi output and parse it. Raises ParseError naming `what`."""
-    clean, noise = split_noise(text)
+    clean, noise = blank_noise(text)
     kind = _kind_of(clean)
     if kind is None:
         raise ParseError(what, f"not an npu-smi output this tool knows ({KNOWN})")

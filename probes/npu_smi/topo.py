@@ -18,19 +18,33 @@ from types import MappingProxyType
 from probes.errors import ParseError
 from probes.npu_smi.model import Topology
 
-_DEVICE_LABEL = re.compile(r"^[A-Za-z][A-Za-z_-]*\d+$")
+_DEVICE_LABEL = re.compile(r"^([A-Za-z][A-Za-z_-]*)\d+$")
 _AFFINITY_HEADER = re.compile(r"\bCPU\s+Affinity\b", re.IGNORECASE)
 _LEGEND_TITLE = re.compile(r"^\s*Legend\s*:?\s*$", re.IGNORECASE)
 _LEGEND_LINE = re.compile(r"^\s*(?P<code>[A-Za-z_][A-Za-z0-9_-]*)\s*=(?P<text>.*)$")
 
 
-def _topo_header(line: str) -> tuple[tuple[str, ...], bool] | None:
-    """(device labels, has affinity column) when the line is the matrix header."""
+def topo_header(line: str) -> tuple[tuple[str, ...], bool] | None:
+    """(device labels, has affinity column) when the line is the matrix header: labels of one
+    prefix (`NPU0 NPU1`, `Phy-ID0 Phy-ID1`), two or more of them or one and `CPU Affinity`."""
     has_affinity = _AFFINITY_HEADER.search(line) is not None
     tokens = _AFFINITY_HEADER.sub(" ", line).split()
-    if tokens and all(_DEVICE_LABEL.match(token) for token in tokens):
-        return tuple(tokens), has_affinity
-    return None
+    matches = [_DEVICE_LABEL.match(token) for token in tokens]
+    prefixes = {match.group(1) for match in matches if match is not None}
+    if not tokens or None in matches or len(prefixes) != 1:
+        return None
+    if len(tokens) < 2 and not has_affinity:
+        return None
+    return tuple(tokens), has_affinity
+
+
+def looks_like_topo(lines: Sequence[str]) -> bool:
+    """A matrix header followed by a row that starts with one of its labels."""
+    start = next((i for i, line in enumerate(lines) if topo_header(line)), None)
+    if start is None:
+        return False
+    labels = set((topo_header(lines[start]) or ((), False))[0])
+    return any(line.split()[:1] and line.split()[0] in labels for line in lines[start + 1 :])
 
 
 def parse_topo(text: str) -> Topology:
@@ -55,7 +69,7 @@ def parse_topo(text: str) -> Topology:
             if row_warning:
                 warnings.append(f"line {line_no}: {row_warning}: {raw.strip()!r}")
             continue
-        header = None if devices else _topo_header(raw)
+        header = None if devices else topo_header(raw)
         if header is not None:
             devices, has_affinity = header
             affinity = dict.fromkeys(devices)

@@ -29,7 +29,7 @@ def test_8005_dcmi_init_failed_behind_noise() -> None:
                                 message="dcmi module initialize failed. ret is -8005")
     assert to_json(error) == {"schema": "ascend-npu/1", "kind": "error",
                               "error": "dcmi module initialize failed. ret is -8005",
-                              "code": -8005, "error_kind": "dcmi_init_failed"}
+                              "code": -8005, "error_kind": "dcmi_init_failed", "warnings": []}
     assert detect_kind(ERROR_8005) == "error"
 
 
