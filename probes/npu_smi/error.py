@@ -6,24 +6,30 @@ import re
 
 from probes.npu_smi.model import NpuSmiError
 from probes.npu_smi.noise import is_noise
-from probes.npu_smi.text import is_border, is_box_row
+from probes.npu_smi.text import MAX_DIGITS, is_border, is_box_row
 
-_RET_CODE = re.compile(r"\bret(?:\s+is|\s*=)?\s*(-?\d+)")
+_RET_CODE = re.compile(rf"\bret(?:\s+is|\s*=)?\s*(-?\d{{1,{MAX_DIGITS}}})\b")
+# npu-smi's messages are short and start their line: the kind is read from the line's start
+_MAX_MESSAGE_CHARS = 512
 
-# (pattern, kind); the first match decides; order puts specific messages first
+# (pattern, kind); the first match decides; order puts specific messages first. Every pattern
+# is matched from the line start and reaches the first occurrence of its leading word without
+# backtracking over the others (`(?:(?!word).)*word`), so a line full of `dcmi` stays linear.
 _ERRORS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"because the device is used|ret is -8020\b", re.I), "device_in_use"),
-    (re.compile(r"\bdcmi\b.*\binitiali[sz]e", re.I), "dcmi_init_failed"),
-    (re.compile(r"\bdcmi\b.*\bfailed\b.*\bret\b", re.I), "dcmi_error"),
-    (re.compile(r"^Invalid (?:card|chip|device) id\b|^Error parameter of\b", re.I), "invalid_card"),
-    (re.compile(r"permission denied|operation not permitted|must be root", re.I),
+    (re.compile(r".*?(?:because the device is used|ret is -8020\b)", re.I), "device_in_use"),
+    (re.compile(r"(?:(?!\bdcmi\b).)*\bdcmi\b.*?\binitiali[sz]e", re.I), "dcmi_init_failed"),
+    (re.compile(r"(?:(?!\bdcmi\b).)*\bdcmi\b(?:(?!\bfailed\b).)*\bfailed\b.*?\bret\b", re.I),
+     "dcmi_error"),
+    (re.compile(r"Invalid (?:card|chip|device) id\b|Error parameter of\b", re.I), "invalid_card"),
+    (re.compile(r".*?(?:permission denied|operation not permitted|must be root)", re.I),
      "permission_denied"),
-    (re.compile(r"^There is no NPU (?:card|chip)\b", re.I), "no_npu"),
-    (re.compile(r"error while loading shared libraries", re.I), "driver_library_missing"),
-    (re.compile(r"npu-smi:?\s*(?:command )?not found|npu-smi.*No such file or directory", re.I),
+    (re.compile(r"There is no NPU (?:card|chip)\b", re.I), "no_npu"),
+    (re.compile(r".*?error while loading shared libraries", re.I), "driver_library_missing"),
+    (re.compile(r".*?npu-smi:?\s*(?:command )?not found"
+                r"|(?:(?!npu-smi).)*npu-smi.*No such file or directory", re.I),
      "command_not_found"),
     # "dose" is how the tool spells it
-    (re.compile(r"\bdo(?:es|se) not support querying", re.I), "unsupported"),
+    (re.compile(r".*?\bdo(?:es|se) not support querying", re.I), "unsupported"),
 )
 
 _USAGE = re.compile(r"^\s*Usage:\s*npu-smi\b")
@@ -32,9 +38,9 @@ _KV_LINE = re.compile(r"^\s*\S.*?\s:(?:\s|$)")
 
 def error_kind(line: str) -> str | None:
     """The kind of error a single line announces, or None."""
-    stripped = line.strip()
+    stripped = line.strip()[:_MAX_MESSAGE_CHARS]
     for pattern, kind in _ERRORS:
-        if pattern.search(stripped):
+        if pattern.match(stripped):
             return kind
     return None
 

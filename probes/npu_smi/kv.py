@@ -20,6 +20,7 @@ from probes.npu_smi.kvlines import (
     Line,
     as_int,
     classify_all,
+    implausible_warning,
     normalise_key,
     parse_value,
     process_of,
@@ -229,6 +230,9 @@ def _feed(state: _KvState, line: Line) -> None:
 
 def _feed_kv(state: _KvState, line: Line) -> None:
     value = parse_value(line.value, line.key)
+    implausible = implausible_warning(line)
+    if implausible is not None:
+        state.warnings.append(implausible)
     if line.key == _NPU_ID_KEY:
         _feed_npu_id(state, line, value)
     elif line.key == _CHIP_COUNT_KEY:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from probes.npu_smi.model import Process, Value
+from probes.npu_smi.text import MAX_DIGITS, is_implausible
 
 # Values that look numeric but are identifiers: an all-digit serial number or error code must
 # not lose leading zeros, and a chip name `310` is a name.
@@ -44,9 +45,10 @@ _PROC_ID_MARK = re.compile(r"\s*Process id\b", re.IGNORECASE)
 _PROC_NAME_MARK = re.compile(r"Process name", re.IGNORECASE)
 _PROC_MEMORY_MARK = re.compile(r"Process memory\(MB\)", re.IGNORECASE)
 _NO_PROCESS = re.compile(r"^\s*No process in device\.?\s*$", re.IGNORECASE)
-# Bounded so that a pasted wall of digits cannot hit int()'s digit limit.
-_INT = re.compile(r"^[+-]?\d{1,30}$")
-_FLOAT = re.compile(r"^[+-]?\d{1,30}\.\d{1,30}$")
+# Bounded (probes.npu_smi.text.MAX_DIGITS) so that a pasted wall of digits cannot reach
+# int(), whose digit limit raises; a longer number is implausible: null and a warning.
+_INT = re.compile(rf"^[+-]?\d{{1,{MAX_DIGITS}}}$")
+_FLOAT = re.compile(rf"^[+-]?\d{{1,{MAX_DIGITS}}}\.\d{{1,{MAX_DIGITS}}}$")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
@@ -76,7 +78,8 @@ def is_text_key(key: str) -> bool:
 
 
 def parse_value(raw: str, key: str = "") -> Value:
-    """A number when the whole value is one, else the stripped text (hex, versions, `NA`)."""
+    """A number when the whole value is one, else the stripped text (hex, versions, `NA`);
+    None for a number longer than any npu-smi prints (the caller warns)."""
     text = raw.strip()
     if is_text_key(key):
         return text
@@ -84,7 +87,7 @@ def parse_value(raw: str, key: str = "") -> Value:
         return int(text)
     if _FLOAT.match(text):
         return float(text)
-    return text
+    return None if is_implausible(text) else text
 
 
 def as_int(value: Value) -> int | None:
@@ -168,6 +171,14 @@ def classify_all(text: str) -> list[Line]:
 
 def warning(line: Line, reason: str) -> str:
     return f"line {line.line_no}: {reason}: {line.text.strip()!r}"
+
+
+def implausible_warning(line: Line) -> str | None:
+    """The warning for a `key : value` line whose value is an implausibly long number."""
+    if line.kind != "kv" or is_text_key(line.key) or not is_implausible(line.value):
+        return None
+    digits = sum(c.isdigit() for c in line.value)
+    return f"line {line.line_no}: {line.label} value of {digits} digits is implausible: null"
 
 
 def process_of(line: Line) -> Process | None:

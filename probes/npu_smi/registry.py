@@ -110,6 +110,25 @@ KINDS: tuple[OutputKind, ...] = (
 
 KNOWN = "info, -m, -l, watch, -t ..."
 
+# The largest real output (`npu-smi info` of a 16-die A3 with processes) is a few hundred lines
+# and tens of KB; a `watch` log grows by one line per chip and interval. These limits keep a
+# paste of anything bigger from taking minutes and gigabytes (parse time is linear below them).
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+MAX_INPUT_LINES = 50_000
+
+
+def check_size(text: str, what: str) -> None:
+    """Raise ParseError when `text` is over the limits of one npu-smi output."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise ParseError(what, f"more than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, larger than "
+                         "any npu-smi output; pass one command's output (`tail -n 2000 FILE` of "
+                         "a watch log)")
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if lines > MAX_INPUT_LINES:
+        raise ParseError(what, f"{lines:,} lines, more than the {MAX_INPUT_LINES:,} of any "
+                         "npu-smi output; pass one command's output (`tail -n 2000 FILE` of a "
+                         "watch log)")
+
 
 def _content_lines(clean: str) -> list[str]:
     return [line for line in clean.splitlines() if line.strip()]
@@ -122,12 +141,15 @@ def _kind_of(clean: str) -> OutputKind | None:
 
 def detect_kind(text: str) -> str:
     """The registry name of the kind `text` is an output of, or "unknown"."""
+    check_size(text, "npu-smi output")
     kind = _kind_of(blank_noise(text)[0])
     return "unknown" if kind is None else kind.name
 
 
 def parse(text: str, what: str = "npu-smi output") -> Parsed:
-    """Detect the kind of an npu-smi output and parse it. Raises ParseError naming `what`."""
+    """Detect the kind of an npu-smi output and parse it. Raises ParseError naming `what`,
+    also for a text over MAX_INPUT_BYTES or MAX_INPUT_LINES."""
+    check_size(text, what)
     clean, noise = blank_noise(text)
     kind = _kind_of(clean)
     if kind is None:

@@ -27,6 +27,7 @@ from probes.npu_smi.text import (
     is_box_row,
     is_placeholder,
     normalise_spaces,
+    not_a_number,
     split_pair,
     to_float,
     to_int,
@@ -281,7 +282,7 @@ def _convert(state: _State, line_no: int, label: str, raw: str) -> dict[str, obj
 def _number(state: _State, line_no: int, label: str, raw: str, convert: _Converter) -> object:
     value = convert(raw)
     if value is None and not is_placeholder(raw):
-        state.warn(line_no, f"{label} value {raw!r} is not a number")
+        state.warn(line_no, not_a_number(label, raw))
     return value
 
 

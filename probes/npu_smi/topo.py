@@ -29,22 +29,26 @@ def topo_header(line: str) -> tuple[tuple[str, ...], bool] | None:
     prefix (`NPU0 NPU1`, `Phy-ID0 Phy-ID1`), two or more of them or one and `CPU Affinity`."""
     has_affinity = _AFFINITY_HEADER.search(line) is not None
     tokens = _AFFINITY_HEADER.sub(" ", line).split()
-    matches = [_DEVICE_LABEL.match(token) for token in tokens]
-    prefixes = {match.group(1) for match in matches if match is not None}
-    if not tokens or None in matches or len(prefixes) != 1:
-        return None
-    if len(tokens) < 2 and not has_affinity:
+    prefixes = set()
+    for token in tokens:
+        match = _DEVICE_LABEL.match(token)
+        if match is None:
+            return None
+        prefixes.add(match.group(1))
+    if len(prefixes) != 1 or (len(tokens) < 2 and not has_affinity):
         return None
     return tuple(tokens), has_affinity
 
 
 def looks_like_topo(lines: Sequence[str]) -> bool:
     """A matrix header followed by a row that starts with one of its labels."""
-    start = next((i for i, line in enumerate(lines) if topo_header(line)), None)
-    if start is None:
-        return False
-    labels = set((topo_header(lines[start]) or ((), False))[0])
-    return any(line.split()[:1] and line.split()[0] in labels for line in lines[start + 1 :])
+    for start, line in enumerate(lines):
+        header = topo_header(line)
+        if header is not None:
+            labels = set(header[0])
+            return any(row.split(None, 1)[:1] and row.split(None, 1)[0] in labels
+                       for row in lines[start + 1 :])
+    return False
 
 
 def parse_topo(text: str) -> Topology:
