@@ -27,6 +27,7 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker
 
 from checks.policy import Policy, load_policy
+from checks.thermal import thermal_limits
 from console import telemetry
 from console.alerts import AlertLog, evaluate
 from console.engine_worker import (
@@ -145,8 +146,7 @@ class ConsoleApp(App[int]):
         with Horizontal(id="main"):
             yield ChatPane(self.options.settings)
             with VerticalScroll(id="panels"):
-                yield NpuPanel(float(self.policy.get("npu", "temperature_warn_c")),
-                               float(self.policy.get("npu", "temperature_fail_c")), id="npu")
+                yield NpuPanel(thermal_limits(self.policy), id="npu")
                 yield PressurePanel(id="pressure")
                 yield EnginePanel(id="engine")
                 yield HostPanel(id="host")

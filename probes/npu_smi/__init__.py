@@ -28,6 +28,7 @@ from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch
 from probes.npu_smi.model import (
     ChipProcesses,
     ChipRow,
+    ChipTemperatures,
     HealthReport,
     KvBlock,
     KvOutput,
@@ -49,7 +50,7 @@ from probes.npu_smi.proc_mem import parse_proc_mem
 from probes.npu_smi.registry import KINDS, OutputKind, Parsed, detect_kind, parse
 from probes.npu_smi.table import parse_info
 from probes.npu_smi.topo import parse_topo
-from probes.npu_smi.views import health_report
+from probes.npu_smi.views import health_report, temperatures
 
 __all__ = [
     "KINDS",
@@ -57,6 +58,7 @@ __all__ = [
     "SCHEMA",
     "ChipProcesses",
     "ChipRow",
+    "ChipTemperatures",
     "HealthReport",
     "KvBlock",
     "KvOutput",
@@ -90,5 +92,6 @@ __all__ = [
     "parse_value",
     "parse_watch",
     "split_noise",
+    "temperatures",
     "to_json",
 ]

@@ -172,6 +172,15 @@ class HealthReport:
 
 
 @dataclass(frozen=True)
+class ChipTemperatures:
+    """The temperatures one chip's block of a `-t` output prints; None where it prints none."""
+
+    chip_id: int | None
+    temperature_c: float | None  # `NPU Temperature (C)` / `Temperature(C)`
+    hbm_temperature_c: float | None  # `HBM Temperature(C)`
+
+
+@dataclass(frozen=True)
 class Process:
     pid: int
     name: str  # kernel comm, may be "" (npu-smi prints a blank name on A3)

@@ -157,3 +157,17 @@ def test_a_table_line_is_never_taken_for_a_prompt() -> None:
                                               ("C07", "info")])
 def test_registry_kind_of_each_constructed_sample(number: str, kind: str) -> None:
     assert detect_kind(constructed(number)) == kind
+
+
+def test_temperatures_of_temp_memory_and_common_outputs() -> None:
+    from probes.npu_smi import ChipTemperatures, temperatures
+
+    def read(text: str) -> tuple[ChipTemperatures, ...]:
+        out = parse(text).result
+        assert isinstance(out, KvOutput)
+        return temperatures(out)
+
+    assert read(constructed("C01")) == (ChipTemperatures(0, 47.0, None),)  # LM75s are the MCU's
+    assert read(recorded("062")) == (ChipTemperatures(None, None, 63.0),)
+    assert read(recorded("010")) == (ChipTemperatures(0, 46.0, None),)
+    assert read(recorded("012")) == ()  # -t usages of this driver prints no temperature
