@@ -140,7 +140,8 @@ def _kind_of(clean: str) -> OutputKind | None:
 
 
 def detect_kind(text: str) -> str:
-    """The registry name of the kind `text` is an output of, or "unknown"."""
+    """The registry name of the kind `text` is an output of, or "unknown"; ParseError for a
+    text over the limits (MAX_INPUT_BYTES, MAX_INPUT_LINES)."""
     check_size(text, "npu-smi output")
     kind = _kind_of(blank_noise(text)[0])
     return "unknown" if kind is None else kind.name
