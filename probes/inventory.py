@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 SCHEMA = "ascend-npu/1"
 
-# npu-smi must not run from several threads at once (facts/PATHS.md §6, HARDWARE.md §5): the
-# doctor's checks, a bundle and the console's sampler all call it through run_npu_smi.
+# npu-smi must not run from several threads at once (a restriction of the npu-smi documentation,
+# docs/sources.md): the doctor's checks, a bundle and the console's sampler all call it through
+# run_npu_smi.
 NPU_SMI_LOCK = threading.Lock()
 
 

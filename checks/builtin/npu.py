@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from probes.inventory import NpuReading
     from probes.npu_smi import ChipRow, NpuInfo
 
-# npu-smi error outputs and their known causes (corpus/npu-smi/FORMATS.md §4).
+# npu-smi error outputs and their known causes (tests/corpus/npu-smi/FORMATS.md §4).
 ERROR_CAUSES = {
     "dcmi_init_failed": "no access to the device: a container started without the device "
                         "nodes, a device held by another container, a non-root user, or a "

@@ -1,4 +1,4 @@
-"""The error messages npu-smi prints instead of its output (FORMATS.md §4)."""
+"""The error messages npu-smi prints instead of its output (tests/corpus/npu-smi/FORMATS.md §4)."""
 
 from __future__ import annotations
 

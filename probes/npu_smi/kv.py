@@ -1,4 +1,6 @@
-"""Parser of the key/value outputs of `npu-smi info -t <type>` (FORMATS.md §1.7, §0 point 10).
+"""Parser of the key/value outputs of `npu-smi info -t <type>`.
+
+Their shapes are described in tests/corpus/npu-smi/FORMATS.md §1.7.
 
 Copies in docs and issues lose TABs and blank lines, so block boundaries are taken from the
 keys (`Chip ID`, `Chip Name : mcu`, a repeated key), never from blank lines or column offsets.
