@@ -51,12 +51,7 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 # the suite red until its entry is removed.
 PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
-    "checks/builtin/devices.py",
-    "checks/builtin/environment.py",
     "checks/builtin/hbm_fit.py",
-    "checks/builtin/logging.py",
-    "checks/builtin/tokenizer.py",
-    "checks/builtin/versions.py",
     "checks/bundle.py",
     "console/cli.py",
     "console/msprof.py",
@@ -69,7 +64,6 @@ PENDING_PY = frozenset((
     "probes/environment.py",
     "probes/libraries.py",
     "probes/lspci.py",
-    "probes/pci_ids.py",
     "probes/version_files.py",
     "probes/versions.py",
 ))
