@@ -143,10 +143,14 @@ def cmd_npu(options: NpuOptions) -> int:
 
 
 def _read_input(path: str) -> str:
+    # one byte over the limit is enough for the parser to refuse it (and a huge file is not read)
+    from probes.npu_smi.registry import MAX_INPUT_BYTES
+
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_INPUT_BYTES + 1)
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with Path(path).open("rb") as stream:
+            return stream.read(MAX_INPUT_BYTES + 1).decode("utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 

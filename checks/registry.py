@@ -53,7 +53,9 @@ BUILTIN: tuple[Check, ...] = (
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
            "npu:npu_health"),
     _check("npu.temperature", "NPU temperature and power", "npu",
-           "chip temperature against the policy; power where printed", "npu:npu_temperature"),
+           "thermal alarm codes (-t health), HBM temperature (-t memory) against the HBM "
+           "alarm, each chip against the median of the others; power where printed",
+           "npu:npu_temperature"),
     _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
            "weights (safetensors headers) + KV cache (config, policy context) + reserve "
            "against the free HBM of the chips used", "hbm_fit:hbm_fit", needs=("model",)),

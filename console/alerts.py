@@ -1,6 +1,7 @@
 """Alert rules over snapshots (pure) and a bounded, deduplicating log of raised alerts.
 
-Thresholds come from the policy: `npu.temperature_warn_c` / `npu.temperature_fail_c` and the
+Temperatures are judged by the doctor's rule (`checks.thermal`: chips much hotter than their
+peers, `npu.temperature_above_peers_warn_c`); the other thresholds come from the policy's
 `console:` section (`hbm_used_warn_percent`, `hbm_used_fail_percent`, `decode_drop_warn_ratio`,
 `stale_after_intervals`), and for a serving endpoint `endpoint.kv_cache_usage_warn_ratio` and
 `endpoint.waiting_warn_requests`. Every alert about a remote NPU names its host.
@@ -11,8 +12,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from checks.health import health_level
+from checks.health import health_level, health_verdict
 from checks.policy import Policy
+from checks.thermal import ThermalVerdict, judge_by_key, thermal_limits
 from console.snapshots import (
     Alert,
     AlertLevel,
@@ -35,8 +37,10 @@ def evaluate(
     its chips are judged, and its age against `stale_after_s` raises the stale alert."""
     alerts: list[Alert] = []
     if npu is not None and npu.ok:
+        thermal = judge_by_key({c.key: c.temperature_c for c in npu.chips},
+                               thermal_limits(policy))
         for chip in npu.chips:
-            alerts.extend(chip_alerts(chip, policy, now))
+            alerts.extend(chip_alerts(chip, policy, now, thermal.get(chip.key)))
         alerts.extend(stale_alerts(npu, now, stale_after_s))
     if engine is not None:
         alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
@@ -80,27 +84,21 @@ def serving_alerts(serving: ServingSnapshot, policy: Policy, now: float) -> list
     return out
 
 
-def chip_alerts(chip: ChipSample, policy: Policy, now: float) -> list[Alert]:
+def chip_alerts(chip: ChipSample, policy: Policy, now: float,
+                thermal: ThermalVerdict | None = None) -> list[Alert]:
     found = [
-        _temperature(chip, policy, now),
+        _temperature(chip, thermal, now),
         _hbm(chip, policy, now),
         _health(chip, now),
     ]
     return [a for a in found if a is not None]
 
 
-def _temperature(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
-    temp = chip.temperature_c
-    if temp is None:
+def _temperature(chip: ChipSample, thermal: ThermalVerdict | None, now: float) -> Alert | None:
+    if thermal is None or thermal.level not in ("warn", "fail") or chip.temperature_c is None:
         return None
-    fail_c = policy.get("npu", "temperature_fail_c")
-    warn_c = policy.get("npu", "temperature_warn_c")
-    level = _level(temp, warn_c, fail_c)
-    if level is None:
-        return None
-    limit = fail_c if level == "fail" else warn_c
-    return Alert(now, f"temperature:{chip.key}", level,
-                 f"NPU {chip.key} temperature at or above {limit} °C", f"{temp} °C")
+    return Alert(now, f"temperature:{chip.key}", thermal.level,
+                 f"NPU {chip.key} at {thermal.reasons[0]}", f"{chip.temperature_c} °C")
 
 
 def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
@@ -119,13 +117,14 @@ def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
 
 def _health(chip: ChipSample, now: float) -> Alert | None:
     health = (chip.health or "").strip()
-    level = health_level(health)
+    level = health_verdict(health)
     if level not in ("warn", "fail"):
         return None
     where = " on that host" if "#" in chip.key else ""
+    what = "could not be read" if health_level(health) == "unknown" else f"is {health}"
     return Alert(now, f"health:{chip.key}", level,
-                 f"NPU {chip.key} health is {health} (see `npu-smi info -t health -i "
-                 f"{chip.npu_id}`{where})", health)
+                 f"NPU {chip.key} health {what} (see `npu-smi info -t health -i "
+                 f"{chip.npu_id}`{where})", health or "not printed")
 
 
 def stale_alerts(npu: NpuSnapshot, now: float, stale_after_s: float) -> list[Alert]:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import psutil
 
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
-from probes import inventory, npu_smi_kv
+from probes import inventory
 from probes.errors import ParseError
 from probes.host import CommandResult, Host
-from probes.npu_smi_model import ChipRow, NpuInfo
+from probes.npu_smi import ChipRow, NpuInfo, parse_kv
 
 NOT_FOUND = "npu-smi not found on PATH"
 MB = 1024 * 1024
@@ -118,7 +118,7 @@ def parse_usages(result: CommandResult, npu_id: int) -> dict[tuple[int, int | No
     if not result.ok or not result.stdout.strip():
         return {}
     try:
-        output = npu_smi_kv.parse_kv(result.stdout, "usages")
+        output = parse_kv(result.stdout, "usages")
     except ParseError:
         return {}
     card = npu_id  # the card asked for with -i; the printed `NPU ID` line repeats it

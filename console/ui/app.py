@@ -24,6 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header
 
 from checks.policy import Policy, load_policy
+from checks.thermal import thermal_limits
 from console.chat.backend import ChatBackend
 from console.msprof import MsprofError, OpConflict, read_conflicts
 from console.options import ConsoleOptions, backend_for
@@ -94,11 +95,9 @@ class ConsoleApp(App[int]):
             with VerticalScroll(id="panels"):
                 if options.serving_metrics_url:
                     yield ServingPanel(options.serving_metrics_url, id="serving")
-                warn_c = float(self.policy.get("npu", "temperature_warn_c"))
-                fail_c = float(self.policy.get("npu", "temperature_fail_c"))
+                limits = thermal_limits(self.policy)
                 for index, source in enumerate(self.telemetry.sources):
-                    yield NpuPanel(warn_c, fail_c, source=source, id=f"npu-{index}"
-                                   if index else "npu")
+                    yield NpuPanel(limits, source=source, id=f"npu-{index}" if index else "npu")
                 yield PressurePanel(id="pressure")
                 yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
                                   else NO_MODEL)

@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from checks.health import HealthLevel, health_level
+from checks.thermal import ThermalLimits, ThermalVerdict, judge_by_key
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
 from probes.textsafe import one_line
@@ -56,14 +57,6 @@ def temperature_history_key(chip_key: str) -> str:
 
 def hbm_history_key(chip_key: str) -> str:
     return f"{chip_key}:hbm_used_mb"
-
-
-def threshold_level(value: float | None, warn: float, fail: float) -> Level:
-    if value is None:
-        return "unknown"
-    if value >= fail:
-        return "fail"
-    return "warn" if value >= warn else "ok"
 
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
@@ -130,8 +123,7 @@ class NpuPanel(Widget):
 
     def __init__(
         self,
-        warn_c: float,
-        fail_c: float,
+        thermal: ThermalLimits,
         *,
         source: str = "",
         name: str | None = None,
@@ -139,8 +131,8 @@ class NpuPanel(Widget):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.warn_c = warn_c
-        self.fail_c = fail_c
+        self.thermal = thermal  # the doctor's temperature rule colours the temperatures
+        self._thermal_verdicts: dict[str, ThermalVerdict] = {}
         self._processes: tuple[ProcessSample, ...] = ()
         self._processes_known = False
         self._history = History(maxlen=1)
@@ -207,12 +199,15 @@ class NpuPanel(Widget):
         text.append(f" · data {format_age(now - snapshot.taken_at)} old")
         tool = "the exporter" if snapshot.source else "npu-smi"
         text.append(f" · {tool} took {snapshot.sample_duration_s:.2f} s", style="dim")
-        text.append(f" · temp warn {self.warn_c:g} °C / fail {self.fail_c:g} °C", style="dim")
+        text.append(f" · temp warn at +{self.thermal.above_peers_warn_c:g} °C over the "
+                    "other chips' median", style="dim")
         return text
 
     # -- chips ------------------------------------------------------------------------------
 
     def _show_chips(self, chips: Sequence[ChipSample]) -> None:
+        self._thermal_verdicts = judge_by_key({c.key: c.temperature_c for c in chips},
+                                              self.thermal)
         table: DataTable[Text] = self.query_one("#npu-chips", DataTable)
         rows = {chip.key: self._chip_cells(chip) for chip in chips}
         if [key.value for key in table.rows] == list(rows):
@@ -225,7 +220,7 @@ class NpuPanel(Widget):
             table.add_row(*cells, key=key)
 
     def _chip_cells(self, chip: ChipSample) -> list[Text]:
-        temp_level = threshold_level(chip.temperature_c, self.warn_c, self.fail_c)
+        temp_level = self._temperature_level(chip)
         used_mb, total_mb = chip.hbm_used_mb, chip.hbm_total_mb
         if used_mb is None and total_mb is None:  # 310P: only its DDR is shown
             used_mb, total_mb = chip.memory_used_mb, chip.memory_total_mb
@@ -243,10 +238,13 @@ class NpuPanel(Widget):
             Text(trend, style=LEVEL_STYLES[temp_level]),
         ]
 
+    def _temperature_level(self, chip: ChipSample) -> Level:
+        verdict = self._thermal_verdicts.get(chip.key)
+        return "unknown" if verdict is None else verdict.level
+
     def chip_level(self, chip: ChipSample) -> Level:
         """The worse of the chip's temperature and health levels (its NPU id is coloured so)."""
-        levels = (threshold_level(chip.temperature_c, self.warn_c, self.fail_c),
-                  health_level(chip.health))
+        levels = (self._temperature_level(chip), health_level(chip.health))
         return max(levels, key=LEVEL_ORDER.__getitem__)
 
     # -- processes --------------------------------------------------------------------------

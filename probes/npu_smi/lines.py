@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi_model import (
+from probes.npu_smi.model import (
     ListEntry,
     MappingRow,
     NpuList,
@@ -20,8 +20,8 @@ from probes.npu_smi_model import (
     WatchTable,
     WatchValue,
 )
-from probes.npu_smi_noise import is_noise
-from probes.npu_smi_text import is_placeholder, to_float, to_int, to_text
+from probes.npu_smi.noise import is_noise
+from probes.npu_smi.text import is_placeholder, not_a_number, to_float, to_int, to_text
 
 # ----------------------------------------------------------------------------- -m (mapping)
 
@@ -93,7 +93,6 @@ def _unexpected_lines(lines: list[str], first_line_no: int) -> list[str]:
 # ----------------------------------------------------------------------------- -l (list)
 
 LIST_WHAT = "npu-smi info -l"
-_KEY_VALUE = re.compile(r"^\s*([^:]*?)\s*:\s*(.*?)\s*$")
 _COUNT_KEYS = frozenset({"Total Count", "Card Count"})
 
 
@@ -121,14 +120,17 @@ def parse_list(text: str) -> NpuList:
 def _list_line(state: _ListState, line_no: int, line: str) -> None:
     if not line.strip():
         return
-    match = _KEY_VALUE.match(line)
-    if match is None:
+    key, colon, value = (part.strip() for part in line.partition(":"))
+    if not colon:
         state.warnings.append(f"line {line_no}: not a key : value line: {line.strip()}")
         return
-    key, value = match.group(1), match.group(2)
     if key in _COUNT_KEYS:
         state.total_count, state.seen_count = to_int(value), True
+        if state.total_count is None:
+            state.warnings.append(f"line {line_no}: {not_a_number(key, value)}")
     elif key == "NPU ID":
+        if to_int(value) is None:
+            state.warnings.append(f"line {line_no}: {not_a_number(key, value)}: card not listed")
         state.entries.append({key: value})
     elif state.entries and key in ("Product Name", "Serial Number", "Chip Count"):
         state.entries[-1][key] = value
@@ -151,17 +153,24 @@ def _list_entry(values: dict[str, str]) -> ListEntry | None:
 # ----------------------------------------------------------------------------- watch
 
 WATCH_WHAT = "npu-smi info watch"
-# a label is words ending in a parenthesised unit: `NpuID(Idx)`, `AI Core(%)`, `Memory BW(%)`
-_WATCH_LABEL = re.compile(r"[^\s()][^()]*?\([^()]*\)")
 _NPU_COLUMN = "NpuID"
 _CHIP_COLUMN = "ChipId"
 
 
 def watch_columns(line: str) -> tuple[str, ...]:
-    """The column labels of a watch header line, as printed; () when it is not one."""
+    """The column labels of a watch header line, as printed; () when it is not one.
+
+    A label is words ending in a parenthesised unit: `NpuID(Idx)`, `AI Core(%)`; the line is
+    cut at each `)` (string operations: linear on any line)."""
     if not line.strip().startswith(_NPU_COLUMN):
         return ()
-    return tuple(label.strip() for label in _WATCH_LABEL.findall(line))
+    labels: list[str] = []
+    for chunk in line.split(")")[:-1]:
+        label = chunk.strip()
+        if label.count("(") != 1 or label.startswith("("):
+            return tuple(labels)
+        labels.append(label + ")")
+    return tuple(labels)
 
 
 @dataclass
@@ -196,7 +205,7 @@ def _watch_line(state: _WatchState, line_no: int, line: str) -> None:
         return
     if len(tokens) < len(state.columns):
         state.warnings.append(f"line {line_no}: row cut ({len(tokens)} of "
-                              f"{len(state.columns)} values): dropped")
+                              f"{len(state.columns)} values), not read: {line.strip()}")
         return
     state.rows.append(_watch_row(state, line_no, tokens))
     state.pad_widths.append(len(line) - len(line.rstrip()) + len(tokens[-1]))
@@ -221,7 +230,7 @@ def _watch_value(state: _WatchState, line_no: int, column: str, token: str) -> W
     if number is None:
         number = to_float(token)
     if number is None:
-        state.warnings.append(f"line {line_no}: {column} value {token!r} is not a number")
+        state.warnings.append(f"line {line_no}: {not_a_number(column, token)}")
     return number
 
 

@@ -7,8 +7,14 @@ import re
 # printed where a value does not exist or is not known (NA: 310P power, no bus; -: A3 die 1 power)
 PLACEHOLDERS = frozenset({"", "NA", "N/A", "-", "--"})
 
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)")
+# No counter, id or reading npu-smi prints has more digits than a 64-bit integer (20); a longer
+# number is a damaged or hostile paste. It must not reach int() either, which refuses strings
+# of more than 4,300 digits with an exception.
+MAX_DIGITS = 20
+_INT = re.compile(rf"[+-]?\d{{1,{MAX_DIGITS}}}")
+_DIGITS = rf"\d{{1,{MAX_DIGITS}}}"
+_FLOAT = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.\d{{0,{MAX_DIGITS}}})?|\.{_DIGITS})")
+_NUMBER_SHAPED = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)")
 _SLASH = re.compile(r"\s*/\s*")
 _BORDER = re.compile(r"\+[-=+]*")
 
@@ -30,6 +36,20 @@ def to_float(token: str) -> float | None:
 
 def is_number(token: str) -> bool:
     return _FLOAT.fullmatch(token.strip()) is not None
+
+
+def is_implausible(token: str) -> bool:
+    """A number by its shape, but longer than any npu-smi prints (see MAX_DIGITS)."""
+    text = token.strip()
+    return _NUMBER_SHAPED.fullmatch(text) is not None and _FLOAT.fullmatch(text) is None
+
+
+def not_a_number(label: str, token: str) -> str:
+    """The warning for a value that should be a number and is not (or not a plausible one)."""
+    text = token.strip()
+    if is_implausible(text):
+        return f"{label} value of {sum(c.isdigit() for c in text)} digits is implausible: null"
+    return f"{label} value {text!r} is not a number"
 
 
 def to_text(token: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Frozen facts parsed from the table- and line-shaped outputs of `npu-smi`.
+"""Frozen facts parsed from the outputs of `npu-smi`: tables, lines and `-t` key/value blocks.
 
 Units are in the field names. A field that the output does not carry, or that it prints as
 `NA`, `-` or blank, is None. Strings (names, health, bus ids) are kept as printed, masked ones
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeAlias
 
 WatchValue = float | int | None
 
@@ -34,6 +35,8 @@ class ChipRow:
     hbm_total_mb: int | None = None
     hugepages_used: int | None = None
     hugepages_total: int | None = None
+    # `NPU Util(%)`, the overall utilisation the `npu-id` layout prints instead of AICore(%)
+    npu_util_percent: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +131,79 @@ class NpuSmiError:
     `code` is the dcmi return code (`-8005`) when printed, `kind` a short word for judges
     (`dcmi_init_failed`, `device_in_use`, `dcmi_error`, `invalid_card`, `permission_denied`,
     `no_npu`, `driver_library_missing`, `command_not_found`, `unsupported`),
-    `message` the error line(s) as printed, stripped, joined by newlines.
+    `message` the error line(s) as printed, stripped, joined by newlines; `warnings` every
+    other line of the output (with its line number), so that none is lost.
     """
 
     code: int | None
     kind: str
     message: str
+    warnings: tuple[str, ...] = ()
+
+
+# ----------------------------------------------------------------------------- -t key/value
+
+Value: TypeAlias = int | float | str | None
+
+
+@dataclass(frozen=True)
+class KvBlock:
+    """One chip's fields (or the card's, for flat outputs). `name` marks the MCU block."""
+
+    chip_id: int | None
+    name: str | None
+    fields: Mapping[str, Value]
+
+
+@dataclass(frozen=True)
+class KvOutput:
+    kind: str  # one of KV_KINDS
+    npu_id: int | None  # the `NPU ID` card-level line
+    blocks: tuple[KvBlock, ...]
+    warnings: tuple[str, ...]  # lines not understood, with their line numbers
+    chip_count: int | None = None  # the `Chip Count` card-level line
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    status: str | None  # `OK`, `Warning`, `Alarm`, `Critical`, ... as printed
+    error_codes: tuple[str, ...]  # 8-hex codes; empty when `NA`
+    error_information: tuple[str, ...]  # one text per line; empty when `NA`
+
+
+@dataclass(frozen=True)
+class ChipTemperatures:
+    """The temperatures one chip's block of a `-t` output prints; None where it prints none."""
+
+    chip_id: int | None
+    temperature_c: float | None  # `NPU Temperature (C)` / `Temperature(C)`
+    hbm_temperature_c: float | None  # `HBM Temperature(C)`
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str  # kernel comm, may be "" (npu-smi prints a blank name on A3)
+    memory_mb: int | None
+
+
+@dataclass(frozen=True)
+class ChipProcesses:
+    chip_id: int | None  # None when the output was cut before the chip's `Chip ID` line
+    processes: tuple[Process, ...]
+
+
+@dataclass(frozen=True)
+class ProcMem:
+    npu_id: int | None
+    chips: tuple[ChipProcesses, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Topology:
+    devices: tuple[str, ...]  # header labels in order: `NPU0`.. or `Phy-ID0`.. (A3)
+    links: Mapping[tuple[str, str], str]  # (row, column) -> `HCCS`, `SYS`, `X` (self), ...
+    cpu_affinity: Mapping[str, str | None]  # `144-167`; None without the column (A3 on ARM)
+    legend: Mapping[str, str]  # code -> explanation
+    warnings: tuple[str, ...]

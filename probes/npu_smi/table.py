@@ -8,6 +8,7 @@ from the header rows, so a layout is recognised by its labels:
 - `310-wide`    `Chip Device` + hugepages (310/310B/310P, 102 and 106 columns); Device = logic id
 - `hbm`         `Chip` + `HBM-Usage(MB)` (910A/910/910B: 93, 98 and the 116-column 26.0 layout)
 - `hbm-a3`      `Chip Phy-ID` (A3 / 910_93, two dies per card)
+- `npu-id`      `NPU ID | Name | Health` columns, `NPU Util(%)` (Ascend 950, npu-smi 25.6 and later)
 - a `+container` suffix when the process header has `Process id in container`.
 """
 
@@ -18,14 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi_model import ChipRow, NpuInfo, ProcessRow
-from probes.npu_smi_noise import is_noise
-from probes.npu_smi_text import (
+from probes.npu_smi.model import ChipRow, NpuInfo, ProcessRow
+from probes.npu_smi.noise import is_noise
+from probes.npu_smi.text import (
     box_cells,
     is_border,
     is_box_row,
     is_placeholder,
     normalise_spaces,
+    not_a_number,
     split_pair,
     to_float,
     to_int,
@@ -49,13 +51,18 @@ _PAIR_FIELDS = {
     "Memory-Usage(MB)": ("memory_used_mb", "memory_total_mb"),
     "HBM-Usage(MB)": ("hbm_used_mb", "hbm_total_mb"),
 }
+# labels printed with a space inside; every other label is one whitespace-free word
+_LABEL_TOKEN = re.compile(r"NPU\s+ID\b|NPU\s+Util\(%\)|\S+")
+_NPU_LABELS = ("NPU", "NPU ID")
 _INT_FIELDS = {
     "NPU": "npu_id",
+    "NPU ID": "npu_id",
     "Chip": "chip_id",
     "Phy-ID": "phy_id",
     "Device": "logic_id",
     "Temp(C)": "temperature_c",
     "AICore(%)": "aicore_percent",
+    "NPU Util(%)": "npu_util_percent",
 }
 _TEXT_FIELDS = {"Name": "name", "Health": "health", "Bus-Id": "bus_id"}
 _FLOAT_FIELDS = {"Power(W)": "power_w"}
@@ -65,6 +72,7 @@ _KNOWN_LABELS = frozenset(
 # process header cell (whitespace-normalised, lower case) -> field
 _PROCESS_CELLS = {
     "npu chip": "ids",
+    "npu id": "ids",
     "process id": "pid",
     "process name": "name",
     "process memory(mb)": "memory_mb",
@@ -162,7 +170,7 @@ def _is_header(cells: list[str]) -> bool:
 
 
 def _take_header(state: _State, line_no: int, cells: list[str]) -> None:
-    labels = tuple(tuple(cell.split()) for cell in cells)
+    labels = tuple(_cell_labels(cell) for cell in cells)
     if "Process id" in normalise_spaces(" ".join(cells)):
         _flush_pending(state)
         state.process_header = tuple(normalise_spaces(cell).lower() for cell in cells)
@@ -171,6 +179,10 @@ def _take_header(state: _State, line_no: int, cells: list[str]) -> None:
     else:
         state.header2 = labels
     _warn_unknown_labels(state, line_no, labels if state.process_header is None else ())
+
+
+def _cell_labels(cell: str) -> tuple[str, ...]:
+    return tuple(normalise_spaces(label) for label in _LABEL_TOKEN.findall(cell))
 
 
 def _warn_unknown_labels(state: _State, line_no: int, labels: Labels) -> None:
@@ -243,9 +255,10 @@ def _assign_cell(state: _State, line_no: int, labels: tuple[str, ...], cell: str
 
 
 def _chip_from_values(state: _State, line_no: int, values: dict[str, str]) -> ChipRow | None:
-    npu_id = to_int(values.get("NPU", ""))
+    raw_id = next((values[label] for label in _NPU_LABELS if label in values), "")
+    npu_id = to_int(raw_id)
     if npu_id is None:
-        state.warn(line_no, f"chip row without an NPU id: {values.get('NPU', '')!r}: ignored")
+        state.warn(line_no, f"chip row without an NPU id: {raw_id!r}: ignored")
         return None
     fields: dict[str, object] = {"npu_id": npu_id}
     for label, raw in values.items():
@@ -261,7 +274,7 @@ def _convert(state: _State, line_no: int, label: str, raw: str) -> dict[str, obj
         return _convert_pair(state, line_no, label, raw)
     if label in _FLOAT_FIELDS:
         return {_FLOAT_FIELDS[label]: _number(state, line_no, label, raw, to_float)}
-    if label in _INT_FIELDS and label != "NPU":
+    if label in _INT_FIELDS and label not in _NPU_LABELS:
         return {_INT_FIELDS[label]: _number(state, line_no, label, raw, to_int)}
     return {}
 
@@ -269,7 +282,7 @@ def _convert(state: _State, line_no: int, label: str, raw: str) -> dict[str, obj
 def _number(state: _State, line_no: int, label: str, raw: str, convert: _Converter) -> object:
     value = convert(raw)
     if value is None and not is_placeholder(raw):
-        state.warn(line_no, f"{label} value {raw!r} is not a number")
+        state.warn(line_no, not_a_number(label, raw))
     return value
 
 
@@ -335,7 +348,9 @@ def _layout(state: _State) -> str:
     first_cell = state.header2[0] if state.header2 else ()
     all_labels = {label for cell in (state.header1 or ()) for label in cell}
     all_labels |= {label for cell in (state.header2 or ()) for label in cell}
-    if "Phy-ID" in first_cell:
+    if "NPU ID" in all_labels:
+        base = "npu-id"
+    elif "Phy-ID" in first_cell:
         base = "hbm-a3"
     elif "Device" in first_cell:
         base = "310-wide" if "Hugepages-Usage(page)" in all_labels else "310-legacy"
