@@ -388,13 +388,11 @@ def test_truncated_bundles_end_in_a_clean_error(tmp_path: Path, cut: float) -> N
     whole = _valid_bundle(tmp_path)
     path = tmp_path / "cut.tar.gz"
     path.write_bytes(whole[: int(len(whole) * cut)])
-    try:
-        host = SnapshotHost(path)
-    except SnapshotError as exc:
-        assert "\n" not in str(exc)
-        return
-    # a cut inside the gzip trailer or the tar's end padding leaves every member whole
-    assert host.run(["true"]).outcome != "not_recorded" and host.env == {"A": "1"}
+    # every cut is refused, even one inside the gzip trailer or the tar's end padding: the
+    # end of the gzip stream and the end-of-archive marker are required
+    with pytest.raises(SnapshotError) as caught:
+        SnapshotHost(path)
+    assert "\n" not in str(caught.value)
 
 
 NAME = st.text(alphabet=st.sampled_from("ab./_-\\~:\x00 é"), min_size=0, max_size=30)
