@@ -1,7 +1,7 @@
 """Record what a Host was asked and answered; answer again from the recording anywhere.
 
 `RecordingHost(inner)` forwards every question to `inner` and keeps question + answer;
-`save()` writes the "ascend-snapshot/1.1" format (docs/snapshot-format.md). `SnapshotHost(path)`
+`save()` writes the "ascend-snapshot/1.2" format (docs/snapshot-format.md). `SnapshotHost(path)`
 answers from such a directory or a `.tar.gz` of one, and says "not recorded" for anything
 else. Reading a bundle is hostile-input code: every member name, kind, size and JSON shape is
 checked, and each problem is one SnapshotError naming the member.
@@ -32,13 +32,14 @@ if TYPE_CHECKING:
 
 SCHEMA_NAME = "ascend-snapshot"
 SCHEMA_MAJOR = 1
-# 1.1 added the file_size and disk_usage answers; readers take 1 and any 1.x.
-SCHEMA_MINOR = 1
+# 1.1 added the file_size and disk_usage answers, 1.2 the output_limit outcome; readers take
+# 1 and any 1.x.
+SCHEMA_MINOR = 2
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 MIB = 1024 * 1024
 PATH_KINDS = ("file", "dir", "char_device", "block_device", "other", "missing")
-OUTCOMES = ("exited", "not_found", "timeout", "error", "not_recorded")
+OUTCOMES = ("exited", "not_found", "timeout", "output_limit", "error", "not_recorded")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 T = TypeVar("T")
@@ -773,8 +774,11 @@ def _parse_commands(raw: Any) -> tuple[CommandRecord, ...]:
 def _parse_command(raw: Any) -> CommandRecord:
     argv = tuple(_expect(a, str, "argv item") for a in _expect(raw["argv"], list, "argv"))
     outcome = _expect(raw["outcome"], str, "outcome")
-    if outcome not in OUTCOMES or not argv:
-        raise ValueError(f"command {argv!r}: bad outcome {outcome!r} or empty argv")
+    if not argv:
+        raise ValueError("a command with an empty argv")
+    error = _expect(raw.get("error", ""), str, "error")
+    if outcome not in OUTCOMES:  # a later minor version's outcome: it did not exit normally
+        outcome, error = "error", f"outcome {outcome[:40]!r}: {error}"
     exit_code = raw.get("exit_code")
     timeout_s = raw.get("timeout_s")
     result = CommandResult(
@@ -784,7 +788,7 @@ def _parse_command(raw: Any) -> CommandRecord:
         stdout=_expect(raw.get("stdout", ""), str, "stdout"),
         stderr=_expect(raw.get("stderr", ""), str, "stderr"),
         duration_s=float(_expect(raw.get("duration_s", 0.0), (int, float), "duration_s")),
-        error=_expect(raw.get("error", ""), str, "error"),
+        error=error,
     )
     return CommandRecord(result=result, timeout_s=None if timeout_s is None else float(timeout_s))
 
