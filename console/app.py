@@ -279,7 +279,7 @@ class ConsoleApp(App[int]):
         except RecordingError as exc:
             self.post_message(ReplayEnded(str(exc)))
             return
-        self.post_message(ReplayEnded())
+        self.post_message(ReplayEnded(skipped_rows=player.skipped_rows))
 
     def on_replay_tick(self, message: ReplayTick) -> None:
         with suppress(NoMatches):
@@ -298,6 +298,9 @@ class ConsoleApp(App[int]):
     def on_replay_ended(self, message: ReplayEnded) -> None:
         if message.error:
             self.notify(message.error, title="replay", severity="error", timeout=30)
+        elif message.skipped_rows:
+            self.notify(f"end of the recording; {message.skipped_rows} damaged row(s) were "
+                        "skipped", title="replay", severity="warning")
         else:
             self.notify("end of the recording", title="replay")
 

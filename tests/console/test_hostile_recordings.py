@@ -221,3 +221,25 @@ def test_a_crash_inside_the_app_is_not_exit_0(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr("console.app.ConsoleApp", Crashed)
     assert main(["--no-model"]) == 1
+
+
+async def test_the_console_replays_a_damaged_recording_and_shows_the_count(
+        tmp_path: Path) -> None:
+    from console.app import ConsoleApp, ConsoleOptions
+    from console.engine_worker import FakeEngine
+    from probes.live import LiveHost
+
+    path = with_rows(tmp_path / "damaged.sqlite", [BAD_ROWS["text where a number belongs"],
+                                                   BAD_ROWS["deep json"]])
+    (tmp_path / "root").mkdir()
+    app = ConsoleApp(ConsoleOptions(interval_s=0.2, npu_timeout_s=2.0, log_dir=None,
+                                    replay=path, replay_speed=0.0),
+                     engine=FakeEngine(), host=LiveHost(root=str(tmp_path / "root"), env={}))
+    async with app.run_test(size=(160, 50)) as pilot:
+        deadline = time.monotonic() + 10
+        while not any("damaged row" in n.message for n in app._notifications):
+            assert time.monotonic() < deadline, "no notice of the skipped rows"
+            await pilot.pause(0.05)
+        notice = next(n.message for n in app._notifications if "damaged row" in n.message)
+        assert "2 damaged row(s) were skipped" in notice
+        assert app.replay_time == T0 + 4  # the good rows were all shown
