@@ -44,6 +44,20 @@ class Policy:
         return next((w for w in self.waivers if w.check_id == check_id), None)
 
 
+def command_output_bytes(policy: Policy) -> int:
+    """The cap on one command's output (runner.command_output_mb), in bytes."""
+    return int(float(policy.get("runner", "command_output_mb")) * 1024 * 1024)
+
+
+def apply_output_cap(host: object, policy: Policy) -> None:
+    """Give the live machine under `host` (a Host, or a recorder around one) the policy's
+    output cap; a recording runs nothing and is left alone."""
+    while not hasattr(host, "max_output_bytes") and hasattr(host, "inner"):
+        host = host.inner
+    if hasattr(host, "max_output_bytes"):
+        host.max_output_bytes = command_output_bytes(policy)
+
+
 def _defaults() -> dict[str, Any]:
     data = datafiles.load("policy.yaml")
     assert isinstance(data, dict)
