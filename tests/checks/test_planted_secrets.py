@@ -110,7 +110,7 @@ def plant(root: FakeRoot) -> LiveHost:
     root.file(f"{PLOG}/plog-1_20250101120000000.log", plog)
     # a tail of 256 KiB that starts inside a secret: the first half stays outside the tail
     filler = ("[INFO] steady state, nothing to see here\n" * 7000)[: 256 * 1024 - 40]
-    root.file(f"/root/ascend/log/run/plog/plog-2_20250101120100000.log",
+    root.file("/root/ascend/log/run/plog/plog-2_20250101120100000.log",
               f"[INFO] start\n[ERROR] token={CUT_SECRET}\n{filler}")
     _recording(root.path / RECORDINGS.lstrip("/") / "box-20250101T120000Z.sqlite")
     return LiveHost(root=host.root, env=env, python=host.python)
