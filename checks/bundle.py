@@ -52,6 +52,7 @@ from probes.recording import (
     load_recording,
     write_directory,
 )
+from probes.textsafe import one_line
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
@@ -156,9 +157,9 @@ class Progress:
         self.stream = stream or sys.stderr
         self.console: Any = None
         if self.stream.isatty():
-            from rich.console import Console
+            from checks.terminal import make_console  # shows paths and outputs literally
 
-            self.console = Console(file=self.stream, highlight=False)
+            self.console = make_console(self.stream)
 
     @contextlib.contextmanager
     def step(self, label: str) -> Iterator[list[str]]:
@@ -166,14 +167,17 @@ class Progress:
         detail: list[str] = []
         began = time.perf_counter()
         if self.console is not None:
+            from rich.text import Text
+
             with self.console.status(label):
                 yield detail
-            mark = "[green]✓[/green]"
-            self.console.print(f"{mark} {label}{_detail(detail)} [dim]({_elapsed(began)})[/dim]")
+            self.console.print(Text.assemble(("✓", "green"), f" {label}{_detail(detail)} ",
+                                             (f"({_elapsed(began)})", "dim")))
         else:
-            print(f"{label} ...", file=self.stream, flush=True)
+            print(one_line(f"{label} ..."), file=self.stream, flush=True)
             yield detail
-            print(f"  done{_detail(detail)} ({_elapsed(began)})", file=self.stream, flush=True)
+            print(one_line(f"  done{_detail(detail)} ({_elapsed(began)})"), file=self.stream,
+                  flush=True)
 
 
 def _detail(detail: list[str]) -> str:
@@ -573,5 +577,5 @@ def cmd_bundle(args: argparse.Namespace, host: Host) -> int:
         redact_hostnames=args.redact_hostnames,
     )
     result = make_bundle(host, args, options, Progress())
-    print("\n".join(summary_lines(result)))
+    print("\n".join(one_line(line) for line in summary_lines(result)))
     return 0
