@@ -26,7 +26,7 @@ from typing import Any
 
 from checks.env_allow import WITHHELD, value_allowed
 from checks.pseudonyms import Fit, Pseudonyms
-from checks.redact_rules import secret_spans
+from checks.redact_rules import Span, secret_spans
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
@@ -89,10 +89,13 @@ class Redactor:
     redactions: set[Redaction] = field(default_factory=set)
     _patterns: dict[bool, re.Pattern[str]] = field(default_factory=dict)
     _literal_for: frozenset[str] = frozenset()
+    # spans found in the first pass, so a long text is scanned once, not twice
+    _spans: dict[str, list[Span]] = field(default_factory=dict)
 
     def learn(self, text: str) -> None:
         """First pass: collect secret values so that their echoes elsewhere are masked too."""
-        for start, end, _ in secret_spans(text):
+        spans = self._spans[text] = secret_spans(text)
+        for start, end, _ in spans:
             self.learn_value(text[start:end])
 
     def learn_value(self, value: str) -> None:
@@ -122,7 +125,8 @@ class Redactor:
     def _redact(self, text: str, where: str, mask: Mask, fit: Fit,
                 as_latin1: bool = False) -> str:
         kinds: set[str] = set()
-        text = _mask_spans(text, mask, kinds)
+        spans = self._spans.get(text)
+        text = _mask_spans(text, secret_spans(text) if spans is None else spans, mask, kinds)
         text = self._literals(text, mask, kinds, as_latin1)
         if self.pseudonyms is not None:
             text = self.pseudonyms.apply(text, fit, kinds)
@@ -162,8 +166,7 @@ class Redactor:
         return value
 
 
-def _mask_spans(text: str, mask: Mask, kinds: set[str]) -> str:
-    spans = secret_spans(text)
+def _mask_spans(text: str, spans: list[Span], mask: Mask, kinds: set[str]) -> str:
     if not spans:
         return text
     out, last = [], 0

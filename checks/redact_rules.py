@@ -52,17 +52,20 @@ _QUOTED_NAME = re.compile(
 _YAML_LINE = re.compile(rf"(?m)^[ \t]*-?[ \t]*({_NAME})[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$")
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(.*?)"
                           r"(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S)
-_FORMATS = re.compile("|".join((
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{30,}",
-    r"\bglpat-[A-Za-z0-9_-]{20,}",
-    r"\bhf_[A-Za-z0-9]{30,}",
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
-    r"\bsk-[A-Za-z0-9_-]{20,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    r"hooks\.slack\.com/services/[A-Za-z0-9/_-]+",
-)))
+# known token formats, each with the literals one of its matches must contain (a cheap test
+# before the expression runs over a long text)
+_FORMATS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (literals, re.compile(pattern)) for literals, pattern in (
+        (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+        (("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{30,}"),
+        (("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}"),
+        (("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
+        (("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+        (("sk-",), r"\bsk-[A-Za-z0-9_-]{20,}"),
+        (("AKIA", "ASIA"), r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        (("eyJ",), r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        (("hooks.slack.com",), r"hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
+    ))
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_.~-]{16,}={0,2}")
 MIN_RANDOM_SEGMENT = 16
 
@@ -114,7 +117,16 @@ def _named(pattern: re.Pattern[str], name: int, value: int, kind: str
     return find
 
 
+def _token_formats(text: str) -> Iterator[Span]:
+    for literals, pattern in _FORMATS:
+        if any(literal in text for literal in literals):
+            for m in pattern.finditer(text):
+                yield m.start(), m.end(), "token-format"
+
+
 def _private_keys(text: str) -> Iterator[Span]:
+    if "PRIVATE KEY-----" not in text:
+        return
     for m in _PRIVATE_KEY.finditer(text):
         yield m.start(1), m.end(1), "private-key"
 
@@ -179,6 +191,6 @@ _RULES: tuple[Callable[[str], Iterator[Span]], ...] = (
     _named(_ASSIGNMENT, 1, 2, "secret-assignment"),
     _named(_QUOTED_NAME, 2, 3, "secret-assignment"),
     _named(_YAML_LINE, 1, 2, "secret-assignment"),
-    _groups(_FORMATS, "token-format", 0),
+    _token_formats,
     _random_tokens,
 )
