@@ -47,8 +47,15 @@ try:
         from checks.cli import main
         code = main(sys.argv[1:])
 finally:
+    # VmHWM is this process's own peak; ru_maxrss would start at the parent's size (Linux
+    # carries the forked image's peak across exec)
+    try:
+        with open("/proc/self/status") as status:
+            peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with open(os.environ["PEAK_RSS_FILE"], "w") as fh:
-        fh.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        fh.write(str(peak_kb))
 sys.exit(code)
 """
 
