@@ -21,7 +21,10 @@ from typing import Any, Literal
 
 import yaml
 
+from checks import inputs
 from checks.context import Context
+from checks.errors import UsageError
+from checks.options import BaselineRecordOptions
 from checks.secret_names import REDACTED, is_secret_name
 from probes.environment import VARIABLE_PREFIXES
 from probes.errors import NotRecorded
@@ -414,33 +417,18 @@ def _tokenizer_from(raw: Any) -> TokenizerFingerprint | None:
     )
 
 
-# -- the `baseline record` command ---------------------------------------------------------------
+# -- `baseline record` ---------------------------------------------------------------------------
 
 
-def cmd_baseline_record(args: Any, host: Host) -> int:
-    import sys
-
-    from checks.cli import UsageError
-    from checks.commands import model_dir_arg
-    from checks.policy import load_policy
-
-    model = model_dir_arg(args, host)
-    ctx = Context(host, load_policy(None), model, timeout_s=args.timeout)
+def record_baseline(host: Host, options: BaselineRecordOptions) -> Baseline:
+    """This machine now, as a baseline to write. Raises UsageError naming --model when the
+    tokenizer cannot be fingerprinted."""
+    model = inputs.model_dir(options.model, options.host, host)
+    ctx = Context(host, inputs.policy(None), model, timeout_s=options.host.timeout_s)
     if model is not None and local_model_path(host, model) is None:
-        raise UsageError(f"--model {args.model}: the tokenizer fingerprint needs the model "
+        raise UsageError(f"--model {options.model}: the tokenizer fingerprint needs the model "
                          "directory on this machine, not in a recording")
     now = observe(ctx, model)
     if "tokenizer" in now.unknown:
-        raise UsageError(f"--model {args.model}: {now.unknown['tokenizer']}")
-    text = to_yaml(now)
-    if not args.output or args.output == "-":
-        sys.stdout.write(text)
-        return 0
-    out = Path(args.output)
-    from checks.prom import write_atomic
-
-    write_atomic(out, text, "-o")
-    print(f"wrote {out}: {len(now.versions)} versions, {len(now.environment)} variables, "
-          f"{now.npu.count if now.npu else 0} NPU chips"
-          f"{', tokenizer fingerprint' if now.tokenizer else ''}", file=sys.stderr)
-    return 0
+        raise UsageError(f"--model {options.model}: {now.unknown['tokenizer']}")
+    return now

@@ -17,7 +17,6 @@ bundle.json, plog/ and metrics/ in one top-level folder.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -33,9 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from checks.cli import UsageError
+from checks import inputs
 from checks.context import Context
-from checks.policy import PolicyError, apply_output_cap, load_policy
+from checks.errors import UsageError
+from checks.options import BundleOptions
+from checks.policy import apply_output_cap
 from checks.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
 from checks.registry import all_checks
 from checks.report import to_json
@@ -52,15 +53,12 @@ from probes.recording import (
     load_recording,
     write_directory,
 )
+from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
 from probes.textsafe import one_line
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
 MIB = 1024 * KIB
-# Bounded so a box with years of unrotated plogs still gives a bundle that mails: the newest
-# files hold the incident; 20 x 256 KiB is at most 5 MiB before compression.
-PLOG_FILES = 20
-PLOG_TAIL_BYTES = 256 * KIB
 # Where CANN writes application logs below the log directory (facts/PATHS.md §5).
 PLOG_SUBDIRS = ("debug/plog", "run/plog")
 DEVICE_LOG_PARENTS = ("debug", "run")
@@ -68,17 +66,6 @@ DEVICE_LOG_PARENTS = ("debug", "run")
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _LOG_TIME = re.compile(r"_(\d{8,})\.log$")
-
-
-@dataclass(frozen=True)
-class BundleOptions:
-    output: Path | None = None
-    include_logs: bool = True
-    metrics: Path | None = None
-    find_metrics: bool = True  # without `metrics`: the newest one in the default place
-    redact_hostnames: bool = False
-    plog_files: int = PLOG_FILES
-    plog_tail_bytes: int = PLOG_TAIL_BYTES
 
 
 @dataclass(frozen=True)
@@ -291,12 +278,6 @@ def find_metrics(host: Host, limit: int = MAX_METRICS_BYTES) -> MetricsFound:
     """The newest console recording in the observed machine's default place (the env of `host`,
     docs/recording.md), read through `host`; a note instead when there is none or it is too
     big."""
-    from console.recording import (  # no textual: console.recording is plain sqlite3
-        RECORDINGS_SUFFIX,
-        default_recordings_dir,
-        newest_first_key,
-    )
-
     try:
         env = host.env
     except HostError:
@@ -490,25 +471,22 @@ def write_bundle(out: Path, recording: Recording, members: Mapping[str, bytes]) 
     return out.stat().st_size
 
 
-def make_bundle(host: Host, args: argparse.Namespace, options: BundleOptions,
-                progress: Progress) -> BundleResult:
-    from checks.commands import host_info, model_dir_arg
-
-    try:
-        policy = load_policy(Path(args.policy) if args.policy else None)
-    except PolicyError as exc:
-        raise UsageError(str(exc)) from None
+def make_bundle(host: Host, options: BundleOptions, progress: Progress) -> BundleResult:
+    """Record `host` as `options` say and write the bundle. Raises UsageError naming the
+    option at fault."""
+    policy = inputs.policy(options.policy)
     apply_output_cap(host, policy)
     if options.output is not None and not options.output.parent.is_dir():
         raise UsageError(f"-o {options.output}: no such directory {options.output.parent}")
-    model = model_dir_arg(args, host)
+    model = inputs.model_dir(options.model, options.host, host)
 
     def ctx_for(recorder: Host) -> Context:
-        return Context(recorder, policy, model, timeout_s=args.timeout)
+        return Context(recorder, policy, model, timeout_s=options.host.timeout_s)
 
     given = read_metrics(options.metrics) if options.metrics else None
     redacted, run, report, plog, found = record(
-        host, ctx_for, options, progress, lambda ctx: host_info(ctx, args, policy.source))
+        host, ctx_for, options, progress,
+        lambda ctx: inputs.host_info(ctx, options.model, policy.source))
     found, metrics = redact_metrics(given or found, redacted)
     out = options.output or default_output(redacted.recording)
     members = bundle_members(redacted, report, plog, metrics, options, found)
@@ -555,7 +533,7 @@ def summary_lines(result: BundleResult) -> list[str]:
         lines.append("  names replaced (this list stays here, it is not in the bundle): "
                      + ", ".join(f"{p} = {o}" for p, o in result.pseudonyms))
     lines.append(f"replay anywhere: ascend-doctor --from {result.path}")
-    return lines
+    return [one_line(line) for line in lines]  # paths and notes come from the observed machine
 
 
 def _metrics_line(result: BundleResult) -> str:
@@ -567,15 +545,3 @@ def _metrics_line(result: BundleResult) -> str:
         return (f"{result.metrics_member} ({size}), the newest of {found.found} recording(s) "
                 f"in {found.directory}: {found.source}")
     return f"{result.metrics_member} ({size}) from --metrics {found.source}"
-
-
-def cmd_bundle(args: argparse.Namespace, host: Host) -> int:
-    options = BundleOptions(
-        output=Path(args.output) if args.output else None,
-        include_logs=not args.no_logs,
-        metrics=Path(args.metrics) if args.metrics else None,
-        redact_hostnames=args.redact_hostnames,
-    )
-    result = make_bundle(host, args, options, Progress())
-    print("\n".join(one_line(line) for line in summary_lines(result)))
-    return 0

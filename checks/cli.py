@@ -1,27 +1,28 @@
-"""`ascend-doctor` command line.
-
-Exit codes: 0 all pass, 1 warnings only, 2 at least one failure (or, for `npu`, an
-npu-smi error), 3 the doctor itself could not run (bad arguments, unreadable input).
+"""`ascend-doctor` command line: the parser, the options built from it (once), dispatch to
+`checks.commands`, and the one place where the doctor's own errors become a line and an exit
+code (checks/errors.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from checks.options import (
+    BaselineRecordOptions,
+    BundleOptions,
+    HostOptions,
+    NpuOptions,
+    RunOptions,
+)
 from probes.errors import ProbeError
-from probes.host import DEFAULT_TIMEOUT_S, Host
-
-EXIT_OK, EXIT_WARN, EXIT_FAIL, EXIT_USAGE = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    """The doctor cannot run: the message is one line naming what to fix."""
+from probes.host import DEFAULT_TIMEOUT_S
+from probes.textsafe import one_line
 
 
 def _columns() -> int:
@@ -56,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -185,51 +186,42 @@ def _add_baseline_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     record.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
 
-def make_host(args: argparse.Namespace) -> Host:
-    if args.from_path and args.root:
-        raise UsageError("--from and --root exclude each other: a recording has its own root")
-    if args.from_path:
-        from probes.recording import SnapshotHost
-
-        try:
-            return SnapshotHost(Path(args.from_path))
-        except (ValueError, OSError) as exc:
-            # defence in depth: a hostile bundle may find a path the reader does not turn
-            # into a SnapshotError (a NUL in a member name); it is still one line, exit 3
-            raise UsageError(f"--from {args.from_path}: not a readable recording "
-                             f"({type(exc).__name__}: {exc})") from None
-    from probes.live import LiveHost
-
-    root = args.root or "/"
-    if not os.path.isdir(root):
-        raise UsageError(f"--root {root}: not a directory")
-    return LiveHost(root=root, python=args.python, default_timeout_s=args.timeout)
+# -- the options, built once from the parsed arguments ------------------------------------------
 
 
-def _read_input(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
-def cmd_npu(args: argparse.Namespace) -> int:
-    from probes.inventory import parse_output, read_live
+def host_options(args: argparse.Namespace) -> HostOptions:
+    return HostOptions(root=args.root, from_path=args.from_path, python=args.python,
+                       timeout_s=args.timeout)
 
-    if args.from_file:
-        reading = parse_output(_read_input(args.from_file), args.from_file)
-    else:
-        reading = read_live(make_host(args), timeout_s=args.timeout)
-    if args.json:
-        print(json.dumps(reading.document, indent=2, ensure_ascii=False))
-    else:
-        from checks.npu_view import render
-        from checks.terminal import make_console
 
-        render(reading, make_console())
-    return EXIT_FAIL if reading.is_error else EXIT_OK
+def run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        host=host_options(args), model=args.model, policy=_path(args.policy),
+        only=tuple(args.only), skip=tuple(args.skip), json=args.json, junit=_path(args.junit),
+        verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus))
+
+
+def npu_options(args: argparse.Namespace) -> NpuOptions:
+    return NpuOptions(host=host_options(args), from_file=args.from_file, json=args.json)
+
+
+def bundle_options(args: argparse.Namespace) -> BundleOptions:
+    return BundleOptions(
+        host=host_options(args), model=args.model, policy=_path(args.policy),
+        output=_path(args.output), include_logs=not args.no_logs, metrics=_path(args.metrics),
+        redact_hostnames=args.redact_hostnames)
+
+
+def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
+    output = None if args.output in (None, "", "-") else Path(args.output)
+    return BaselineRecordOptions(host=host_options(args), model=args.model, output=output)
+
+
+# -- running ------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -237,11 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:
-        print(f"ascend-doctor: {exc}", file=sys.stderr)
+        # the message may quote outside text (a member name, a path): one visible line
+        print(f"ascend-doctor: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("ascend-doctor: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader (`| head`) went away: not an error of ours, and no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -252,28 +245,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     from checks import commands
 
-    if args.command == "npu":
-        return cmd_npu(args)
     if args.command == "list":
         return commands.cmd_list()
     if args.command == "explain":
         return commands.cmd_explain(args.id)
     if args.command == "playbooks":
         return commands.cmd_playbooks(" ".join(args.text))
+    if args.command == "npu":
+        return commands.cmd_npu(npu_options(args))
     if args.command == "bundle":
-        from checks.bundle import cmd_bundle
-
-        return cmd_bundle(args, make_host(args))
+        return commands.cmd_bundle(bundle_options(args))
     if args.command == "baseline":
-        from checks.baseline import cmd_baseline_record
-
-        return cmd_baseline_record(args, make_host(args))
-    return commands.cmd_run(args, make_host(args))
+        return commands.cmd_baseline_record(baseline_record_options(args))
+    return commands.cmd_run(run_options(args))
 
 
 if __name__ == "__main__":
-    # `python -m checks.cli` loads this file twice (as __main__ and as checks.cli): run the
-    # imported module's main so the errors raised by checks.commands are the ones it catches
-    from checks.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -1,23 +1,25 @@
-"""The sub-commands of `ascend-doctor` that judge: run, list, explain, playbooks."""
+"""Every sub-command of `ascend-doctor`: run, list, explain, playbooks, npu, bundle,
+baseline record. Each takes its options object (checks/options.py) and returns the exit code;
+a bad input raises UsageError (checks/errors.py), which the CLI prints as one line."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from checks.cli import EXIT_OK, EXIT_USAGE, UsageError
+from checks import inputs
 from checks.context import Context
-from checks.policy import PolicyError, load_policy
+from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
+from checks.options import BaselineRecordOptions, BundleOptions, NpuOptions, RunOptions
+from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
-from checks.report import HostInfo, to_json, to_junit
+from checks.report import to_json, to_junit
 from checks.runner import run_checks
 from checks.terminal import make_console
-from probes.errors import NotRecorded, ProbeError
-from probes.host import Host
+from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
@@ -75,70 +77,42 @@ def cmd_playbooks(text: str) -> int:
     return EXIT_OK
 
 
-def model_dir_arg(args: argparse.Namespace, host: Host) -> Path | None:
-    """The --model directory, a path on the observed machine (under --root, in a recording)."""
-    if not args.model:
-        return None
-    path = os.path.abspath(args.model) if not args.root and not args.from_path else args.model
+def cmd_run(options: RunOptions) -> int:
+    """Run the checks on the observed machine and report; the exit code says how it went."""
+    host = inputs.make_host(options.host)
+    policy = inputs.policy(options.policy)
+    apply_output_cap(host, policy)
     try:
-        kind = host.kind(path)
-    except NotRecorded:
-        return Path(path)  # the checks say what the recording lacks
-    except ProbeError:
-        kind = "missing"
-    if kind != "dir":
-        raise UsageError(f"--model {args.model}: not a directory on the observed machine "
-                         "(give the model folder holding config.json)")
-    return Path(path)
-
-
-def host_info(ctx: Context, args: argparse.Namespace, policy_source: str) -> HostInfo:
-    from checks.builtin import facts
-
-    host = ctx.host
-    env = facts.python(ctx)  # read once per run, shared with the checks
-    python = env.interpreter or "(none)"
-    if env.error:
-        python = f"{python} — {env.error}" if env.interpreter else env.error
-    return HostInfo(host.description, python, policy_source, args.model)
-
-
-def cmd_run(args: argparse.Namespace, host: Host) -> int:
-    try:
-        policy = load_policy(Path(args.policy) if args.policy else None)
-    except PolicyError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        checks = select(all_checks(), args.only, args.skip)
+        checks = select(all_checks(), list(options.only), list(options.skip))
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
-    ctx = Context(host, policy, model_dir_arg(args, host), timeout_s=args.timeout,
-                  baseline=_baseline(args))
+    ctx = Context(host, policy, inputs.model_dir(options.model, options.host, host),
+                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline))
     run = run_checks(checks, ctx)
-    info = host_info(ctx, args, policy.source)
-    if args.json:
-        print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
+    info = inputs.host_info(ctx, options.model, policy.source)
+    if options.json:
+        print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:
         from checks.report_terminal import render_terminal
 
-        render_terminal(run, info, sys.stdout, args.verbose)
-    if args.junit:
-        _write_atomic(Path(args.junit), to_junit(run, info))
-    if getattr(args, "prometheus", None):
+        render_terminal(run, info, sys.stdout, options.verbose)
+    if options.junit:
+        _write_atomic(options.junit, to_junit(run, info))
+    if options.prometheus:
         from checks.prom import to_prometheus, write_prometheus
 
-        write_prometheus(Path(args.prometheus), to_prometheus(run))
+        write_prometheus(options.prometheus, to_prometheus(run))
     return run.exit_code()
 
 
-def _baseline(args: argparse.Namespace) -> Baseline | None:
+def _baseline(path: Path | None) -> Baseline | None:
     """The --baseline file, loaded before any check runs: a bad file is exit 3, not a skip."""
-    if not getattr(args, "baseline", None):
+    if path is None:
         return None
     from checks.baseline import BaselineError, load_baseline
 
     try:
-        return load_baseline(Path(args.baseline))
+        return load_baseline(path)
     except BaselineError as exc:
         raise UsageError(str(exc)) from None
 
@@ -150,3 +124,56 @@ def _write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(f"--junit {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def cmd_npu(options: NpuOptions) -> int:
+    """The NPU inventory: observed, or parsed from a pasted npu-smi output."""
+    from probes.inventory import parse_output, read_live
+
+    if options.from_file:
+        reading = parse_output(_read_input(options.from_file), options.from_file)
+    else:
+        reading = read_live(inputs.make_host(options.host), timeout_s=options.host.timeout_s)
+    if options.json:
+        print(json_text(json.dumps(reading.document, indent=2, ensure_ascii=False)))
+    else:
+        from checks.npu_view import render
+
+        render(reading, make_console())
+    return EXIT_FAIL if reading.is_error else EXIT_OK
+
+
+def _read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
+def cmd_bundle(options: BundleOptions) -> int:
+    """Record this machine into one .tar.gz and say what went into it."""
+    from checks.bundle import Progress, make_bundle, summary_lines
+
+    result = make_bundle(inputs.make_host(options.host), options, Progress())
+    print("\n".join(summary_lines(result)))
+    return EXIT_OK
+
+
+def cmd_baseline_record(options: BaselineRecordOptions) -> int:
+    """Write the YAML baseline of this machine to -o FILE (atomically) or stdout."""
+    from checks.baseline import record_baseline, to_yaml
+
+    now = record_baseline(inputs.make_host(options.host), options)
+    text = to_yaml(now)
+    if options.output is None:
+        sys.stdout.write(text)
+        return EXIT_OK
+    from checks.prom import write_atomic
+
+    write_atomic(options.output, text, "-o")
+    print(f"wrote {options.output}: {len(now.versions)} versions, {len(now.environment)} "
+          f"variables, {now.npu.count if now.npu else 0} NPU chips"
+          f"{', tokenizer fingerprint' if now.tokenizer else ''}", file=sys.stderr)
+    return EXIT_OK

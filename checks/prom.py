@@ -21,7 +21,7 @@ import os
 import time
 from pathlib import Path
 
-from checks.cli import UsageError
+from checks.errors import UsageError
 from checks.model import STATUSES, Status
 from checks.runner import Run
 

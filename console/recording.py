@@ -12,10 +12,8 @@ there. This module imports no textual, so the doctor may import it.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import json
 import math
-import re
 import socket
 import sqlite3
 import threading
@@ -33,6 +31,11 @@ from console.snapshots import (
     NpuSnapshot,
     ProcessSample,
     chip_key,
+)
+from probes.recordings import (  # noqa: F401 (console's names for the default place)
+    default_recordings_dir,
+    new_recording_path,
+    newest_first_key,
 )
 
 SCHEMA = "ascend-console-recording/1"
@@ -61,48 +64,6 @@ _DDL = (
     " payload TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS samples_t ON samples (t)",
 )
-
-
-# The default place of recordings, in this order (docs/recording.md, "Where recordings go").
-RECORDINGS_ENV = "ASCEND_CONSOLE_RECORDINGS"
-RECORDINGS_SUFFIX = ".sqlite"
-_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-_NAME_STAMP = re.compile(r"-(\d{8}T\d{6}Z)\.sqlite$")
-
-
-def default_recordings_dir(env: Mapping[str, str]) -> Path:
-    """Where recordings go, from `env` alone: `$ASCEND_CONSOLE_RECORDINGS`, else
-    `$XDG_STATE_HOME/ascend-console/recordings`, else `$HOME/.local/state/ascend-console/
-    recordings`. A relative XDG_STATE_HOME is ignored (XDG spec). Without HOME in `env` the
-    last one is relative to `~`, which the caller expands (or, for another machine, refuses)."""
-    explicit = env.get(RECORDINGS_ENV, "")
-    if explicit:
-        return Path(explicit)
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state.startswith("/") else Path(env.get("HOME") or "~") / ".local/state"
-    return base / "ascend-console" / "recordings"
-
-
-def recording_name(hostname: str, now: float) -> str:
-    """`<hostname>-<UTC timestamp>.sqlite`: names sort by host, then by time."""
-    stamp = dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime(_STAMP_FORMAT)
-    host = _UNSAFE.sub("_", hostname).strip(".") or "host"
-    return f"{host}-{stamp}{RECORDINGS_SUFFIX}"
-
-
-def new_recording_path(directory: Path, hostname: str | None = None,
-                       now: float | None = None) -> Path:
-    """A fresh recording in `directory` (a default-place name; the directory is not made)."""
-    return directory / recording_name(hostname or socket.gethostname(),
-                                      time.time() if now is None else now)
-
-
-def newest_first_key(name: str) -> tuple[str, str]:
-    """Sort key of recording file names, newest last: the UTC time in the name, then the name
-    (files named otherwise sort before every named one)."""
-    match = _NAME_STAMP.search(name)
-    return (match.group(1) if match else "", name)
 
 
 class RecordingError(Exception):

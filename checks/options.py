@@ -1,0 +1,87 @@
+"""What the command line decided, as frozen objects built once by `checks.cli`.
+
+Commands, bundles, baselines and reports read these and nothing of argparse. Paths are kept
+as given: `--model` names a directory on the *observed* machine (under --root, in a recording),
+which only a Host can resolve (`checks.inputs.model_dir`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from probes.host import DEFAULT_TIMEOUT_S
+
+# Bounded so a box with years of unrotated plogs still gives a bundle that mails: the newest
+# files hold the incident; 20 x 256 KiB is at most 5 MiB before compression.
+PLOG_FILES = 20
+PLOG_TAIL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class HostOptions:
+    """Which machine is observed, and how: this one (its files under `root`) or a recording.
+
+    What is judged on it belongs here too: the deployment's interpreter (`python`) and, with
+    it, the options that name the target process or its environment.
+    """
+
+    root: str | None = None  # --root DIR; None: /
+    from_path: str | None = None  # --from RECORDING (directory or .tar.gz)
+    python: str | None = None  # --python PATH: the deployment's interpreter
+    timeout_s: float = DEFAULT_TIMEOUT_S  # --timeout: each command on the observed machine
+
+    @property
+    def is_live(self) -> bool:
+        """Observed here and now, at / (paths given on the command line are this shell's)."""
+        return not self.root and not self.from_path
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`ascend-doctor` (no command): run the checks and report."""
+
+    host: HostOptions = HostOptions()
+    model: str | None = None  # --model DIR, on the observed machine
+    policy: Path | None = None  # --policy FILE; None: the built-in defaults
+    only: tuple[str, ...] = ()  # check ids
+    skip: tuple[str, ...] = ()
+    json: bool = False  # the ascend-doctor/1 JSON report instead of the terminal one
+    junit: Path | None = None  # also write JUnit XML here
+    verbose: bool = False  # evidence of passing checks too
+    baseline: Path | None = None  # compare with this baseline (adds baseline.drift)
+    prometheus: Path | None = None  # also write node_exporter's textfile here
+
+
+@dataclass(frozen=True)
+class NpuOptions:
+    """`ascend-doctor npu`: the NPU inventory, observed or from a pasted npu-smi output."""
+
+    host: HostOptions = HostOptions()
+    from_file: str | None = None  # a pasted npu-smi output; "-" for stdin
+    json: bool = False  # the ascend-npu/1 document
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    """`ascend-doctor bundle`: record this machine (never a recording) into one .tar.gz."""
+
+    host: HostOptions = HostOptions()
+    model: str | None = None
+    policy: Path | None = None
+    output: Path | None = None  # None: ascend-bundle-HOST-TIME.tar.gz here
+    include_logs: bool = True  # the tails of the newest CANN plog files
+    metrics: Path | None = None  # the console recording to include (a local file)
+    find_metrics: bool = True  # without `metrics`: the newest one in the default place
+    redact_hostnames: bool = False
+    plog_files: int = PLOG_FILES
+    plog_tail_bytes: int = PLOG_TAIL_BYTES
+
+
+@dataclass(frozen=True)
+class BaselineRecordOptions:
+    """`ascend-doctor baseline record`: the YAML baseline of a validated machine."""
+
+    host: HostOptions = HostOptions()
+    model: str | None = None  # also fingerprint this model directory's tokenizer
+    output: Path | None = None  # None (or -): stdout

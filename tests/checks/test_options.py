@@ -1,0 +1,77 @@
+"""The options objects: built once from the command line, frozen, and the only thing below
+the CLI that knows what was typed."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from checks.cli import (
+    baseline_record_options,
+    build_parser,
+    bundle_options,
+    npu_options,
+    run_options,
+)
+from checks.options import (
+    BaselineRecordOptions,
+    BundleOptions,
+    HostOptions,
+    NpuOptions,
+    RunOptions,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_run_options_carry_every_flag() -> None:
+    args = build_parser().parse_args([
+        "--root", "/mnt/img", "--python", "/opt/venv/bin/python", "--timeout", "4",
+        "--model", "/models/q", "--policy", "p.yaml", "--only", "a.b, c.d", "--skip", "e.f",
+        "--junit", "r.xml", "-v", "--baseline", "b.yaml", "--prometheus", "d.prom"])
+    assert run_options(args) == RunOptions(
+        host=HostOptions(root="/mnt/img", python="/opt/venv/bin/python", timeout_s=4.0),
+        model="/models/q", policy=Path("p.yaml"), only=("a.b", "c.d"), skip=("e.f",),
+        junit=Path("r.xml"), verbose=True, baseline=Path("b.yaml"),
+        prometheus=Path("d.prom"))
+
+
+def test_defaults_are_the_options_defaults() -> None:
+    assert run_options(build_parser().parse_args([])) == RunOptions()
+    assert npu_options(build_parser().parse_args(["npu"])) == NpuOptions()
+    assert bundle_options(build_parser().parse_args(["bundle"])) == BundleOptions()
+    record = build_parser().parse_args(["baseline", "record"])
+    assert baseline_record_options(record) == BaselineRecordOptions()
+
+
+def test_sub_command_options() -> None:
+    npu = npu_options(build_parser().parse_args(["npu", "--from", "rec", "--json"]))
+    assert npu == NpuOptions(host=HostOptions(from_path="rec"), json=True)
+    bundle = bundle_options(build_parser().parse_args(
+        ["bundle", "-o", "out.tar.gz", "--no-logs", "--metrics", "m.sqlite",
+         "--redact-hostnames", "--model", "/m"]))
+    assert bundle == BundleOptions(model="/m", output=Path("out.tar.gz"), include_logs=False,
+                                   metrics=Path("m.sqlite"), redact_hostnames=True)
+    for out, expected in (("-", None), ("base.yaml", Path("base.yaml"))):
+        args = build_parser().parse_args(["baseline", "record", "-o", out])
+        assert baseline_record_options(args).output == expected
+
+
+def test_options_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RunOptions().verbose = True  # type: ignore[misc]
+
+
+def test_only_the_cli_knows_argparse() -> None:
+    """Commands, bundles, baselines and reports take options objects, never the namespace."""
+    importers = []
+    for path in sorted((ROOT / "checks").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if "argparse" in names:
+                importers.append(path.relative_to(ROOT).as_posix())
+    assert importers == ["checks/cli.py"]
