@@ -166,3 +166,18 @@ def test_a_real_tty_title_is_not_changed(fake_root: FakeRoot, tmp_path: Path,
     assert "\x1b]" not in shown and "\x07" not in shown
     assert "pwned" in shown
     shutil.rmtree(tmp_path / "x")
+
+
+@pytest.mark.parametrize("name", ["/evil\nascend-doctor: bundle OK, no problems found",
+                                  "snap/../\x1b[2J\x1b]0;pwned\x07x"])
+def test_a_member_name_cannot_forge_a_line_on_stderr(name: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "forged.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        info = tarfile.TarInfo(name)
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    assert main(["--from", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("ascend-doctor: ")
+    assert not RAW_CONTROL.search(err.rstrip("\n"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from probes.spawn import spawn
 
@@ -45,3 +46,20 @@ def test_closed_pipes_do_not_end_the_wait() -> None:
 def test_exit_code_after_closed_pipes() -> None:
     result = spawn([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"], 60, ENV)
     assert (result.outcome, result.exit_code, result.stdout) == ("exited", 3, "hi\n")
+
+
+def test_every_host_run_has_the_cap(tmp_path: Path) -> None:
+    """The doctor, bundles and the console's sampler all run npu-smi through LiveHost.run
+    (probes.inventory): an endless one is stopped there, for all of them."""
+    from probes.inventory import read_live
+    from probes.live import LiveHost
+
+    program = tmp_path / "usr/local/bin/npu-smi"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\nexec yes '| 0 910B4 | OK |'\n")
+    program.chmod(0o755)
+    host = LiveHost(root=str(tmp_path), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+                    max_output_bytes=64 * 1024)
+    reading = read_live(host, timeout_s=60)
+    assert reading.command is not None and reading.command.outcome == "output_limit"
+    assert "output over 0.0625 MiB" in reading.error_text
