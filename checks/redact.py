@@ -26,7 +26,7 @@ from typing import Any
 
 from checks.env_allow import WITHHELD, value_allowed
 from checks.pseudonyms import Fit, Pseudonyms
-from checks.redact_rules import Span, secret_spans
+from checks.redact_rules import Span, merge, raw_spans, secret_spans
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
@@ -94,9 +94,15 @@ class Redactor:
 
     def learn(self, text: str) -> None:
         """First pass: collect secret values so that their echoes elsewhere are masked too."""
-        spans = self._spans[text] = secret_spans(text)
-        for start, end, _ in spans:
-            self.learn_value(text[start:end])
+        found = raw_spans(text)
+        self._spans[text] = merge(found)
+        for start, end, kind in found:
+            value = text[start:end]
+            self.learn_value(value)
+            if kind == "secret-assignment" and " " in value.strip():
+                self.learn_value(value.split()[0])  # `secret: VALUE and more` to the line end
+            elif kind == "url-credentials" and ":" in value:
+                self.learn_value(value.split(":", 1)[1])  # the password of user:password
 
     def learn_value(self, value: str) -> None:
         if len(value) >= MIN_LITERAL_LEN and value not in (REDACTED, WITHHELD):

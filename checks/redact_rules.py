@@ -30,8 +30,9 @@ Span = tuple[int, int, str]  # start, end, kind
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 _QUOTED = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
-# an unquoted value ends at whitespace, a quote, or punctuation that separates fields
-_BARE = r"[^\s\"'`,;&|<>(){}\[\]]+"
+# an unquoted value ends at whitespace, a quote, or punctuation that separates fields (also
+# URL-encoded: %26 `&`, %20 space, %2C `,`)
+_BARE = r"(?:(?!%2[06Cc])[^\s\"'`,;&|<>(){}\[\]])+"
 
 _URL_USER_PASSWORD = re.compile(  # greedy to the last `@` before the host: `p@ss/w` is kept whole
     r"(?i)\b[a-z][a-z0-9+.-]*://([^\s/@:'\"<>?#]*:[^\s'\"<>?#]*)@(?=[^\s@/'\"<>:]+)")
@@ -43,7 +44,7 @@ _BEARER = re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})")
 # `Basic` is also an English word: only base64-looking values
 _BASIC = re.compile(r"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9=+/]|[A-Za-z0-9+/]+[A-Z])"
                     r"([A-Za-z0-9+/]{8,}={0,2})")
-_FLAG = re.compile(rf"(?<![\w-])--?({_NAME})(?:=|[ \t]+)(?!-)({_QUOTED}|{_BARE})")
+_FLAG = re.compile(rf"(?<![\w-])--?({_NAME})(?:=|[ \t]+(?!-))({_QUOTED}|{_BARE})")
 _GLUED_P = re.compile(r"(?<![\w-])-p([^\s\"'=-][^\s\"']*)")
 _ASSIGNMENT = re.compile(
     rf"(?<![\w.-])({_NAME})[ \t]*(?:=|:|%3[Dd]|%3[Aa])[ \t]*(b?(?:{_QUOTED})|{_BARE})")
@@ -72,10 +73,16 @@ MIN_RANDOM_SEGMENT = 16
 
 def secret_spans(text: str) -> list[Span]:
     """The spans of `text` that hold secrets, merged and sorted."""
+    return merge(raw_spans(text))
+
+
+def raw_spans(text: str) -> list[Span]:
+    """What each rule found, before overlapping spans are merged (a `Bearer X` inside an
+    `Authorization:` header is both the header's value and the token X)."""
     spans: list[Span] = []
     for rule in _RULES:
         spans.extend(rule(text))
-    return merge(spans)
+    return spans
 
 
 def merge(spans: list[Span]) -> list[Span]:
