@@ -47,6 +47,7 @@ from probes.host import Host
 from probes.inventory import run_npu_smi
 from probes.recording import (
     BundleLimits,
+    CommandRecord,
     Recording,
     RecordingHost,
     SnapshotError,
@@ -341,11 +342,38 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
             metrics = find_metrics(host)
             detail.append(metrics.source or metrics.note)
     with progress.step("redacting secrets") as detail:
-        redacted = redact_recording(recorder.snapshot(), options.redact_hostnames)
+        redacted = redact_recording(fit_commands(recorder.snapshot()),
+                                    options.redact_hostnames)
         report = redacted.redactor.value(to_json(run, info), "report.json")
         detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
                       else "nothing secret-looking found")
     return redacted, run, report, plog, metrics
+
+
+def fit_commands(recording: Recording,
+                 budget_bytes: int = MAX_METRICS_BYTES * 3 // 4) -> Recording:
+    """The recording with command outputs cut so that commands.json stays within a member's
+    limit: many programs stopped at the output cap (binary output escapes to six times its
+    size in JSON) must not make a bundle that the reader refuses. Each output over its share
+    keeps its beginning, and says so in `error`."""
+    sizes = [len(json.dumps(c.result.stdout)) + len(json.dumps(c.result.stderr))
+             for c in recording.commands]
+    if sum(sizes) <= budget_bytes:
+        return recording
+    share = budget_bytes // max(1, len(sizes))
+    commands = tuple(
+        _trimmed(c, share) if size > share else c
+        for c, size in zip(recording.commands, sizes, strict=True))
+    return dataclasses.replace(recording, commands=commands)
+
+
+def _trimmed(record: CommandRecord, share_bytes: int) -> CommandRecord:
+    keep = share_bytes // 14  # stdout and stderr, each char at most 6 bytes + slack in JSON
+    result = record.result
+    note = f"output trimmed to its first {keep} characters to fit the bundle"
+    return dataclasses.replace(record, result=dataclasses.replace(
+        result, stdout=result.stdout[:keep], stderr=result.stderr[:keep],
+        error=f"{result.error}; {note}" if result.error else note))
 
 
 # -- writing -------------------------------------------------------------------------------------

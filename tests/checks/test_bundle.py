@@ -510,3 +510,23 @@ def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot)
     assert "over the 64 bytes limit" in too_big.note and "left out" in too_big.note
     no_home = LiveHost(root=host.root, env={}, python=host.python)
     assert "not an absolute path" in find_metrics(no_home).note
+
+
+def test_command_outputs_are_cut_to_fit_a_member() -> None:
+    from checks.bundle import fit_commands
+    from probes.host import CommandResult
+    from probes.recording import CommandRecord, Manifest, Recording
+
+    junk = "\x01" * 256 * 1024  # escapes to six bytes a character in JSON
+    commands = tuple(CommandRecord(CommandResult(("npu-smi", "info", str(i)), "output_limit",
+                                                 stdout=junk, stderr=junk,
+                                                 error="output over 4 MiB; stopped"), None)
+                     for i in range(10))
+    recording = Recording(Manifest("ascend-snapshot/1.2", "t", "h", "/", "v"),
+                          commands=commands)
+    fitted = fit_commands(recording, budget_bytes=1024 * 1024)
+    assert sum(len(json.dumps([c.result.stdout, c.result.stderr]))
+               for c in fitted.commands) <= 1024 * 1024
+    assert all("trimmed" in c.result.error and "output over" in c.result.error
+               for c in fitted.commands)
+    assert fit_commands(fitted, budget_bytes=1024 * 1024) == fitted  # within the budget: kept
