@@ -43,6 +43,7 @@ def cmd_explain(playbook_id: str) -> int:
     from rich.text import Text
 
     import playbooks
+    from checks.sources_view import print_sources
 
     console = make_console()
     try:
@@ -52,7 +53,7 @@ def cmd_explain(playbook_id: str) -> int:
         return EXIT_USAGE
     console.print(Markdown(f"# {book.title}\n\n{book.body}"))
     if book.sources:
-        console.print(Markdown("**Sources**\n\n" + "\n".join(f"- {s}" for s in book.sources)))
+        print_sources(console, book.sources)
     return EXIT_OK
 
 
