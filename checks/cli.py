@@ -23,6 +23,7 @@ from checks.options import (
 )
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
+from probes.textsafe import one_line
 
 
 def _columns() -> int:
@@ -57,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -251,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:
-        print(f"ascend-doctor: {exc}", file=sys.stderr)
+        # the message may quote outside text (a member name, a path): one visible line
+        print(f"ascend-doctor: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("ascend-doctor: interrupted", file=sys.stderr)

@@ -14,10 +14,12 @@ from checks import inputs
 from checks.context import Context
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
 from checks.options import BaselineRecordOptions, BundleOptions, NpuOptions, RunOptions
+from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
 from checks.runner import run_checks
 from checks.terminal import make_console
+from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
@@ -80,6 +82,7 @@ def cmd_run(options: RunOptions) -> int:
     """Run the checks on the observed machine and report; the exit code says how it went."""
     host = inputs.make_host(options.host)
     policy = inputs.policy(options.policy)
+    apply_output_cap(host, policy)
     try:
         checks = select(all_checks(), list(options.only), list(options.skip))
     except KeyError as exc:
@@ -90,7 +93,7 @@ def cmd_run(options: RunOptions) -> int:
     run = run_checks(checks, ctx)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:
-        print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:
         from checks.report_terminal import render_terminal
 
@@ -134,7 +137,7 @@ def cmd_npu(options: NpuOptions) -> int:
     else:
         reading = read_live(inputs.make_host(options.host), timeout_s=options.host.timeout_s)
     if options.json:
-        print(json.dumps(reading.document, indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(reading.document, indent=2, ensure_ascii=False)))
     else:
         from checks.npu_view import render
 

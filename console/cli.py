@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
-from console.recording import default_recordings_dir, new_recording_path
+from console.recording import (
+    Player,
+    RecordingError,
+    default_recordings_dir,
+    new_recording_path,
+)
+from probes.textsafe import one_line
 
 if TYPE_CHECKING:
     from console.chat.openai import EndpointSpec
@@ -195,6 +201,11 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--record with --read-only: recording writes a file; drop one")
     if args.replay and not Path(args.replay).is_file():
         raise UsageError(f"--replay {args.replay}: no such file (make one with --record FILE)")
+    if args.replay:
+        try:  # what is not a recording is refused here, in one line, before the app starts
+            Player(args.replay, speed=args.speed)
+        except RecordingError as exc:
+            raise UsageError(f"--replay {exc}") from None
     if args.policy and not Path(args.policy).is_file():
         raise UsageError(f"--policy {args.policy}: no such file")
     if args.root and not Path(args.root).is_dir():
@@ -268,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
     except UsageError as exc:
-        print(f"ascend-console: {exc} (see ascend-console --help)", file=sys.stderr)
+        print(f"ascend-console: {one_line(str(exc))} (see ascend-console --help)",
+              file=sys.stderr)
         return USAGE_EXIT
     from checks.policy import PolicyError
     from console.ui.app import ConsoleApp
@@ -276,10 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = ConsoleApp(options)
     except PolicyError as exc:
-        print(f"ascend-console: {exc}", file=sys.stderr)
+        print(f"ascend-console: {one_line(str(exc))}", file=sys.stderr)
         return USAGE_EXIT
     result = app.run()
-    return int(result or 0)
+    # a crash inside the app leaves a traceback and return_code 1: never exit 0 after one
+    return app.return_code or int(result or 0)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,8 @@ def _hint_for(result: CommandResult) -> str:
         return "no NPU driver tools here (in a container, mount /usr/local/bin/npu-smi)"
     if result.outcome == "timeout":
         return "npu-smi hung; the driver or a device may be stuck (see `dmesg`)"
+    if result.outcome == "output_limit":
+        return "npu-smi printed without end; the driver or a device may be stuck (see `dmesg`)"
     if result.outcome == "not_recorded":
         return "the recording holds no `npu-smi info` output"
     return "check that npu-smi is executable by this user"

@@ -59,7 +59,7 @@ def _chip_name(chip: ChipRow) -> str:
 def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
     """The main table, or the Finding to return when there is none."""
     reading: NpuReading = facts.npu(ctx)
-    if reading.command is not None and reading.command.outcome == "timeout":
+    if reading.command is not None and reading.command.outcome in ("timeout", "output_limit"):
         # error_text already says it hung, and where to look
         return None, failed(reading.error_text,
                             "find the stuck driver or device in `dmesg`; see the npu.health "

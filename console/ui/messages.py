@@ -73,6 +73,7 @@ class Replayed(Message):
 
 
 class ReplayEnded(Message):
-    def __init__(self, error: str = "") -> None:
+    def __init__(self, error: str = "", skipped_rows: int = 0) -> None:
         super().__init__()
         self.error = error
+        self.skipped_rows = skipped_rows  # damaged rows the player left out

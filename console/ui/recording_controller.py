@@ -75,8 +75,9 @@ class RecordingController:
     def _play(self, path: Path, speed: float) -> None:
         """In a worker thread: every recorded sample, posted in time order."""
         post = self.app.post_message
+        player = Player(path, speed=speed)
         try:
-            for snapshot in Player(path, speed=speed).play():
+            for snapshot in player.play():
                 if not isinstance(snapshot, NpuSnapshot | HostSnapshot | EngineSnapshot
                                   | ServingSnapshot):
                     continue  # alerts are raised again from the replayed data
@@ -84,7 +85,7 @@ class RecordingController:
         except RecordingError as exc:
             post(ReplayEnded(str(exc)))
             return
-        post(ReplayEnded())
+        post(ReplayEnded(skipped_rows=player.skipped_rows))
 
     def replayed(self, message: Replayed) -> None:
         self.show_recorded(message.snapshot)
@@ -93,5 +94,8 @@ class RecordingController:
     def ended(self, message: ReplayEnded) -> None:
         if message.error:
             self.app.notify(message.error, title="replay", severity="error", timeout=30)
+        elif message.skipped_rows:
+            self.app.notify(f"end of the recording; {message.skipped_rows} damaged row(s) were "
+                            "skipped", title="replay", severity="warning")
         else:
             self.app.notify("end of the recording", title="replay")
