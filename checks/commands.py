@@ -14,10 +14,12 @@ from checks import inputs
 from checks.context import Context
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
 from checks.options import BaselineRecordOptions, BundleOptions, NpuOptions, RunOptions
+from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
 from checks.runner import run_checks
 from checks.terminal import make_console
+from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
@@ -41,6 +43,7 @@ def cmd_explain(playbook_id: str) -> int:
     from rich.text import Text
 
     import playbooks
+    from checks.sources_view import print_sources
 
     console = make_console()
     try:
@@ -50,7 +53,7 @@ def cmd_explain(playbook_id: str) -> int:
         return EXIT_USAGE
     console.print(Markdown(f"# {book.title}\n\n{book.body}"))
     if book.sources:
-        console.print(Markdown("**Sources**\n\n" + "\n".join(f"- {s}" for s in book.sources)))
+        print_sources(console, book.sources)
     return EXIT_OK
 
 
@@ -79,16 +82,18 @@ def cmd_run(options: RunOptions) -> int:
     """Run the checks on the observed machine and report; the exit code says how it went."""
     host = inputs.make_host(options.host)
     policy = inputs.policy(options.policy)
+    apply_output_cap(host, policy)
     try:
         checks = select(all_checks(), list(options.only), list(options.skip))
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
     ctx = Context(host, policy, inputs.model_dir(options.model, options.host, host),
-                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline))
+                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline),
+                  endpoint=inputs.endpoint(options.endpoint))
     run = run_checks(checks, ctx)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:
-        print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:
         from checks.report_terminal import render_terminal
 
@@ -132,7 +137,7 @@ def cmd_npu(options: NpuOptions) -> int:
     else:
         reading = read_live(inputs.make_host(options.host), timeout_s=options.host.timeout_s)
     if options.json:
-        print(json.dumps(reading.document, indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(reading.document, indent=2, ensure_ascii=False)))
     else:
         from checks.npu_view import render
 
@@ -141,10 +146,14 @@ def cmd_npu(options: NpuOptions) -> int:
 
 
 def _read_input(path: str) -> str:
+    # one byte over the limit is enough for the parser to refuse it (and a huge file is not read)
+    from probes.npu_smi.registry import MAX_INPUT_BYTES
+
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_INPUT_BYTES + 1)
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with Path(path).open("rb") as stream:
+            return stream.read(MAX_INPUT_BYTES + 1).decode("utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 

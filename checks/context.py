@@ -17,6 +17,7 @@ from probes.host import Host
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
+    from probes.http import EndpointTarget
 
 T = TypeVar("T")
 
@@ -30,6 +31,7 @@ class Context:
     model_dir: Path | None = None
     timeout_s: float = 10.0
     baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
+    endpoint: EndpointTarget | None = None  # --endpoint URL, for the endpoint.* checks
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

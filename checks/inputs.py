@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from checks.context import Context
 from checks.errors import UsageError
-from checks.options import HostOptions
+from checks.options import EndpointOptions, HostOptions
 from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
 from probes.errors import NotRecorded, ProbeError
 from probes.host import Host
+
+if TYPE_CHECKING:
+    from probes.http import EndpointTarget
 
 
 def make_host(options: HostOptions) -> Host:
@@ -71,3 +75,25 @@ def host_info(ctx: Context, model: str | None, policy_source: str) -> HostInfo:
     if env.error:
         python = f"{python} — {env.error}" if env.interpreter else env.error
     return HostInfo(ctx.host.description, python, policy_source, model)
+
+
+def endpoint(options: EndpointOptions | None) -> EndpointTarget | None:
+    """The --endpoint target, its URLs checked and its key read from the named variable."""
+    if options is None:
+        return None
+    from probes.http import EndpointTarget, EndpointURLError, Secret, check_url
+
+    key = None
+    if options.api_key_env:
+        value = os.environ.get(options.api_key_env, "")
+        if not value:
+            raise UsageError(f"--endpoint-api-key-env {options.api_key_env}: that environment "
+                             "variable is not set (or empty)")
+        key = Secret(value)
+    try:
+        check_url(options.url, "--endpoint")
+        if options.metrics_url:
+            check_url(options.metrics_url, "--endpoint-metrics")
+        return EndpointTarget.of(options.url, options.model, options.metrics_url, key)
+    except EndpointURLError as exc:
+        raise UsageError(str(exc)) from None

