@@ -251,13 +251,25 @@ class Engine:
     def chat(self, messages: Sequence[Mapping[str, Any]],
              config: GenerationConfig | None = None,
              **template_kwargs: Any) -> Events:
-        """Generate the assistant reply to OpenAI-style messages via the chat template."""
-        if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
+        """Generate the assistant reply to OpenAI-style messages via the chat template.
+
+        The template is the model's code: it runs as transformers runs it (Jinja's immutable
+        sandbox) under probes.chat_template's budget of steps, output and time, so a template
+        that loops or builds huge strings is one EngineError, not a hang."""
+        from probes.chat_template import render
+        from probes.textsafe import one_line
+
+        template = getattr(self.tokenizer, "chat_template", None)
+        if self.tokenizer is None or not isinstance(template, str) or not template:
             raise EngineError("this model has no tokenizer chat template; use generate(ids)")
-        text = self.tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True,
-            **template_kwargs)
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        variables = {**_special_tokens(self.tokenizer), **template_kwargs,
+                     "messages": [dict(m) for m in messages], "add_generation_prompt": True}
+        rendered = render(template, variables)
+        if rendered.text is None:
+            raise EngineError(f"the model's chat template cannot be used "
+                              f"({one_line(rendered.error)[:200]}); fix chat_template in "
+                              "tokenizer_config.json or call generate(ids)")
+        ids = self.tokenizer.encode(rendered.text, add_special_tokens=False)
         return self.generate(ids, config)
 
     def cancel(self) -> None:
@@ -365,6 +377,12 @@ def _append(seen: torch.Tensor, token: int, params: SamplingParams) -> torch.Ten
     if params.repetition_penalty == 1.0:
         return seen
     return torch.cat((seen, seen.new_tensor([token])))
+
+
+def _special_tokens(tokenizer: Any) -> dict[str, str]:
+    """bos_token, eos_token, ... as transformers hands them to chat templates."""
+    found = getattr(tokenizer, "special_tokens_map", None) or {}
+    return {key: value for key, value in found.items() if isinstance(value, str)}
 
 
 def _layout(runner: ModelRunner) -> str:

@@ -256,3 +256,25 @@ def test_os_memory_and_recursion_errors_become_engine_errors(
         Engine.load(tiny_dir(tmp_path / "m"), device="cpu", require_tokenizer=False)
     assert type(info.value).__name__ == caught
     assert "\n" not in str(info.value) and all(w in str(info.value) for w in words)
+
+
+@pytest.mark.parametrize("template", [
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "{{ 'x' * 10**9 }}",
+    "{{ raise_exception('no chat here') }}",
+], ids=["loops", "huge-string", "raises"])
+def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: str) -> None:
+    """The model's chat template runs under probes.chat_template's budget (steps, output,
+    time): a template that loops or builds a gigabyte stops with one line."""
+    from engine import Engine, EngineError
+    from tests.engine.tiny_models import write_word_tokenizer
+
+    directory = tiny_dir(tmp_path / "m")
+    write_word_tokenizer(directory, vocab_size=16)
+    tokenizer_config = directory / "tokenizer_config.json"
+    document = json.loads(tokenizer_config.read_text())
+    tokenizer_config.write_text(json.dumps({**document, "chat_template": template}))
+    eng = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
+    with pytest.raises(EngineError, match="chat template cannot be used") as info:
+        eng.chat([{"role": "user", "content": "w3 w4"}])
+    assert "\n" not in str(info.value)
