@@ -58,10 +58,6 @@ PENDING_PY = frozenset((
     "console/msprof.py",
     "console/ui/widgets/pressure.py",
     "probes/environment.py",
-    "probes/libraries.py",
-    "probes/lspci.py",
-    "probes/version_files.py",
-    "probes/versions.py",
 ))
 
 OPENABLE_RES = (
