@@ -245,9 +245,10 @@ def driver_accepted_by_firmware(
     An entry `[23.0.rc3,23.0.rc3.]` accepts 23.0.rc3 itself and everything that starts
     with `23.0.rc3.` (case-insensitive prefix, as checks/data/compat.yaml's
     installed_file_crosschecks describes). An entry whose low end is a final `X.Y.0`
-    (`[23.0.0,23.0.0.]`) also accepts the later final patches X.Y.Z of that line: the vendor ships firmware 23.0.7 listing only `[23.0.0,23.0.0.]`
-    beside driver 23.0.7 (corpus samples 033/034), so the strict prefix reading would
-    reject a vendor-paired install. None when the firmware file has no such field.
+    (`[23.0.0,23.0.0.]`) also accepts the later final patches X.Y.Z of that line: the
+    vendor ships firmware 23.0.7 listing only `[23.0.0,23.0.0.]` beside driver 23.0.7
+    (corpus samples 033/034), so the strict prefix reading would reject a vendor-paired
+    install. None when the firmware file has no such field.
     """
     if not firmware_info.compatible_drv:
         return None
