@@ -178,15 +178,15 @@ def read_pyvenv_cfg(host: Host, executable: str) -> tuple[str, dict[str, str]] |
 
 
 def version_of(executable: str, real: str, cfg: Mapping[str, str]) -> str | None:
+    """X.Y from the interpreter's name, X.Y.Z when pyvenv.cfg states the same X.Y."""
+    stated = next((m.group(0) for key in ("version", "version_info")
+                   if (m := re.match(r"(\d+\.\d+)(\.\d+)?", cfg.get(key, "")))), None)
     for name in (real, executable):
         match = _VERSION.search(posixpath.basename(name))
         if match:
-            return match.group(1)
-    for key in ("version", "version_info"):
-        match = re.match(r"(\d+\.\d+)(\.\d+)?", cfg.get(key, ""))
-        if match:
-            return match.group(0)
-    return None
+            xy = match.group(1)
+            return stated if stated and stated.startswith(xy + ".") else xy
+    return stated
 
 
 def find_prefix(d: Derivation, start: str, xy: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Facts several checks share, read once per run through the Context."""
+"""Facts several checks share, read once per run through the Context, and what the target
+lets a check say about them."""
 
 from __future__ import annotations
 
@@ -30,3 +31,18 @@ def device_nodes(ctx: Context) -> DeviceNodes:
 
 def python(ctx: Context) -> PythonEnvironment:
     return ctx.fact("python", ctx.host.python_packages)
+
+
+def judged_environment(ctx: Context) -> str:
+    """One evidence line: whose environment an environment-based verdict judged."""
+    target = ctx.target
+    if target.kind == "shell":
+        return (f"environment judged: this shell's ({target.chosen}); name the service with "
+                "--pid PID or --env-file FILE")
+    return f"environment judged: {target.label}, from {target.environment}"
+
+
+def shell_note(ctx: Context) -> str:
+    """Appended to an environment-based summary when the target is this shell: the verdict is
+    about the shell the doctor was typed in, not a deployment."""
+    return " (this shell's environment)" if ctx.target.kind == "shell" else ""

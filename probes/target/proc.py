@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from probes.target.model import MountNs, ProcessInfo
 
 PROC = "/proc"
+OWN_MOUNT_NS = "/proc/self/ns/mnt"  # the doctor's own, always from the real /proc
 # environ and cmdline are bounded by the kernel (ARG_MAX-ish); this only guards a fake tree
 MAX_PROC_FILE_BYTES = 4 * 1024 * 1024
 
@@ -156,8 +157,8 @@ def parse_start_ticks(stat: str) -> int | None:
 class ProcReader:
     """Reads processes under `proc_dir` (the real /proc unless a test says otherwise)."""
 
-    def __init__(self, proc_dir: str = PROC) -> None:
-        self.proc_dir = proc_dir
+    def __init__(self, proc_dir: str | None = None) -> None:
+        self.proc_dir = PROC if proc_dir is None else proc_dir
 
     def path(self, pid: int, name: str) -> str:
         return f"{self.proc_dir}/{pid}/{name}"
@@ -209,7 +210,7 @@ class ProcReader:
         """Whether `pid` shares the doctor's mount namespace."""
         try:
             theirs = self.readlink(pid, "ns/mnt")
-            ours = os.readlink(f"{PROC}/self/ns/mnt")
+            ours = os.readlink(OWN_MOUNT_NS)
         except (ProcError, OSError):
             return "unknown"
         return "same" if theirs == ours else "other"
