@@ -46,7 +46,8 @@ def _check(id: str, title: str, category: str, looks_at: str, target: str,
 
 BUILTIN: tuple[Check, ...] = (
     _check("versions.parity", "Ascend software versions agree", "versions",
-           "driver/firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and MindIE pairing tables",
+           "driver (CANN->HDK table), firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and "
+           "MindIE pairing tables, in the judged interpreter",
            "versions:versions_parity"),
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
@@ -60,13 +61,16 @@ BUILTIN: tuple[Check, ...] = (
            "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
            "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES", "environment:cann_environment"),
     _check("logging.level", "CANN log level and log directory", "logging",
-           "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_SLOG_PRINT_TO_STDOUT, log "
+           "ASCEND_GLOBAL_LOG_LEVEL (0 DEBUG .. 4 NULL), ASCEND_HOST_LOG_FILE_NUM, "
+           "ASCEND_SLOG_PRINT_TO_STDOUT, log "
            "directory size and free space", "logging:logging_level"),
     _check("pcie.contention", "PCIe links of the NPUs", "pcie",
-           "link speed/width vs capability, devices sharing an uplink, AER counters, NUMA node",
+           "link speed/width vs the lower of the device and upstream port capability, "
+           "non-NPU devices sharing an uplink, AER counters; NUMA node shown",
            "pcie:pcie_contention"),
     _check("devices.nodes", "NPU device nodes", "devices",
-           "/dev/davinci<N>, /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc",
+           "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
+           "devmm_svm, hisi_hdc; family from PCI ids or npu-smi chip names)",
            "devices:device_nodes"),
     _check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
            "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, "
@@ -75,11 +79,12 @@ BUILTIN: tuple[Check, ...] = (
            "precision, architecture, every shard present and whole, FP8 against the NPU family",
            "checkpoint:checkpoint_format", needs=("model",)),
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
-           "the dtypes and mask values the --model tokenizer returns (np and pt tensors); "
-           "transformers/tokenizers against --baseline",
+           "the ids, dtypes and mask values the --model tokenizer returns for a padded "
+           "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
            "tokenizer:tokenizer_dtype", needs=("model",)),
     _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
-           "the largest id the --model tokenizer produces vs config.json vocab_size",
+           "the largest id the --model tokenizer produces (chat template run inside a "
+           "budget) vs config.json vocab_size",
            "tokenizer:tokenizer_token_ids", needs=("model",)),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",

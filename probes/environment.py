@@ -47,9 +47,15 @@ VARIABLE_NAMES = frozenset(
     }
 )
 
-# ASCEND_GLOBAL_LOG_LEVEL (HIA envref_07_0122 via PATHS.md §3).
+# ASCEND_GLOBAL_LOG_LEVEL (hiascend canncommercial/800 envref_07_0122): unset, empty or
+# illegal all mean the default.
 LOG_LEVEL_NAMES: Mapping[int, str] = {0: "DEBUG", 1: "INFO", 2: "WARNING", 3: "ERROR", 4: "NULL"}
 DEFAULT_LOG_LEVEL = 3
+# ASCEND_HOST_LOG_FILE_NUM (hiascend canncommercial/800 envref_07_0126): log files kept per
+# process in each of plog/ and device-<id>/, 1..1000, default 10; each file at most 20 MB.
+LOG_FILE_NUM_RANGE = (1, 1000)
+DEFAULT_LOG_FILE_NUM = 10
+LOG_FILE_MAX_MB = 20
 
 # PATHS.md §4: davinci_manager is mandatory; devmm_svm and hisi_hdc are the common manager
 # nodes (950 needs only hisi_hdc); dvpp_cmdlist is media, optional for LLM serving.
@@ -92,6 +98,15 @@ class LogLevel:
 
 
 @dataclass(frozen=True)
+class LogFileNum:
+    """ASCEND_HOST_LOG_FILE_NUM as set, and the per-process file count in effect."""
+
+    raw: str | None  # None: unset
+    count: int  # files kept per process in plog/ and in device-<id>/
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class LogDir:
     """Where CANN application logs go, by the documented precedence.
 
@@ -115,6 +130,7 @@ class AscendEnvironment:
     visible_devices: VisibleDevices
     log_level: LogLevel
     log_dir: LogDir
+    log_file_num: LogFileNum
 
 
 def is_ascend_variable(name: str) -> bool:
@@ -195,10 +211,10 @@ def _order_problems(ids: list[int]) -> list[str]:
 
 
 def parse_log_level(raw: str | None) -> LogLevel:
-    """ASCEND_GLOBAL_LOG_LEVEL: exactly `0`..`4`; anything else is illegal and the default
-    (3, ERROR) applies."""
-    if raw is None:
-        return LogLevel(raw=None, level=DEFAULT_LOG_LEVEL)
+    """ASCEND_GLOBAL_LOG_LEVEL: exactly `0`..`4`; unset or empty is the default (3, ERROR);
+    anything else is illegal and the default applies."""
+    if raw is None or raw == "":
+        return LogLevel(raw=raw, level=DEFAULT_LOG_LEVEL)
     if raw in {str(level) for level in LOG_LEVEL_NAMES}:
         return LogLevel(raw=raw, level=int(raw))
     problem = (
@@ -206,6 +222,19 @@ def parse_log_level(raw: str | None) -> LogLevel:
         f"3 (ERROR), 4 (NULL): the default 3 (ERROR) applies"
     )
     return LogLevel(raw=raw, level=DEFAULT_LOG_LEVEL, problems=(problem,))
+
+
+def parse_log_file_num(raw: str | None) -> LogFileNum:
+    """ASCEND_HOST_LOG_FILE_NUM: an integer 1..1000; unset or empty is the default (10);
+    anything else is illegal and the default applies."""
+    if raw is None or raw == "":
+        return LogFileNum(raw=raw, count=DEFAULT_LOG_FILE_NUM)
+    low, high = LOG_FILE_NUM_RANGE
+    if raw.isascii() and raw.isdigit() and low <= int(raw) <= high:
+        return LogFileNum(raw=raw, count=int(raw))
+    problem = (f"ASCEND_HOST_LOG_FILE_NUM={raw!r} is not an integer {low}..{high}: the "
+               f"default {DEFAULT_LOG_FILE_NUM} applies")
+    return LogFileNum(raw=raw, count=DEFAULT_LOG_FILE_NUM, problems=(problem,))
 
 
 def resolve_log_dir(env: Mapping[str, str]) -> LogDir:
@@ -249,6 +278,7 @@ def ascend_environment(
         visible_devices=parse_visible_devices(env.get("ASCEND_RT_VISIBLE_DEVICES"), device_count),
         log_level=parse_log_level(env.get("ASCEND_GLOBAL_LOG_LEVEL")),
         log_dir=resolve_log_dir(env),
+        log_file_num=parse_log_file_num(env.get("ASCEND_HOST_LOG_FILE_NUM")),
     )
 
 

@@ -18,7 +18,8 @@ from probes.host import Host
 HUAWEI_VENDOR_ID = "0x19e5"
 SYSFS_PCI_DEVICES = "/sys/bus/pci/devices"
 
-# facts/HARDWARE.md §1 (Huawei driver scripts). Unknown ids map to nothing: never guess.
+# From Huawei's driver scripts (hicann/driver scripts/package/custom/driver/common/scripts/
+# ascend_bug_report.sh). Unknown ids map to nothing: never guess.
 _FAMILY_BY_DEVICE_ID: Mapping[str, str] = {
     "d100": "Ascend 310",
     "d500": "Ascend 310P",
@@ -58,6 +59,29 @@ def _vendor_of(host: Host, directory: str) -> str | None:
     except HostError:
         return None
     return normalise_id(raw) or None
+
+
+def ascend_families(host: Host) -> dict[str, str]:
+    """address -> Ascend family of every Huawei function whose device id names one.
+
+    Huawei functions whose id is not an Ascend device (NICs, NVMe drives) are left out. A
+    `device` file that was not recorded re-raises NotRecorded; one that cannot be read leaves
+    its function out. Raises HostError as `pci_vendor_ids` does.
+    """
+    families = {}
+    for address, vendor_id in pci_vendor_ids(host).items():
+        if vendor_id != HUAWEI:
+            continue
+        try:
+            raw = host.read_text(posixpath.join(SYSFS_PCI_DEVICES, address, "device"))
+        except NotRecorded:
+            raise
+        except HostError:
+            continue
+        family = family_of(raw)
+        if family is not None:
+            families[address] = family
+    return families
 
 
 def pci_vendor_ids(host: Host) -> dict[str, str]:

@@ -1,9 +1,9 @@
-"""cann.environment: the CANN toolkit environment a process needs (facts/PATHS.md §2-3).
+"""cann.environment: the CANN toolkit environment a process needs.
 
 torch_npu raises at import when ASCEND_HOME_PATH is set but missing, when its `runtime/` or
-`compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing (PT registry_manager.py,
-PATHS.md §3): those are failures. Library-path gaps are warnings: a process may still load
-the libraries another way (rpath, ld.so.conf).
+`compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing (Ascend/pytorch
+torch_npu/_init/registry/registry_manager.py): those are failures. Library-path gaps are
+warnings: a process may still load the libraries another way (rpath, ld.so.conf).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _exists(host: Host, path: str) -> bool | None:
 
 def set_env_script(host: Host, s: StackVersions) -> str:
     """Where `set_env.sh` of the installed toolkit is: beside `ascend-toolkit/` or in the
-    toolkit directory itself (`cann`, `cann-<ver>`, PATHS.md §2.3)."""
+    toolkit directory itself (`cann`, `cann-<ver>` of the CANN 8.5+ layout)."""
     default = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
     if s.toolkit.path is None:
         return default
@@ -84,7 +84,7 @@ def judge_home_layout(ctx: Context, home: str, j: Judgement) -> None:
 
 
 def judge_opp(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
-    """ASCEND_OPP_PATH set and existing (torch_npu raises otherwise, PATHS.md §3)."""
+    """ASCEND_OPP_PATH set and existing (torch_npu raises otherwise)."""
     opp = env.get("ASCEND_OPP_PATH")
     remedy = "Source the toolkit's set_env.sh, which sets ASCEND_OPP_PATH=<toolkit>/opp."
     if not opp:
@@ -108,9 +108,12 @@ def judge_driver_libs(ctx: Context, ld_path: tuple[str, ...], j: Judgement) -> N
     if on_path:
         j.add("pass", f"driver libraries on LD_LIBRARY_PATH: {', '.join(on_path)}")
         return
+    script = set_env_script(ctx.host, s)
     j.add("warn", f"{lib64} is not on LD_LIBRARY_PATH",
-          f"Add {lib64}, {lib64}/common and {lib64}/driver to LD_LIBRARY_PATH "
-          "(the toolkit's set_env.sh does not; the driver install prints them).")
+          f"Source {script} in the shell or entrypoint that starts the process (current "
+          "CANN toolkits add the driver's lib64, lib64/common and lib64/driver); older "
+          f"toolkits need {lib64}, {lib64}/common and {lib64}/driver added to "
+          "LD_LIBRARY_PATH by hand.")
 
 
 def judge_libascendcl(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:

@@ -1,7 +1,10 @@
 """logging.level: ASCEND_GLOBAL_LOG_LEVEL with its real meaning, and where logs go.
 
-CANN never rotates application logs (facts/PATHS.md §5), so the check also measures the
-resolved log directory (bounded walk) and the free space of the file system holding it.
+CANN caps the logs of each running process (at most ASCEND_HOST_LOG_FILE_NUM files of 20 MB
+in plog/ and in device-<id>/, the oldest deleted: hiascend envref_07_0126), but nothing
+removes the logs of processes that have ended, so restarts and many workers accumulate them.
+The check therefore also measures the resolved log directory (bounded walk) and the free
+space of the file system holding it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, passed, warned
-from probes.environment import LOG_LEVEL_NAMES, LogDir
+from probes.environment import LOG_FILE_MAX_MB, LOG_LEVEL_NAMES, LogDir, LogFileNum
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
 
@@ -23,36 +26,57 @@ MAX_DEPTH = 8
 
 LEVEL_REMEDY = ("for production set ASCEND_GLOBAL_LOG_LEVEL=3 (ERROR, the default) or 2 "
                 "(WARNING) and unset ASCEND_SLOG_PRINT_TO_STDOUT")
-DISK_REMEDY = ("CANN never rotates application logs: delete or archive old plog/device logs "
-               "(e.g. `find DIR -name '*.log' -mtime +7 -delete`), or point "
+FILE_NUM_REMEDY = "set ASCEND_HOST_LOG_FILE_NUM to an integer 1..1000, or unset it (10)"
+DISK_REMEDY = ("CANN deletes a running process's oldest logs beyond ASCEND_HOST_LOG_FILE_NUM "
+               "but never the logs of processes that have ended: delete or archive old "
+               "plog/device logs (e.g. `find DIR -name '*.log' -mtime +7 -delete`), or point "
                "ASCEND_PROCESS_LOG_PATH at a file system with room")
+# The vendor's words (envref_07_0122) are only that DEBUG may cost performance through log
+# volume; "production runs at WARNING or above" is this project's default (policy
+# logging.production), and the summary says so.
+PRODUCTION_FLOOR = ("more verbose than WARNING, the doctor's floor for production (policy "
+                    "logging.production: a project default, not a vendor rule)")
 
 
 def logging_level(ctx: Context) -> Finding:
     env = facts.environment(ctx)
     level = env.log_level
     name = LOG_LEVEL_NAMES[level.level]
-    shown = f"ASCEND_GLOBAL_LOG_LEVEL={level.raw}" if level.raw is not None else \
-        "ASCEND_GLOBAL_LOG_LEVEL unset"
+    shown = "ASCEND_GLOBAL_LOG_LEVEL unset" if level.raw is None else \
+        f"ASCEND_GLOBAL_LOG_LEVEL={level.raw}" + (" (empty)" if level.raw == "" else "")
     log_dir = env.log_dir
     where = (f"log directory {log_dir.path} (from {log_dir.source})" if log_dir.path
              else "log directory unknown")
     disk = log_disk(ctx, log_dir)
-    evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes, *disk.evidence)
-    problems = list(level.problems)
-    production = bool(ctx.policy.get("logging", "production"))
-    if production and level.level in (0, 1):
-        problems.append(f"level {level.level} ({name}) logs every {name.lower()} message: "
-                        "slower and fills the disk; CANN never rotates application logs")
+    evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes,
+                describe_file_cap(env.log_file_num), *disk.evidence)
+    level_problems = list(level.problems)
+    if bool(ctx.policy.get("logging", "production")) and level.level in (0, 1):
+        level_problems.append(_verbose_problem(level.level, name))
     if ctx.host.env.get("ASCEND_SLOG_PRINT_TO_STDOUT") == "1":
-        problems.append("ASCEND_SLOG_PRINT_TO_STDOUT=1 prints host logs to stdout")
-    if problems or disk.problems:
-        remedy = "; ".join(([LEVEL_REMEDY] if problems else []) +
+        level_problems.append("ASCEND_SLOG_PRINT_TO_STDOUT=1 prints host logs to stdout")
+    problems = [*level_problems, *env.log_file_num.problems, *disk.problems]
+    if problems:
+        remedy = "; ".join(([LEVEL_REMEDY] if level_problems else []) +
+                           ([FILE_NUM_REMEDY] if env.log_file_num.problems else []) +
                            ([DISK_REMEDY] if disk.problems else []))
-        summary = "; ".join([*problems, *disk.problems])
-        return warned(_with_unknown(summary, disk), remedy, *evidence)
+        return warned(_with_unknown("; ".join(problems), disk), remedy, *evidence)
     summary = f"log level {level.level} ({name}); {where}"
     return passed(_with_unknown(summary, disk), *evidence)
+
+
+def _verbose_problem(level: int, name: str) -> str:
+    cost = ("; the vendor notes DEBUG can cost performance through its log volume"
+            if level == 0 else "")
+    return f"level {level} ({name}) is {PRODUCTION_FLOOR}{cost}"
+
+
+def describe_file_cap(num: LogFileNum) -> str:
+    """What CANN keeps per process, and what it does not clean (envref_07_0126)."""
+    shown = f"ASCEND_HOST_LOG_FILE_NUM={num.raw}" if num.raw else "ASCEND_HOST_LOG_FILE_NUM unset"
+    return (f"{shown}: each process keeps at most {num.count} files of {LOG_FILE_MAX_MB} MB in "
+            "plog/ and in each device-<id>/ (its oldest are deleted); the logs of processes "
+            "that have ended stay until someone removes them")
 
 
 def _with_unknown(summary: str, disk: LogDisk) -> str:

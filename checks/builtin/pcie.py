@@ -1,7 +1,15 @@
-"""pcie.contention: NPU links trained below capability, shared uplinks, AER counters."""
+"""pcie.contention: NPU links trained below capability, shared uplinks, AER counters.
+
+A link can train no faster and no wider than the lower of its two ends: the NPU's own
+capability (max_link_*) and the upstream port's (the nearest parent bridge). Only a link
+below that lower bound is degraded; a card in a slower slot is not. Neighbours are every
+function that is not an Ascend NPU (by PCI device id), Huawei's NICs and NVMe drives
+included. The NUMA node of each NPU is shown, not judged.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checks.context import Context
@@ -10,7 +18,7 @@ from probes.errors import HostError, NotRecorded
 from probes.pci_ids import HUAWEI, pci_vendor_ids
 
 if TYPE_CHECKING:
-    from probes.pci import PciFunction
+    from probes.pci import PcieLink, PciFunction
 
 # PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
 # controller, 0x12 processing accelerators.
@@ -34,9 +42,56 @@ def _link_text(fn: PciFunction) -> str:
             f"{link.max_speed_raw or '?'} x{link.max_width or '?'}")
 
 
+def _lower(a: float | None, b: float | None) -> float | None:
+    known = [v for v in (a, b) if v is not None]
+    return min(known) if known else None
+
+
+@dataclass(frozen=True)
+class LinkBound:
+    """The best a link can train to: the lower of the device's and the upstream port's
+    capability; `port_known` False when the port's capability could not be read."""
+
+    speed_gt_s: float | None
+    width: int | None
+    port_known: bool
+
+
+def link_bound(fn: PciFunction) -> LinkBound:
+    port: PcieLink | None = fn.parents[0].link if fn.parents else None
+    port_speed = port.max_speed_gt_s if port else None
+    port_width = port.max_width if port else None
+    width = _lower(fn.link.max_width, port_width)
+    return LinkBound(_lower(fn.link.max_speed_gt_s, port_speed),
+                     None if width is None else int(width),
+                     port_speed is not None and port_width is not None)
+
+
+def degraded(fn: PciFunction) -> str | None:
+    """Why the link is below what both ends allow, or None (also when it cannot be told)."""
+    bound, link = link_bound(fn), fn.link
+    slow = (link.current_speed_gt_s is not None and bound.speed_gt_s is not None
+            and link.current_speed_gt_s < bound.speed_gt_s)
+    narrow = (link.current_width is not None and bound.width is not None
+              and link.current_width < bound.width)
+    if not (slow or narrow):
+        return None
+    port = fn.parents[0].address if fn.parents else None
+    best = f"{bound.speed_gt_s:g} GT/s x{bound.width}" if bound.speed_gt_s and bound.width \
+        else "its capability"
+    against = (f"the lower of its own and upstream port {port}'s capability ({best})"
+               if bound.port_known else
+               f"its own capability ({best}; upstream port capability unknown)")
+    return f"{fn.address} link trained at {_link_text(fn)}, below {against}"
+
+
 def _describe(fn: PciFunction) -> str:
     numa = "unknown" if fn.numa_node is None else str(fn.numa_node)
-    return f"{fn.address} {fn.family or fn.device_id}: link {_link_text(fn)}, NUMA node {numa}"
+    port = (f"upstream port {fn.parents[0].address} allows "
+            f"{fn.parents[0].link.max_speed_raw or '?'} x{fn.parents[0].link.max_width or '?'}"
+            if fn.parents else "upstream port not read")
+    return f"{fn.address} {fn.family or fn.device_id}: link {_link_text(fn)}, {port}, " \
+        f"NUMA node {numa}"
 
 
 def _sharing(npu: PciFunction, others: list[PciFunction]) -> list[str]:
@@ -45,7 +100,7 @@ def _sharing(npu: PciFunction, others: list[PciFunction]) -> list[str]:
     for other in others:
         kind = _busy_class(other)
         shared = mine & _below_root_port(other)
-        if kind and not other.is_huawei and shared:
+        if kind and shared:  # `others` holds no Ascend NPU; Huawei NICs/NVMe do count
             found.append(f"{npu.address} shares the uplink of {sorted(shared)[0]} with "
                          f"{kind} device {other.address}")
     return found
@@ -85,7 +140,7 @@ def pcie_contention(ctx: Context) -> Finding:
     if not npus:
         return skipped(NO_ASCEND_FUNCTION)
     others = [f for f in functions if f not in npus]
-    problems = [f"{n.address} link trained at {_link_text(n)}" for n in npus if n.link_degraded]
+    problems = [why for n in npus for why in [degraded(n)] if why]
     for npu in npus:
         problems += _sharing(npu, others) + _aer_problems(npu, ctx)
     evidence = [_describe(n) for n in npus]
@@ -94,5 +149,5 @@ def pcie_contention(ctx: Context) -> Finding:
                       "reseat the card or move the other device to another root port; an "
                       "idle link may train down to save power, so confirm under load with "
                       "`lspci -vv -s ADDRESS` (LnkSta vs LnkCap)", *evidence)
-    return passed(f"{len(npus)} NPU function(s) at full link width and speed, no shared "
-                  "uplink, AER counters within policy", *evidence)
+    return passed(f"{len(npus)} NPU function(s) at the best link width and speed both ends "
+                  "allow, no shared uplink, AER counters within policy", *evidence)

@@ -1,9 +1,16 @@
 """tokenizer.dtype and tokenizer.token-ids: what the model's tokenizer really produces.
 
-Both load the tokenizer under --model with this interpreter's transformers (imported inside
-the functions: importing `checks` must load neither torch nor transformers), offline
-(`local_files_only=True`), once per run. The model directory must be on this machine: a
+Both load the tokenizer under --model once per run (checks.builtin.tokenizer_load:
+`tokenizer.json` through the `tokenizers` library, transformers only for a model without
+one), with the doctor's own libraries; when those differ from the judged interpreter's the
+evidence and the summary say so. Nothing is imported at module load: importing `checks` must
+load neither transformers nor tokenizers. The model directory must be on this machine: a
 recording or a --root tree does not carry a loadable tokenizer, so those runs skip.
+
+A tokenizer whose vocabulary did not load (tokenizer_config.json copied without
+tokenizer.json or vocab.json: transformers then builds a 26-token tokenizer) is a failure
+naming what is missing, in both checks. A chat template is rendered inside a step, size and
+time budget (probes.chat_template).
 
 Observation and judgement are split: `observe_*` talks to the tokenizer, `judge_*` are pure
 functions of what was observed, so every fault can be tested without a faulty tokenizer.
@@ -11,8 +18,6 @@ functions of what was observed, so every fault can be tested without a faulty to
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from checks.builtin import facts
+from checks.builtin.tokenizer_load import Batch, Loaded, TokenizerUnavailable, load, read_json
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import NotRecorded
 from probes.live import LiveHost
+from probes.textsafe import one_line
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
 PROBE_BATCH = ("Hello world", "你好，世界！ A longer second prompt, so the first one is padded.")
@@ -31,41 +38,38 @@ PROBE_MESSAGES = ({"role": "system", "content": "你是一个有用的助手。"
                   {"role": "user", "content": "用一句话介绍昇腾 NPU。Hello world"})
 PROBE_PLAIN = "<|im_start|>user\n你好，世界<|im_end|>\n<|im_start|>assistant\n"
 
-IDS_OK = ("int64", "int32")
+IDS_OK = ("int64", "int32", "int")  # "int": Python integers, as tokenizers returns them
 IDS_NARROW = ("int8", "int16", "uint8", "uint16")
 UINT16_LIMIT = 65536
 # Embedding rows beyond the tokenizer are padding (Qwen3: 267, Qwen3.5/3.6: 243); a far
 # larger gap suggests another model's tokenizer (a Qwen3 tokenizer on Qwen3.5 leaves 96,651).
 PADDING_ROWS_WARN = 4096
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model",
-                   "qwen.tiktoken")
+# A tokenizer holding less than this share of the embedding rows did not load its
+# vocabulary (a 26-token tokenizer from tokenizer_config.json alone) or is another model's.
+SMALL_VOCAB_SHARE = 0.5
 SPECIAL_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
 MASK_NOTE = (
     "HF attention_mask: 1 = attend, 0 = padding. Ascend fused attention takes the opposite: "
     "torch_npu.npu_fused_infer_attention_score / npu_prompt_flash_attention / "
     "npu_incre_flash_attention `atten_mask` is bool/int8/uint8 with 1 = masked out, "
-    "0 = computed (TORCH_NPU_OPS.md §1 FIA `atten_mask`, §2 IFA/PFA); ATB SelfAttention "
-    "takes float16 additive masks [0, -inf] (FACTCHECK.md E4). Convert at the boundary "
-    "(fused = 1 - mask as bool/int8; ATB additive = 0 where mask is 1, -inf where 0); "
-    "never pass the HF mask through")
-# The two checks run side by side on one tokenizer object, and `padding=True` flips the
+    "0 = computed (hicann/ops-transformer aclnnFusedInferAttentionScoreV4.md, "
+    "aclnnPromptFlashAttentionV3.md); ATB SelfAttention takes float16 additive masks "
+    "[0, -inf] (hicann/ascend-transformer-boost example/op_demo/self_attention). Convert at "
+    "the boundary (fused = 1 - mask as bool/int8; ATB additive = 0 where mask is 1, -inf "
+    "where 0); never pass the HF mask through")
+LIST_NOTE = ("the tokenizer returns plain integer lists (no dtype yet): numpy.asarray and "
+             "torch.tensor build int64 from them, as transformers' return_tensors does")
+# The two checks run side by side on one tokenizer object, and a padded batch sets the
 # backend's padding state for the call: one observation at a time.
 _IN_USE = threading.Lock()
 DTYPE_PLAYBOOK = "see playbook tokenizer.dtype"
 IDS_PLAYBOOK = "see playbook tokenizer.token-ids"
+FILES_REMEDY = ("copy the tokenizer files of the checkpoint (tokenizer.json, or vocab.json + "
+                "merges.txt) from where it was downloaded")
 
 
 # -- loading ------------------------------------------------------------------------------
-
-
-class TokenizerUnavailable(Exception):
-    """Why no tokenizer could be examined; the checks turn it into a skip or a warn."""
-
-    def __init__(self, reason: str, status: str = "skip") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
 
 
 def on_this_machine(host: object) -> bool:
@@ -75,51 +79,68 @@ def on_this_machine(host: object) -> bool:
     return isinstance(host, LiveHost) and getattr(host, "root", "/") == "/"
 
 
-def _load(model_dir: Path) -> Any:
-    # transformers 5 builds an empty 1-token tokenizer from config.json alone; refuse first
-    if not any((model_dir / name).is_file() for name in TOKENIZER_FILES):
-        raise TokenizerUnavailable(
-            f"no tokenizer files in {model_dir} (looked for {', '.join(TOKENIZER_FILES)})",
-            status="warn")
-    try:
-        from transformers import AutoTokenizer
-    except ImportError as exc:
-        raise TokenizerUnavailable(f"transformers is not installed ({exc})") from exc
-    try:
-        return AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    except Exception as exc:
-        raise TokenizerUnavailable(
-            f"cannot load a tokenizer from {model_dir}: {type(exc).__name__}: {exc}",
-            status="warn") from exc
-
-
-def load_tokenizer(ctx: Context) -> Any:
+def load_tokenizer(ctx: Context) -> Loaded:
     """The --model tokenizer, loaded once per run. Raises TokenizerUnavailable."""
     if ctx.model_dir is None:
         raise TokenizerUnavailable(NO_MODEL)
     if not on_this_machine(ctx.host):
         raise TokenizerUnavailable("tokenizer checks need the model directory on this machine")
-    model_dir = ctx.model_dir
-    return ctx.fact("tokenizer", lambda: _load(model_dir))
+    model_dir = Path(ctx.model_dir)
+    return ctx.fact("tokenizer", lambda: load(model_dir))
 
 
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
     if exc.status == "warn":
         return warned(exc.reason, "ship the tokenizer files (tokenizer.json, "
-                      "tokenizer_config.json) with the checkpoint", str(exc.__cause__ or ""))
+                      "tokenizer_config.json) with the checkpoint",
+                      one_line(str(exc.__cause__ or "")))
     return skipped(exc.reason)
 
 
-def library_versions() -> str:
-    from importlib import metadata
+@dataclass(frozen=True)
+class LibraryNote:
+    """Which library loaded the tokenizer, and whether the judged interpreter has another."""
 
-    found = []
-    for name in ("transformers", "tokenizers"):
-        try:
-            found.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            found.append(f"{name} not installed")
-    return "loaded with this interpreter's " + ", ".join(found)
+    evidence: str
+    differs: str = ""  # said in the summary when non-empty
+
+
+def library_note(ctx: Context, loaded: Loaded) -> LibraryNote:
+    used_name, _, used_version = loaded.library.partition(" ")
+    shown = f"loaded with the doctor's {loaded.library}"
+    try:
+        judged = facts.python(ctx)
+    except NotRecorded:
+        return LibraryNote(f"{shown}; the judged interpreter's packages were not recorded")
+    if judged.error:
+        return LibraryNote(f"{shown}; the judged interpreter's packages were not read "
+                           f"({judged.error})")
+    theirs = judged.version_of(used_name)
+    if theirs == used_version:
+        return LibraryNote(f"{shown}, as {judged.interpreter} has")
+    has = f"{used_name} {theirs}" if theirs else f"no {used_name}"
+    differs = f"loaded with {loaded.library}; {judged.interpreter} has {has}"
+    return LibraryNote(f"{shown}; the judged interpreter {judged.interpreter} has {has}",
+                       differs)
+
+
+def _with_note(finding: Finding, note: LibraryNote) -> Finding:
+    if not note.differs:
+        return finding
+    return Finding(finding.status, f"{finding.summary} ({note.differs})", finding.evidence,
+                   finding.remedy)
+
+
+def vocabulary_problem(loaded: Loaded, vocab_size: int | None, probe_ids: int) -> str:
+    """Why the loaded vocabulary is not the model's, naming missing files; "" when it is."""
+    missing = loaded.files.missing_vocabulary()
+    because = f": {missing}" if missing else " (the tokenizer of another model?)"
+    if probe_ids == 0:
+        return f"the tokenizer turns the probe text into no ids{because}"
+    size = loaded.size()
+    if vocab_size is not None and size < vocab_size * SMALL_VOCAB_SHARE:
+        return f"the tokenizer holds {size} ids, far fewer than vocab_size {vocab_size}{because}"
+    return ""
 
 
 # -- tokenizer.dtype ------------------------------------------------------------------------
@@ -127,50 +148,41 @@ def library_versions() -> str:
 
 @dataclass(frozen=True)
 class TensorObservation:
-    """What the tokenizer returned for PROBE_BATCH with one `return_tensors`."""
+    """What the tokenizer returned for PROBE_BATCH: as lists, or as one framework's tensors."""
 
-    framework: str  # "np" or "pt"
-    ids_dtype: str  # "int64", without "torch."
+    framework: str  # "list" (as the tokenizer returns them), "np" or "pt"
+    ids_dtype: str  # "int" for Python integers; "int64", without "torch.", for tensors
     mask_dtype: str | None  # None: no attention_mask returned
     mask_values: tuple[float, ...] = ()  # distinct values
     real_tokens_value: float | None = None  # the mask over real tokens of the padded row
     padding_value: float | None = None  # the mask over its padding (None: nothing padded)
+    real_tokens: int = 0  # ids of the short prompt
 
 
-def _dtype_name(dtype: object) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def _observe(tokenizer: Any, framework: str) -> TensorObservation:
-    batch = tokenizer(list(PROBE_BATCH), padding=True, return_tensors=framework)
-    ids = batch["input_ids"]
-    mask = batch.get("attention_mask")
-    if mask is None:
-        return TensorObservation(framework, _dtype_name(ids.dtype), None)
-    import numpy as np  # only when a tokenizer is judged: the doctor starts without numpy
-
-    values = np.asarray(mask.tolist())
-    real_len = len(tokenizer(PROBE_BATCH[0])["input_ids"])
-    row = values[0]
-    left = getattr(tokenizer, "padding_side", "right") == "left"
-    real = row[len(row) - real_len:] if left else row[:real_len]
-    pad = row[:len(row) - real_len] if left else row[real_len:]
+def observe_batch(batch: Batch) -> TensorObservation:
+    """What the tokenizer returned: plain integer lists (`int`), the mask's values, and
+    which of them cover the real tokens and the padding of the short prompt."""
+    real_len = sum(batch.mask[0]) if batch.mask else len(batch.ids[0])
+    rows = batch.ids if batch.padded else batch.ids[:1]
+    ids_type = _element_type(rows)
+    if batch.mask is None:
+        return TensorObservation("list", ids_type, None, real_tokens=real_len)
+    masks = batch.mask if batch.padded else batch.mask[:1]
+    row = masks[0]
+    real = row[len(row) - real_len:] if batch.left else row[:real_len]
+    pad = row[:len(row) - real_len] if batch.left else row[real_len:]
     return TensorObservation(
-        framework, _dtype_name(ids.dtype), _dtype_name(mask.dtype),
-        tuple(float(v) for v in np.unique(values)),
-        float(real[0]) if len(set(real.tolist())) == 1 else None,
-        (float(pad[0]) if len(set(pad.tolist())) == 1 else None) if len(pad) else None)
+        "list", ids_type, _element_type(masks),
+        tuple(sorted({float(v) for r in masks for v in r})),
+        float(real[0]) if len(set(real)) == 1 else None,
+        (float(pad[0]) if len(set(pad)) == 1 else None) if pad else None,
+        real_len)
 
 
-def torch_available() -> bool:
-    return importlib.util.find_spec("torch") is not None
-
-
-def observe_dtypes(tokenizer: Any) -> list[TensorObservation]:
-    observed = [_observe(tokenizer, "np")]
-    if torch_available():
-        observed.append(_observe(tokenizer, "pt"))
-    return observed
+def _element_type(rows: Sequence[Sequence[object]]) -> str:
+    """"int" when every element is a Python integer; else the names of the types found."""
+    kinds = sorted({type(v).__name__ for r in rows for v in r})
+    return "/".join(kinds) if kinds else "n/a (no ids)"
 
 
 def _is_integer(dtype: str) -> bool:
@@ -210,23 +222,29 @@ def describe(seen: TensorObservation) -> str:
         f"attention_mask {seen.mask_dtype} values {_values(seen.mask_values)}, "
         f"real tokens {_values([seen.real_tokens_value])}, "
         f"padding {_values([seen.padding_value])}")
-    return f"return_tensors={seen.framework!r}: input_ids {seen.ids_dtype}, {mask}"
+    where = "as returned" if seen.framework == "list" else f"return_tensors={seen.framework!r}"
+    return f"{where}: input_ids {seen.ids_dtype}, {mask}"
 
 
 def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
-                drift: Sequence[str] = ()) -> Finding:
-    """`drift`: tokenizer libraries that differ from the baseline's, each a warning."""
+                drift: Sequence[str] = (), vocabulary: str = "") -> Finding:
+    """`drift`: tokenizer libraries that differ from the baseline's, each a warning;
+    `vocabulary`: why the vocabulary is not the model's (a failure), "" when it is."""
     evidence = [describe(seen) for seen in observed]
-    if not any(seen.framework == "pt" for seen in observed):
-        evidence.append("torch is not importable here: only return_tensors='np' was probed")
+    if any(seen.framework == "list" for seen in observed):
+        evidence.append(LIST_NOTE)
     evidence += [MASK_NOTE, versions] if versions else [MASK_NOTE]
-    problems = [(sev, f"{seen.framework}: {why}") for seen in observed
-                for sev, why in [_ids_problem(seen)] if sev]
-    problems += [("fail", f"{seen.framework}: {why}") for seen in observed
-                 for why in [_mask_problem(seen)] if why]
+    # without a vocabulary the dtypes and the mask of an empty batch say nothing
+    problems = [("fail", vocabulary)] if vocabulary else [
+        *((sev, f"{seen.framework}: {why}") for seen in observed
+          for sev, why in [_ids_problem(seen)] if sev),
+        *(("fail", f"{seen.framework}: {why}") for seen in observed
+          for why in [_mask_problem(seen)] if why)]
     problems += [("warn", why) for why in drift]
     remedy = ("keep input_ids int64 (int32 at most) and the attention_mask integer 0/1 "
               f"with 1 = attend; fix the tokenizer wrapper; {DTYPE_PLAYBOOK}")
+    if vocabulary:
+        remedy = f"{FILES_REMEDY}; {DTYPE_PLAYBOOK}"
     if drift:
         remedy += ("; install the transformers/tokenizers the baseline was validated with, "
                    "or re-validate and record a new baseline")
@@ -240,18 +258,29 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
                       f"{observed[0].ids_dtype}", "build the mask in the serving engine; "
                       + DTYPE_PLAYBOOK, *evidence)
     first = observed[0]
-    return passed(f"input_ids {first.ids_dtype}, attention_mask {first.mask_dtype} 0/1 with "
-                  "1 = attend (Ascend fused ops need it inverted: 1 = masked)", *evidence)
+    ids = "integers" if first.ids_dtype == "int" else first.ids_dtype
+    mask = "" if first.mask_dtype == "int" else f" {first.mask_dtype}"
+    return passed(f"input_ids {ids}, attention_mask{mask} 0/1 with 1 = attend (Ascend fused "
+                  "ops need it inverted: 1 = masked)", *evidence)
 
 
 def tokenizer_dtype(ctx: Context) -> Finding:
     try:
-        tokenizer = load_tokenizer(ctx)
+        loaded = load_tokenizer(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
     with _IN_USE:
-        observed = observe_dtypes(tokenizer)
-    return judge_dtype(observed, library_versions(), library_drift(ctx))
+        batch = loaded.batch(PROBE_BATCH)
+    seen = observe_batch(batch)
+    config = read_json(loaded.files.directory / "config.json")
+    vocabulary = vocabulary_problem(loaded, config_vocab_size(config), seen.real_tokens)
+    note = library_note(ctx, loaded)
+    extra = [] if batch.padded else ["no pad token in tokenizer_config.json: the batch was "
+                                     "not padded, so the mask over padding was not seen"]
+    finding = judge_dtype([seen], note.evidence, library_drift(ctx), vocabulary)
+    finding = Finding(finding.status, finding.summary, (*finding.evidence, *extra),
+                      finding.remedy)
+    return _with_note(finding, note)
 
 
 def library_drift(ctx: Context) -> list[str]:
@@ -280,7 +309,7 @@ def library_drift(ctx: Context) -> list[str]:
 class IdObservation:
     """The id range of a tokenizer against the model's embedding."""
 
-    tokenizer_size: int  # len(tokenizer): regular + added tokens
+    tokenizer_size: int  # regular + added tokens
     max_added_id: int | None  # the largest added/special token id
     vocab_size: int | None  # config.json (or text_config) embedding rows
     probe_ids: tuple[int, ...]  # a chat prompt with CJK text and the chat markers
@@ -289,18 +318,30 @@ class IdObservation:
     config_ids: tuple[tuple[str, int], ...] = ()  # "generation_config.json eos_token_id", id
     known_ids: frozenset[int] = frozenset()  # ids the tokenizer itself names as special/added
     declared_vocab: tuple[tuple[str, int], ...] = ()  # vocab_size keys of tokenizer files
+    vocabulary: str = ""  # why the vocabulary is not the model's; "" when it is
+    template_note: str = ""  # how the chat template went
+    template_stopped: bool = False  # the template ran out of budget
 
     @property
     def largest_id(self) -> int:
         return max([self.tokenizer_size - 1, self.max_added_id or 0, *self.probe_ids])
 
 
-def round_trip(ids: Sequence[int], dtype: str) -> list[tuple[int, int]]:
-    """(id, what came back) for every id a numpy `dtype` array changes."""
-    import numpy as np
+_WIDTHS = {"int64": (64, True), "int32": (32, True), "int16": (16, True),
+           "uint16": (16, False), "uint8": (8, False)}
 
-    back = np.asarray(ids, dtype=np.int64).astype(dtype).astype(np.int64).tolist()
-    return [(a, b) for a, b in zip(ids, back, strict=True) if a != b]
+
+def narrowed(value: int, dtype: str) -> int:
+    """`value` stored in `dtype` and read back: the two's-complement truncation a C cast
+    (numpy's astype, a torch .to()) makes of an integer that does not fit."""
+    bits, signed = _WIDTHS[dtype]
+    low = value % (1 << bits)
+    return low - (1 << bits) if signed and low >= 1 << (bits - 1) else low
+
+
+def round_trip(ids: Sequence[int], dtype: str) -> list[tuple[int, int]]:
+    """(id, what came back) for every id a `dtype` store changes."""
+    return [(a, b) for a in ids for b in [narrowed(a, dtype)] if a != b]
 
 
 def _config_problems(seen: IdObservation, vocab: int) -> tuple[list[str], list[str]]:
@@ -329,11 +370,13 @@ def _id_evidence(seen: IdObservation) -> list[str]:
         f"max {max(seen.probe_ids, default=0)}",
         ", ".join(f"{tok} = {tid}" for tok, tid in seen.marker_ids) or "no chat markers",
         f"round trip through int64: {len(round_trip(seen.probe_ids, 'int64'))} changed; "
-        f"int32: {len(round_trip(seen.probe_ids, 'int32'))} changed",
+        f"int32: {len(round_trip(seen.probe_ids, 'int32'))} changed (ids below 2^31 always "
+        "survive both)",
         f"uint16 would corrupt {len(narrowed)} of {len(seen.probe_ids)} probe ids"
         + (f" ({example}): never store ids in 16 bits or clamp ids > 65535"
            if narrowed else ""),
     ]
+    lines += [seen.template_note] if seen.template_note else []
     lines += [f"{where} = {tid}" for where, tid in seen.config_ids]
     return lines
 
@@ -342,14 +385,18 @@ def judge_token_ids(seen: IdObservation) -> Finding:
     evidence = _id_evidence(seen)
     remedy = ("ship the tokenizer that belongs to the checkpoint, keep ids int64/int32 end "
               f"to end, never clamp or remap ids; {IDS_PLAYBOOK}")
-    fails = [f"{dtype} changes {len(bad)} probe ids" for dtype in ("int64", "int32")
-             for bad in [round_trip(seen.probe_ids, dtype)] if bad]
+    fails = [seen.vocabulary] if seen.vocabulary else []
+    if seen.vocabulary:
+        remedy = f"{FILES_REMEDY}; {IDS_PLAYBOOK}"
+    template = ([f"the chat template did not finish: {seen.template_note}"]
+                if seen.template_stopped else [])
     if seen.vocab_size is None:
         fails_c, warns = _config_problems(seen, 1 << 62)
         if fails or fails_c:
             return failed("; ".join(fails + fails_c), remedy, *evidence)
-        return warned("config.json has no vocab_size: cannot compare the tokenizer's "
-                      f"largest id {seen.largest_id} with the embedding",
+        return warned("; ".join(["config.json has no vocab_size: cannot compare the "
+                                 f"tokenizer's largest id {seen.largest_id} with the embedding",
+                                 *template]),
                       "run with the model directory that holds config.json; " + IDS_PLAYBOOK,
                       *evidence, *warns)
     if seen.largest_id >= seen.vocab_size:
@@ -364,24 +411,16 @@ def judge_token_ids(seen: IdObservation) -> Finding:
     if spare > PADDING_ROWS_WARN:
         warns.insert(0, f"the embedding has {spare} rows beyond the tokenizer's "
                         f"{seen.tokenizer_size} ids: the tokenizer of another model?")
+    warns += template
     if warns:
         return warned("; ".join(warns), remedy, *evidence)
-    return passed(f"largest id {seen.largest_id} < vocab_size {seen.vocab_size}; ids above "
-                  "65535 survive int64/int32", *evidence)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return document if isinstance(document, dict) else {}
+    return passed(f"largest id {seen.largest_id} < vocab_size {seen.vocab_size}", *evidence)
 
 
 def config_vocab_size(config: Mapping[str, Any]) -> int | None:
     for source in (config, config.get("text_config") or {}):
         value = source.get("vocab_size") if isinstance(source, Mapping) else None
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
 
@@ -389,54 +428,76 @@ def config_vocab_size(config: Mapping[str, Any]) -> int | None:
 def _config_ids(model_dir: Path) -> list[tuple[str, int]]:
     found = []
     for name in ("config.json", "generation_config.json"):
-        document = _read_json(model_dir / name)
+        document = read_json(model_dir / name)
         for source in (document, document.get("text_config") or {}):
             if not isinstance(source, Mapping):
                 continue
             for key in SPECIAL_ID_KEYS:
                 value = source.get(key)
                 values = value if isinstance(value, list) else [value]
-                found += [(f"{name} {key}", v) for v in values if isinstance(v, int)]
+                found += [(f"{name} {key}", v) for v in values
+                          if isinstance(v, int) and not isinstance(v, bool)]
     return found
 
 
-def _probe_ids(tokenizer: Any) -> tuple[list[int], str]:
-    if getattr(tokenizer, "chat_template", None):
-        try:
-            out = tokenizer.apply_chat_template(list(PROBE_MESSAGES), tokenize=True,
-                                                add_generation_prompt=True)
-            ids = out["input_ids"] if isinstance(out, Mapping) else out
-            return [int(i) for i in ids], "chat template"
-        except Exception:  # a template needing arguments we do not pass: encode plainly
-            pass
-    return [int(i) for i in tokenizer.encode(PROBE_PLAIN, add_special_tokens=False)], \
-        "plain encode"
+@dataclass(frozen=True)
+class Probe:
+    """The probe's ids and how they were made."""
+
+    ids: tuple[int, ...]
+    path: str  # "chat template" or "plain encode"
+    note: str = ""
+    stopped: bool = False
 
 
-def observe_ids(tokenizer: Any, model_dir: Path) -> IdObservation:
-    added = {int(i) for i in getattr(tokenizer, "added_tokens_decoder", {})}
-    special = {int(i) for i in getattr(tokenizer, "all_special_ids", []) if i is not None}
-    known = added | special
-    ids, path = _probe_ids(tokenizer)
-    markers = tuple((tok, tokenizer.convert_tokens_to_ids(tok))
-                    for tok in ("<|im_start|>", "<|im_end|>") if tok in tokenizer.get_vocab())
-    declared_vocab = _read_json(model_dir / "tokenizer_config.json").get("vocab_size")
+def probe_ids(loaded: Loaded) -> Probe:
+    """The chat template rendered (inside its budget) and encoded; else a plain encode."""
+    template = loaded.files.chat_template
+    if not template:
+        return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode")
+    from probes.chat_template import render
+
+    variables: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
+                                 "add_generation_prompt": True,
+                                 **loaded.files.special_tokens()}
+    rendered = render(template, variables)
+    source = loaded.files.template_source
+    if rendered.text is None:
+        return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode",
+                     f"chat template ({source}) not used: {one_line(rendered.error)}",
+                     rendered.stopped)
+    return Probe(tuple(loaded.encode(rendered.text)), "chat template",
+                 f"chat template ({source}) rendered in {rendered.steps} steps")
+
+
+def observe_ids(loaded: Loaded) -> IdObservation:
+    model_dir = loaded.files.directory
+    known = loaded.added_ids()
+    probe = probe_ids(loaded)
+    markers = tuple((tok, tid) for tok in ("<|im_start|>", "<|im_end|>")
+                    for tid in [loaded.token_id(tok)] if tid is not None)
+    declared_vocab = loaded.files.config.get("vocab_size")
     declared = ([("tokenizer_config.json vocab_size", declared_vocab)]
                 if isinstance(declared_vocab, int) else [])
+    vocab_size = config_vocab_size(read_json(model_dir / "config.json"))
     return IdObservation(
-        tokenizer_size=len(tokenizer), max_added_id=max(known, default=None),
-        vocab_size=config_vocab_size(_read_json(model_dir / "config.json")),
-        probe_ids=tuple(ids), probe_path=path, marker_ids=markers,
-        config_ids=tuple(_config_ids(model_dir)), known_ids=frozenset(known),
-        declared_vocab=tuple(declared))
+        tokenizer_size=loaded.size(), max_added_id=max(known, default=None),
+        vocab_size=vocab_size, probe_ids=probe.ids, probe_path=probe.path, marker_ids=markers,
+        config_ids=tuple(_config_ids(model_dir)), known_ids=known,
+        declared_vocab=tuple(declared),
+        vocabulary=vocabulary_problem(loaded, vocab_size, len(probe.ids)),
+        template_note=probe.note, template_stopped=probe.stopped)
 
 
 def tokenizer_token_ids(ctx: Context) -> Finding:
     try:
-        tokenizer = load_tokenizer(ctx)
+        loaded = load_tokenizer(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
-    assert ctx.model_dir is not None
     with _IN_USE:
-        observed = observe_ids(tokenizer, Path(ctx.model_dir))
-    return judge_token_ids(observed)
+        observed = observe_ids(loaded)
+    note = library_note(ctx, loaded)
+    finding = judge_token_ids(observed)
+    finding = Finding(finding.status, finding.summary, (*finding.evidence, note.evidence),
+                      finding.remedy)
+    return _with_note(finding, note)

@@ -1,82 +1,50 @@
 """versions.parity: driver, firmware, CANN, NNAL, torch, torch_npu, vllm-ascend, MindIE agree.
 
-Every pairing is judged against the tables of checks/data/compat.yaml (a copy of
-facts/COMPAT.yaml), each only when both of its sides were found; what was not found is said
-in the evidence. Version-suffix rules ("last two digits") do not exist (FACTCHECK A2/A3).
+Every pairing is judged against the tables of checks/data/compat.yaml (checks.builtin.compat),
+each only when both of its sides were found; what was not found is said in the evidence.
+What a vendor document declares is judged strictly (outside it: fail); what is only inferred
+from installed files (the `compatible_version*` fields, whose meaning no vendor document
+states) or only tested together, never declared, is a warning at most. Version-suffix rules
+("last two digits") do not exist: torch_npu follows torch's numbering and drivers the HDK's.
+
+The packages are those of the judged interpreter (facts.python: `--python`, or the target's):
+one that cannot be inspected, or that holds no torch_npu, is a warning, never a pass.
 """
 
 from __future__ import annotations
 
-import functools
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checks import datafiles
 from checks.builtin import facts
+from checks.builtin.compat import (
+    compat_data,
+    hdk_matches,
+    hdk_row,
+    listed,
+    mindie_pairing,
+    product_of,
+    row_for,
+    same,
+    vllm_pairing,
+    vllm_tested_cann,
+)
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
 from probes.stack import Found, StackVersions, read_stack
-from probes.versions import same_release, torch_base, try_parse_version
+from probes.versions import torch_base, try_parse_version
 
 if TYPE_CHECKING:
     from probes.version_files import DriverVersionInfo, FirmwareVersionInfo
 
-Row = Mapping[str, Any]
+__all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"]
 
 
 def stack(ctx: Context) -> StackVersions:
     """The Ascend version files, read once per run (cann.environment shares it)."""
     return ctx.fact("stack", lambda: read_stack(ctx.host))
-
-
-# ----------------------------------------------------------------------------- compat data
-
-
-@dataclass(frozen=True)
-class CompatData:
-    """The pairing tables of checks/data/compat.yaml that the judging reads."""
-
-    torch_npu_rows: tuple[Row, ...]  # COMPAT.yaml torch_npu.active + historical
-    extension_ranges: Mapping[str, tuple[str, ...]]  # pytorch_extension_compat_ranges
-    vllm_rows: tuple[Row, ...]  # vllm_ascend.rows
-    mindie_rows: tuple[Row, ...]  # mindie_compat.rows
-
-    @property
-    def known_cann(self) -> tuple[str, ...]:
-        """Every CANN version any table names: outside these, the data cannot judge."""
-        names = [str(r["cann"]) for r in (*self.torch_npu_rows, *self.vllm_rows,
-                                          *self.mindie_rows)]
-        names += [c for cs in self.extension_ranges.values() for c in cs]
-        return tuple(names)
-
-
-@functools.lru_cache(maxsize=1)
-def compat_data() -> CompatData:
-    raw = datafiles.load("data/compat.yaml")
-    npu = raw["torch_npu"]
-    return CompatData(
-        torch_npu_rows=tuple(npu["active"]) + tuple(npu["historical"]),
-        extension_ranges={str(k): tuple(str(c) for c in v)
-                          for k, v in raw["pytorch_extension_compat_ranges"].items()},
-        vllm_rows=tuple(raw["vllm_ascend"]["rows"]),
-        mindie_rows=tuple(raw["mindie_compat"]["rows"]),
-    )
-
-
-def same(a: str | None, b: str | None) -> bool:
-    """Same release (build and local labels ignored); False when either does not parse."""
-    pa, pb = try_parse_version(a), try_parse_version(b)
-    return pa is not None and pb is not None and same_release(pa, pb)
-
-
-def _row_for(rows: Sequence[Row], key: str, version: str) -> Row | None:
-    return next((r for r in rows if same(str(r[key]), version)), None)
-
-
-def _in(version: str, names: Sequence[str]) -> bool:
-    return any(same(version, n) for n in names)
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -121,13 +89,17 @@ class Installed:
     nnal: str | None
     mindie: str | None
     packages: Mapping[str, str | None]  # torch, torch_npu, vllm, vllm_ascend
+    interpreter: str = ""  # the judged interpreter, as given
+    python_error: str = ""  # why its packages could not be read; "" when they were
 
 
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
+PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "
+                 "(e.g. the virtualenv of `vllm serve`).")
 
 
 def _unknown_is(ctx: Context) -> Status:
-    # policy versions.unknown_is: a version newer than the data is a warning (issue #3)
+    # policy versions.unknown_is: a version newer than the data is a warning by default
     value = str(ctx.policy.get("versions", "unknown_is"))
     return value if value in ("pass", "warn", "fail") else "warn"  # type: ignore[return-value]
 
@@ -170,73 +142,133 @@ def _read_files(s: StackVersions, j: Judgement) -> tuple[str | None, str | None]
     return cann, nnal
 
 
-def _read_packages(ctx: Context, j: Judgement) -> dict[str, str | None]:
-    py = facts.python(ctx)
-    if py.error:
-        j.evidence.append(f"python packages of {py.interpreter or 'the --python interpreter'} "
-                          f"not read: {py.error}; only the version files are judged")
-        return dict.fromkeys(PACKAGES)
-    found = {name: py.version_of(name) for name in PACKAGES}
-    shown = ", ".join(f"{n} {v or 'not installed'}" for n, v in found.items())
-    j.evidence.append(f"python {py.interpreter}: {shown}")
-    return found
-
-
 def read_installed(ctx: Context, j: Judgement) -> Installed:
     s = stack(ctx)
     cann, nnal = _read_files(s, j)
     family = s.toolkit.value.family if s.toolkit.value else None
     mindie = s.mindie.value.version if s.mindie.value else None
-    return Installed(s.driver.value, s.firmware.value, cann, family, nnal, mindie,
-                     _read_packages(ctx, j))
+    py = facts.python(ctx)
+    interpreter = py.interpreter or "the --python interpreter"
+    if py.error:
+        j.evidence.append(f"python packages of {interpreter} not read: {py.error}")
+        packages: dict[str, str | None] = dict.fromkeys(PACKAGES)
+    else:
+        packages = {name: py.version_of(name) for name in PACKAGES}
+        shown = ", ".join(f"{n} {v or 'not installed'}" for n, v in packages.items())
+        j.evidence.append(f"python {interpreter}: {shown}")
+    return Installed(s.driver.value, s.firmware.value, cann, family, nnal, mindie, packages,
+                     interpreter, py.error)
 
 
-# ----------------------------------------------------------------------------- judging
+# ----------------------------------------------------------------------------- the interpreter
+
+
+def judge_interpreter(inst: Installed, j: Judgement) -> None:
+    """The packages side is judged only when it was read and holds torch_npu."""
+    if inst.python_error:
+        j.add("warn", f"torch_npu not judged: the packages of {inst.interpreter} could not be "
+              f"read ({inst.python_error})", PYTHON_REMEDY)
+    elif inst.packages["torch_npu"] is None:
+        j.add("warn", f"no torch_npu in {inst.interpreter}: torch_npu and its CANN pairing "
+              "not judged", PYTHON_REMEDY + " Or install torch_npu there.")
+
+
+# ----------------------------------------------------------------------------- driver side
+
+HDK_REMEDY = ("Install driver and firmware from an Ascend HDK release the CANN release notes "
+              "list for CANN {cann}, or the CANN that pairs with this HDK.")
+DERIVED = ("(an installer field whose meaning no vendor document states: a warning, not a "
+           "verdict)")
 
 
 def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
-    """COMPAT.yaml installed_file_crosschecks.firmware_vs_driver."""
+    """The `compatible_version_fw`/`_drv` fields (derived rules: warnings at most)."""
     drv, fw = inst.driver, inst.firmware
     if drv is None or fw is None or not drv.driver_version or not fw.version:
         return
     from probes.version_files import driver_accepted_by_firmware, firmware_in_driver_range
 
     d, f = drv.driver_version, fw.version
-    in_range = firmware_in_driver_range(f, drv)
-    ranges = ",".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw_ranges)
     remedy = ("Install driver and firmware from the same Ascend HDK release "
               "(firmware after the driver, then a cold reboot).")
-    if in_range is False:
-        j.add("fail", f"firmware {f} is outside driver {d}'s compatible_version_fw {ranges}",
-              remedy)
+    in_range = firmware_in_driver_range(f, drv)
+    ranges = ",".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw_ranges)
+    if in_range is None:
+        j.evidence.append(f"driver {d} declares no usable compatible_version_fw")
     elif in_range:
         j.add("pass", f"firmware {f} within driver {d}'s compatible_version_fw {ranges}")
     else:
-        j.evidence.append(f"driver {d} declares no usable compatible_version_fw")
+        j.add("warn", f"firmware {f} is outside driver {d}'s compatible_version_fw {ranges} "
+              f"{DERIVED}", remedy)
     accepted = driver_accepted_by_firmware(d, fw)
     entries = ",".join(f"[{lo},{hi}]" for lo, hi in fw.compatible_drv)
-    if accepted is False:
-        j.add("fail", f"driver {d} is not in firmware {f}'s compatible_version_drv {entries}",
-              remedy)
+    if accepted is None:
+        j.evidence.append(f"firmware {f} declares no compatible_version_drv")
     elif accepted:
         j.add("pass", f"driver {d} accepted by firmware {f}'s compatible_version_drv")
     else:
-        j.evidence.append(f"firmware {f} declares no compatible_version_drv")
+        j.add("warn", f"driver {d} is not in firmware {f}'s compatible_version_drv {entries} "
+              f"{DERIVED}", remedy)
 
 
-def judge_driver_toolkit(inst: Installed, j: Judgement) -> None:
-    """COMPAT.yaml installed_file_crosschecks.driver_vs_cann: a warning, the data is derived."""
+def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
+    """The driver's HDK release against cann_to_hdk.declared; the toolkit's innerversion
+    family in the driver's `compatible_version` corroborates (a derived rule: warn)."""
+    d = inst.driver.driver_version if inst.driver else None
+    if d is None or inst.cann is None:
+        return
+    by_table = _driver_by_table(d, inst.cann, j)
+    by_family = _driver_by_family(inst, j)
+    if not by_table and not by_family:
+        j.add(unknown, f"driver {d} with CANN {inst.cann} not judged: CANN {inst.cann} has no "
+              "declared HDK list in the compatibility data and "
+              + ("the driver's version.info has no compatible_version" if inst.driver and not
+                 inst.driver.compatible_families else "the toolkit names no innerversion"),
+              f"Check the CANN {inst.cann} release notes for the Ascend HDK it needs.")
+
+
+def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
+    """Judge by the CANN->HDK table; False when it has nothing to say."""
+    row = hdk_row(cann)
+    if row is None:
+        j.evidence.append(f"CANN {cann}: no HDK list in the compatibility data")
+        return False
+    match = next(((h, p) for h, p in row.entries if hdk_matches(driver, h)), None)
+    hdks = ", ".join(h + (f" ({p})" if p else "") for h, p in row.entries)
+    if match is not None:
+        what = {"complete": "declared for", "partial": "paired with",
+                "community": "seen (community reports) with"}[row.kind]
+        product = f" on {match[1]}" if match[1] else ""
+        j.add("pass", f"driver {driver} is an HDK {match[0]} release {what} CANN "
+              f"{cann}{product}")
+        return True
+    if row.kind == "complete":
+        j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
+              f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann))
+        return True
+    if row.kind == "partial":
+        j.add("warn", f"driver {driver} is not an HDK paired with CANN {cann} in the data "
+              f"({hdks}); the CANN {cann} release notes may list more",
+              HDK_REMEDY.format(cann=cann))
+        return True
+    j.evidence.append(f"driver {driver} is not among the HDKs community reports show with "
+                      f"CANN {cann} ({hdks}): not judged by that")
+    return False
+
+
+def _driver_by_family(inst: Installed, j: Judgement) -> bool:
+    """The toolkit's innerversion family in the driver's compatible_version (derived)."""
     drv, family = inst.driver, inst.toolkit_family
     if drv is None or family is None or not drv.compatible_families:
-        return
+        return False
     d = drv.driver_version
     if family in drv.compatible_families:
         j.add("pass", f"CANN {inst.cann} family {family} in driver {d}'s compatible_version")
-        return
-    j.add("warn", f"CANN {inst.cann} innerversion family {family} is not in driver {d}'s "
-          f"compatible_version {','.join(drv.compatible_families)}",
-          "Install an Ascend HDK (driver) release listed for this CANN version "
-          "(CANN release notes), or a CANN the driver lists.")
+    else:
+        j.add("warn", f"CANN {inst.cann} innerversion family {family} is not in driver {d}'s "
+              f"compatible_version {','.join(drv.compatible_families)} {DERIVED}",
+              HDK_REMEDY.format(cann=inst.cann))
+    return True
 
 
 def judge_nnal(inst: Installed, j: Judgement) -> None:
@@ -251,8 +283,11 @@ def judge_nnal(inst: Installed, j: Judgement) -> None:
           f"Install Ascend-cann-nnal {inst.cann} (the NNAL release of the installed CANN).")
 
 
+# ----------------------------------------------------------------------------- python side
+
+
 def judge_torch(inst: Installed, j: Judgement) -> None:
-    """torch_npu is built per torch release: base versions must be equal (COMPAT.yaml §1)."""
+    """torch_npu is built per torch release: base versions must be equal (Ascend/pytorch)."""
     torch, npu = inst.packages["torch"], inst.packages["torch_npu"]
     if torch is None or npu is None:
         if npu is not None:
@@ -271,7 +306,7 @@ def judge_torch(inst: Installed, j: Judgement) -> None:
 
 def _torch_remedy(torch: str, npu: str, cann: str | None) -> str:
     rows = compat_data().torch_npu_rows
-    mine = _row_for(rows, "torch_npu", npu)
+    mine = row_for(rows, "torch_npu", npu)
     want_torch = mine["torch"] if mine else torch_base(npu)
     fits = [r for r in rows if torch_base(str(r["torch"])) == torch_base(torch)]
     best = next((r for r in fits if cann and same(str(r["cann"]), cann)), None) or (
@@ -281,58 +316,80 @@ def _torch_remedy(torch: str, npu: str, cann: str | None) -> str:
     return f"pip install torch=={want_torch} to match torch_npu {npu}{other}."
 
 
-def _vllm_pairs(npu: str, cann: str) -> Row | None:
-    return next((r for r in compat_data().vllm_rows
-                 if same(str(r["torch_npu"]), npu) and same(str(r["cann"]), cann)), None)
+def _older_or_newer(cann: str, than: str) -> str:
+    have, want = try_parse_version(cann), try_parse_version(than)
+    if have is None or want is None:
+        return "another release"
+    return "older" if have < want else "newer"
 
 
 def judge_torch_npu_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
-    """torch_npu <-> CANN: COMPAT.yaml torch_npu table, then pytorch_extension_compat_ranges."""
+    """torch_npu <-> CANN: a vendor pairing passes (the torch_npu table's build CANN, a
+    vllm-ascend release row, a MindIE release row); a CANN the Ascend Extension for PyTorch
+    release declares compatible warns; outside a declared range fails; the rest is "not a
+    tested pairing" (warn)."""
     npu, cann = inst.packages["torch_npu"], inst.cann
     if npu is None or cann is None:
         return
     data = compat_data()
-    row = _row_for(data.torch_npu_rows, "torch_npu", npu)
-    if row is not None and same(str(row["cann"]), cann):
-        j.add("pass", f"torch_npu {npu} pairs with CANN {cann} (torch_npu row {row['branch']})")
+    row = row_for(data.torch_npu_rows, "torch_npu", npu)
+    if _paired(npu, cann, row, j):
         return
-    vrow = _vllm_pairs(npu, cann)
-    if vrow is not None:  # a vllm-ascend release row is also a vendor-tested pairing
-        j.add("pass", f"torch_npu {npu} pairs with CANN {cann} "
-              f"(vllm-ascend {vrow['vllm_ascend']} row)")
-        return
-    known_npu = row is not None or _row_for(data.vllm_rows, "torch_npu", npu) is not None
-    if row is not None:
-        product = str(row["branch"]).rsplit("-", 1)[-1]
-        if _in(cann, data.extension_ranges.get(product, ())):
-            j.add("warn", f"CANN {cann} is not the CANN {row['cann']} torch_npu {npu} was "
-                  f"built with ({row['branch']}), older but declared compatible with "
-                  f"Ascend Extension for PyTorch {product}",
-                  f"Prefer CANN {row['cann']} for torch_npu {npu}.")
-            return
-    if not known_npu or not _in(cann, data.known_cann):
-        what = f"torch_npu {npu}" if not known_npu else f"CANN {cann}"
+    tested = vllm_tested_cann(npu)
+    if (row is None and not tested) or not listed(cann, data.known_cann):
+        what = f"CANN {cann}" if row is not None or tested else f"torch_npu {npu}"
         j.add(unknown, f"{what} is not in the compatibility data; torch_npu {npu} with "
               f"CANN {cann} cannot be judged",
               "Check the torch_npu release notes (Ascend/pytorch COMPATIBILITY.en.md).")
         return
-    want = row["cann"] if row else _vllm_cann(npu)
-    where = f"torch_npu row {row['branch']}" if row else "vllm-ascend rows"
-    j.add("fail", f"torch_npu {npu} wants CANN {want} ({where}), found CANN {cann}",
-          f"Install CANN {want}, or the torch_npu release built for CANN {cann}.")
+    if row is not None and product_of(row) in data.extension_ranges:
+        _judge_declared_range(npu, cann, row, j)
+        return
+    built = f"built with CANN {row['cann']} ({row['branch']})" if row else \
+        f"tested by vllm-ascend with CANN {'/'.join(tested)}"
+    j.add("warn", f"torch_npu {npu} with CANN {cann} is not a tested pairing (torch_npu {npu} "
+          f"is {built})", f"Prefer CANN {row['cann'] if row else tested[0]} for torch_npu {npu}, "
+          f"or the torch_npu release built for CANN {cann}.")
 
 
-def _vllm_cann(npu: str) -> str:
-    cands = [str(r["cann"]) for r in compat_data().vllm_rows if same(str(r["torch_npu"]), npu)]
-    return "/".join(dict.fromkeys(cands))
+def _paired(npu: str, cann: str, row: Mapping[str, Any] | None, j: Judgement) -> bool:
+    """A vendor pairing of this torch_npu and this CANN, said as a pass."""
+    if row is not None and same(str(row["cann"]), cann):
+        j.add("pass", f"torch_npu {npu} pairs with CANN {cann} (torch_npu row {row['branch']})")
+        return True
+    vrow = vllm_pairing(npu, cann)
+    if vrow is not None:
+        j.add("pass", f"torch_npu {npu} pairs with CANN {cann} "
+              f"(vllm-ascend {vrow['vllm_ascend']} row)")
+        return True
+    mrow = mindie_pairing(product_of(row), cann) if row is not None else None
+    if mrow is not None:
+        j.add("pass", f"torch_npu {npu} (Ascend Extension for PyTorch {mrow['pytorch_extension']}"
+              f") pairs with CANN {cann} (MindIE {mrow['mindie']} release row)")
+        return True
+    return False
+
+
+def _judge_declared_range(npu: str, cann: str, row: Mapping[str, Any], j: Judgement) -> None:
+    product = product_of(row)
+    declared = compat_data().extension_ranges[product]
+    if listed(cann, declared):
+        j.add("warn", f"CANN {cann} is not the CANN {row['cann']} torch_npu {npu} was built "
+              f"with ({row['branch']}), {_older_or_newer(cann, str(row['cann']))} but declared "
+              f"compatible with Ascend Extension for PyTorch {product}",
+              f"Prefer CANN {row['cann']} for torch_npu {npu}.")
+        return
+    j.add("fail", f"torch_npu {npu} (Ascend Extension for PyTorch {product}) is declared for "
+          f"CANN {', '.join(declared)}, found CANN {cann}",
+          f"Install CANN {row['cann']}, or the torch_npu release built for CANN {cann}.")
 
 
 def judge_vllm_ascend(inst: Installed, j: Judgement, unknown: Status) -> None:
-    """vllm-ascend: vllm, torch, torch_npu, CANN all from its row (COMPAT.yaml vllm_ascend)."""
+    """vllm-ascend: vllm, torch, torch_npu, CANN all from its row (compat.yaml vllm_ascend)."""
     va = inst.packages["vllm_ascend"]
     if va is None:
         return
-    row = _row_for(compat_data().vllm_rows, "vllm_ascend", va)
+    row = row_for(compat_data().vllm_rows, "vllm_ascend", va)
     if row is None:
         j.add(unknown, f"vllm-ascend {va} is not in the compatibility data",
               "Check the vllm-ascend release notes (versioning_policy.md).")
@@ -363,10 +420,10 @@ def _same_torch(have: str, want: str) -> bool:
 
 
 def judge_mindie(inst: Installed, j: Judgement, unknown: Status) -> None:
-    """MindIE's CANN from COMPAT.yaml mindie_compat."""
+    """MindIE's CANN from compat.yaml mindie_compat."""
     if inst.mindie is None:
         return
-    row = _row_for(compat_data().mindie_rows, "mindie", inst.mindie)
+    row = row_for(compat_data().mindie_rows, "mindie", inst.mindie)
     if row is None:
         j.add(unknown, f"MindIE {inst.mindie} is not in the compatibility data",
               "Check the MindIE release notes for its CANN version.")
@@ -402,8 +459,9 @@ def versions_parity(ctx: Context) -> Finding:
     if reason is not None:
         return skipped(reason, *j.evidence)
     unknown = _unknown_is(ctx)
+    judge_interpreter(inst, j)
     judge_driver_firmware(inst, j)
-    judge_driver_toolkit(inst, j)
+    judge_driver_cann(inst, j, unknown)
     judge_nnal(inst, j)
     judge_torch(inst, j)
     judge_torch_npu_cann(inst, j, unknown)
@@ -416,4 +474,3 @@ def toolkit_dir(toolkit_file: str) -> str:
     """The toolkit directory of an `ascend_toolkit_install.info` path (above `<arch>-linux`)."""
     parent = posixpath.dirname(toolkit_file)
     return posixpath.dirname(parent) if parent.endswith("-linux") else parent
-

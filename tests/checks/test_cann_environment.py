@@ -114,6 +114,10 @@ def test_driver_lib64_absent_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env(LD_LIBRARY_PATH=f"{LATEST}/lib64"))
     assert found.status == "warn"
     assert f"{DRIVER_LIB64} is not on LD_LIBRARY_PATH" in found.summary
+    # current toolkits' set_env.sh does add the driver directories; older ones need them
+    assert found.remedy.startswith(f"Source {TOOLKIT_ROOT}/set_env.sh")
+    assert "older toolkits need" in found.remedy and f"{DRIVER_LIB64}/common" in found.remedy
+    assert "does not" not in found.remedy
 
 
 def test_libascendcl_unresolvable_warns(fake_root: FakeRoot) -> None:

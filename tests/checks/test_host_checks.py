@@ -83,6 +83,80 @@ def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
     assert "8 davinci node(s)" in finding.summary
 
 
+def char_nodes(root: FakeRoot, names: list[str]) -> None:
+    dev = root.dir("/dev")
+    try:
+        for name in names:  # the same major/minor as /dev/null: harmless, but a real char device
+            os.mknod(dev / name, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+
+
+def ascend_950(root: FakeRoot, cards: int = 2) -> None:
+    for n in range(cards):
+        pci_function(root, [f"0000:{n}0:00.0", f"0000:{n}1:00.0"], "0x19e5", "0xd806",
+                     "0x120000")
+
+
+def test_ascend_950_needs_no_devmm_svm(fake_root: FakeRoot) -> None:
+    ascend_950(fake_root)
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "pass", finding
+    assert "(Ascend 950)" in finding.summary and "devmm_svm" not in finding.summary
+    assert "NPU family Ascend 950 from the PCI device ids of 2 function(s)" in finding.evidence
+
+
+def test_ascend_950_without_hisi_hdc_fails(fake_root: FakeRoot) -> None:
+    ascend_950(fake_root)
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail"
+    assert finding.summary == "missing /dev/hisi_hdc (Ascend 950)"
+    assert "--device /dev/devmm_svm" not in finding.remedy
+
+
+def test_a2_by_pci_id_still_needs_devmm_svm(fake_root: FakeRoot) -> None:
+    for bus in ("01", "02"):
+        pci_function(fake_root, [f"0000:{bus[0]}0:00.0", f"0000:{bus}:00.0"], *NPU)
+    # a Huawei NIC is not an NPU: it names no family
+    pci_function(fake_root, ["0000:30:00.0", "0000:31:00.0"], "0x19e5", "0x1822", "0x020000")
+    char_nodes(fake_root, ["davinci0", "davinci1", "davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail"
+    assert finding.summary == "missing /dev/devmm_svm (Ascend 910/910B/910_93)"
+    assert "NPU family Ascend 910B (A2) from the PCI device ids of 2 function(s)" in \
+        finding.evidence
+
+
+def test_family_from_npu_smi_names_without_pci(fake_root: FakeRoot) -> None:
+    with_npu_smi(fake_root)
+    char_nodes(fake_root, [f"davinci{n}" for n in range(8)] + ["davinci_manager", "hisi_hdc"])
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "fail" and "/dev/devmm_svm" in finding.summary
+    assert "NPU family from npu-smi chip names 910B4" in finding.evidence
+
+
+def test_unknown_family_says_so_and_warns_for_the_common_nodes(fake_root: FakeRoot) -> None:
+    char_nodes(fake_root, ["davinci0", "davinci_manager", "hisi_hdc"])
+    fake_root.script("/usr/local/bin/npu-smi", "echo 'dcmi module initialize failed' >&2\n"
+                     "exit 1\n")
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "warn", finding
+    assert "missing /dev/devmm_svm (NPU family unknown" in finding.summary
+    assert any(e.startswith("NPU family unknown") for e in finding.evidence)
+
+
+@pytest.mark.parametrize(("name", "rule"), [
+    ("910B4", "910"), ("Ascend910", "910"), ("910A", "910"), ("310P3", "310P"),
+    ("310B4", "310B"), ("310", "310"), ("Ascend950PR", "950"), ("XPU9", None),
+])
+def test_chip_names_map_to_node_rules(name: str, rule: str | None) -> None:
+    from checks.builtin.devices import rule_of_chip_name
+
+    assert rule_of_chip_name(name) == rule
+
+
 # --- pcie.contention --------------------------------------------------------------------------
 
 NPU = ("0x19e5", "0xd802", "0x120000")
@@ -112,6 +186,69 @@ def test_nvme_behind_the_same_switch_at_any_depth_warns(fake_root: FakeRoot) -> 
     assert finding.status == "warn"
     assert "0000:03:00.0 shares the uplink" in finding.summary
     assert "NVMe device 0000:05:00.0" in finding.summary
+
+
+def bridge_caps(root: FakeRoot, bridge: str, speed: str, width: str) -> None:
+    """A root port (under pci0000:00) that allows only `speed` x`width`; pci_function keeps it."""
+    base = f"/sys/devices/pci0000:00/{bridge}"
+    for name, value in (("current_link_speed", speed), ("current_link_width", width),
+                        ("max_link_speed", speed), ("max_link_width", width)):
+        root.file(f"{base}/{name}", value + "\n")
+
+
+def test_x16_card_in_an_x8_slot_is_not_degraded(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "8")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass", finding
+    assert any("upstream port 0000:00:01.0 allows 16.0 GT/s PCIe x8" in e
+               for e in finding.evidence)
+
+
+def test_gen5_card_in_a_gen4_slot_is_not_degraded(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "16")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "16", "32.0 GT/s PCIe", "16"))
+    assert pcie_contention(ctx_for(fake_root)).status == "pass"
+
+
+def test_below_both_ends_warns_naming_the_bound(fake_root: FakeRoot) -> None:
+    bridge_caps(fake_root, "0000:00:01.0", "16.0 GT/s PCIe", "8")
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "4", "16.0 GT/s PCIe", "16"))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert ("below the lower of its own and upstream port 0000:00:01.0's capability "
+            "(16 GT/s x8)") in finding.summary
+
+
+def test_unknown_port_capability_falls_back_to_the_device_and_says_so(
+        fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    port = fake_root.path / "sys/devices/pci0000:00/0000:00:01.0"
+    (port / "max_link_width").unlink()
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "upstream port capability unknown" in finding.summary
+
+
+def test_a_huawei_nic_behind_the_same_switch_is_a_neighbour(fake_root: FakeRoot) -> None:
+    switch = ["0000:00:01.0", "0000:01:00.0"]
+    pci_function(fake_root, [*switch, "0000:02:00.0", "0000:03:00.0"], *NPU)
+    pci_function(fake_root, [*switch, "0000:02:04.0", "0000:04:00.0"],
+                 "0x19e5", "0x1822", "0x020000")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert "network device 0000:04:00.0" in finding.summary
+
+
+def test_two_npus_behind_one_switch_are_not_neighbours(fake_root: FakeRoot) -> None:
+    switch = ["0000:00:01.0", "0000:01:00.0"]
+    pci_function(fake_root, [*switch, "0000:02:00.0", "0000:03:00.0"], *NPU)
+    pci_function(fake_root, [*switch, "0000:02:04.0", "0000:04:00.0"], *NPU)
+    assert pcie_contention(ctx_for(fake_root)).status == "pass"
 
 
 def test_devices_sharing_only_the_root_complex_pass(fake_root: FakeRoot) -> None:

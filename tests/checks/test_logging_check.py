@@ -50,6 +50,7 @@ def plogs(root: FakeRoot, log_dir: str, count: int = 3, size: int = 1000) -> Non
     ("0", "warn", "level 0 (DEBUG)"),
     ("5", "warn", "not one of 0 (DEBUG)"),
     ("debug", "warn", "not one of 0 (DEBUG)"),
+    ("", "pass", "level 3 (ERROR)"),  # set but empty: the default (envref_07_0122)
 ])
 def test_log_level_meanings(fake_root: FakeRoot, value: str | None, status: str,
                             words: str) -> None:
@@ -57,6 +58,36 @@ def test_log_level_meanings(fake_root: FakeRoot, value: str | None, status: str,
     finding = logging_level(ctx_for(fake_root, env))
     assert finding.status == status
     assert words in finding.summary
+
+
+def test_verbose_level_says_the_floor_is_a_project_default(fake_root: FakeRoot) -> None:
+    info = logging_level(ctx_for(fake_root, {"ASCEND_GLOBAL_LOG_LEVEL": "1"}))
+    assert "a project default, not a vendor rule" in info.summary
+    assert "DEBUG can cost performance" not in info.summary  # the page says it of DEBUG only
+    debug = logging_level(ctx_for(fake_root, {"ASCEND_GLOBAL_LOG_LEVEL": "0"}))
+    assert "DEBUG can cost performance" in debug.summary
+    for finding in (info, debug):
+        assert "never rotates" not in finding.summary and "fills the disk" not in finding.summary
+
+
+def test_per_process_file_cap_is_evidence(fake_root: FakeRoot) -> None:
+    unset = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert any(e.startswith("ASCEND_HOST_LOG_FILE_NUM unset: each process keeps at most 10 "
+                            "files of 20 MB") and "processes that have ended stay" in e
+               for e in unset.evidence)
+    set_to = logging_level(ctx_for(fake_root, {"ASCEND_HOST_LOG_FILE_NUM": "50"}))
+    assert set_to.status == "pass"
+    assert any("ASCEND_HOST_LOG_FILE_NUM=50: each process keeps at most 50 files" in e
+               for e in set_to.evidence)
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "ten"])
+def test_illegal_file_cap_warns(fake_root: FakeRoot, value: str) -> None:
+    finding = logging_level(ctx_for(fake_root, {"ASCEND_HOST_LOG_FILE_NUM": value}))
+    assert finding.status == "warn"
+    assert f"ASCEND_HOST_LOG_FILE_NUM={value!r} is not an integer 1..1000" in finding.summary
+    assert "ASCEND_HOST_LOG_FILE_NUM to an integer 1..1000" in finding.remedy
+    assert "ASCEND_GLOBAL_LOG_LEVEL" not in finding.remedy
 
 
 def test_print_to_stdout_warns(fake_root: FakeRoot) -> None:
@@ -94,7 +125,8 @@ def test_low_free_space_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
     assert finding.status == "warn"
     assert "logging.min_free_disk_mb=1000000000 MB" in finding.summary
     assert "MB free on the file system holding /root/ascend/log" in finding.summary
-    assert "never rotates" in finding.remedy
+    assert "never the logs of processes that have ended" in finding.remedy
+    assert "never rotates" not in finding.remedy  # CANN does cap each running process
     assert "ASCEND_GLOBAL_LOG_LEVEL" not in finding.remedy  # the level is fine
 
 

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,10 +109,12 @@ def test_healthy_qwen3_passes_both(healthy: Path) -> None:
     dtype, ids = tokenizer_dtype(ctx), tokenizer_token_ids(ctx)
     assert dtype.status == "pass", text_of(dtype)
     assert ids.status == "pass", text_of(ids)
-    assert "return_tensors='np': input_ids int64, attention_mask int64" in text_of(dtype)
+    assert "as returned: input_ids int, attention_mask int values 0/1, real tokens 1, " \
+        "padding 0" in text_of(dtype)
+    assert dtype.summary.startswith("input_ids integers, attention_mask 0/1 with 1 = attend")
     assert "1 = masked out" in text_of(dtype)
     assert "npu_fused_infer_attention_score" in text_of(dtype)
-    assert "transformers " in text_of(dtype) and "tokenizers " in text_of(dtype)
+    assert "loaded with the doctor's tokenizers " in text_of(dtype)
     assert "largest id 151668 < vocab_size 151936" in ids.summary
     assert "<|im_start|> = 151644" in text_of(ids)
     assert "uint16 would corrupt" in text_of(ids)
@@ -121,13 +126,13 @@ def test_the_tokenizer_is_loaded_once_per_run(healthy: Path,
     import checks.builtin.tokenizer as module
 
     calls: list[Path] = []
-    real = module._load
+    real = module.load
 
     def counting(model_dir: Path) -> object:
         calls.append(model_dir)
         return real(model_dir)
 
-    monkeypatch.setattr(module, "_load", counting)
+    monkeypatch.setattr(module, "load", counting)
     ctx = ctx_for(healthy)
     tokenizer_dtype(ctx)
     tokenizer_token_ids(ctx)
@@ -180,7 +185,7 @@ def test_hf_convention_passes() -> None:
     finding = judge_dtype([seen(), seen("pt")], "transformers 5.0")
     assert finding.status == "pass"
     assert "transformers 5.0" in finding.evidence
-    assert "TORCH_NPU_OPS.md" in text_of(finding)
+    assert "aclnnFusedInferAttentionScoreV4.md" in text_of(finding)
 
 
 def test_tokenizer_libraries_that_left_the_baseline_warn() -> None:
@@ -251,9 +256,20 @@ def test_no_mask_warns() -> None:
     assert "no attention_mask" in finding.summary
 
 
-def test_without_torch_only_numpy_is_reported() -> None:
-    finding = judge_dtype([seen()])
-    assert "only return_tensors='np' was probed" in text_of(finding)
+def test_plain_lists_say_what_tensors_become() -> None:
+    finding = judge_dtype([seen("list", ids="int", mask="int")])
+    assert finding.status == "pass"
+    assert "numpy.asarray and torch.tensor build int64 from them" in text_of(finding)
+
+
+@pytest.mark.parametrize("value", [0, 1, 65535, 65536, 151644, 2**31 - 1, 2**31, 2**40, -5])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "uint16", "uint8"])
+def test_narrowing_is_what_numpy_does(value: int, dtype: str) -> None:
+    import numpy as np
+
+    from checks.builtin.tokenizer import narrowed
+
+    assert narrowed(value, dtype) == int(np.asarray([value], dtype=np.int64).astype(dtype)[0])
 
 
 # -- judging tokenizer.token-ids ---------------------------------------------------------
@@ -311,3 +327,96 @@ def test_round_trip_shows_what_narrowing_does() -> None:
     assert round_trip([151644, 100], "int64") == []
     assert round_trip([151644, 100], "int32") == []
     assert round_trip([151644, 100], "uint16") == [(151644, 151644 - 2 * 65536)]
+
+
+# -- issue #11: partial copies, the fast path, library versions, template budget ---------
+
+
+def config_only_copy(healthy: Path, where: Path) -> Path:
+    """tokenizer_config.json without tokenizer.json: a common partial copy."""
+    where.mkdir()
+    for name in ("config.json", "generation_config.json", "tokenizer_config.json"):
+        (where / name).write_bytes((healthy / name).read_bytes())
+    return where
+
+
+def test_tokenizer_config_alone_fails_both_naming_the_missing_files(healthy: Path,
+                                                                    tmp_path: Path) -> None:
+    needs_transformers()  # transformers builds a 26-token tokenizer from it
+    ctx = ctx_for(config_only_copy(healthy, tmp_path / "partial"))
+    dtype, ids = tokenizer_dtype(ctx), tokenizer_token_ids(ctx)
+    missing = "has tokenizer_config.json but none of tokenizer.json, vocab.json + merges.txt"
+    assert dtype.status == "fail", text_of(dtype)
+    assert "the tokenizer turns the probe text into no ids" in dtype.summary
+    assert missing in dtype.summary
+    assert ids.status == "fail", text_of(ids)
+    assert "the tokenizer holds 26 ids, far fewer than vocab_size 151936" in ids.summary
+    assert missing in ids.summary
+    assert "tokenizer.json, or vocab.json + merges.txt" in ids.remedy
+
+
+def test_tokenizer_json_is_read_without_transformers(healthy: Path) -> None:
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from checks.context import Context; from checks.policy import load_policy\n"
+        "from probes.live import LiveHost\n"
+        "from checks.builtin.tokenizer import tokenizer_dtype, tokenizer_token_ids\n"
+        f"ctx = Context(LiveHost(root='/', env={{}}), load_policy(None), "
+        f"model_dir=Path({str(healthy)!r}))\n"
+        "print(tokenizer_dtype(ctx).status, tokenizer_token_ids(ctx).status,\n"
+        "      'transformers' in sys.modules, 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split() == ["pass", "pass", "False", "False"], out.stderr[-2000:]
+
+
+def test_a_model_without_tokenizer_json_loads_through_transformers(tmp_path: Path) -> None:
+    needs_transformers()
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<pad>": 0, "a": 1, "b": 2, "ab": 3, "Ġ": 4}
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=[("a", "b")]))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.model.save(str(tmp_path))  # vocab.json + merges.txt, no tokenizer.json
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "GPT2Tokenizer", "pad_token": "<pad>"}))
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 8}))
+    finding = tokenizer_token_ids(ctx_for(tmp_path))
+    assert "loaded with the doctor's transformers " in text_of(finding)
+
+
+def test_a_judged_interpreter_with_other_libraries_is_said(healthy: Path) -> None:
+    from probes.host import PythonEnvironment
+
+    ctx = ctx_for(healthy)
+    ctx.fact("python", lambda: PythonEnvironment(
+        interpreter="/opt/venv/bin/python", packages={"tokenizers": "0.19.1"}))
+    finding = tokenizer_dtype(ctx)
+    assert finding.status == "pass"
+    assert finding.summary.endswith("(loaded with tokenizers " + tokenizers_version()
+                                    + "; /opt/venv/bin/python has tokenizers 0.19.1)")
+
+
+def tokenizers_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("tokenizers")
+
+
+def test_a_looping_chat_template_stops_within_its_budget(healthy: Path, tmp_path: Path) -> None:
+    model = tmp_path / "looping"
+    shutil.copytree(healthy, model)
+    (model / "chat_template.jinja").write_text(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+    finding = tokenizer_token_ids(ctx_for(model))
+    assert finding.status == "warn"
+    assert "the chat template did not finish: chat template (chat_template.jinja) not used: " \
+        "stopped: more than 200000 steps" in finding.summary
+    assert "probe (plain encode" in text_of(finding)
+
+
+def test_round_trip_is_evidence_not_a_verdict() -> None:
+    finding = judge_token_ids(ids_seen(vocab_size=None, probe_ids=(2**40,), config_ids=()))
+    assert finding.status == "warn"  # only for the missing vocab_size
+    assert "int32: 1 changed" in text_of(finding)
+    assert "int32" not in finding.summary

@@ -35,7 +35,7 @@ def corpus(name: str) -> str:
 
 
 def driver_accepting_c23() -> str:
-    # corpus 033 with the 8.3 family (C23, facts COMPAT.yaml observed families) accepted
+    # corpus 033 with the 8.3 family accepted (C23, as observed in real 8.3 installs)
     return corpus("033").replace("[V100R001C15]\n", "[V100R001C15],[V100R001C23]\n")
 
 
@@ -51,9 +51,11 @@ def toolkit_info(version: str, inner: str) -> str:
 
 def install_stack(root: FakeRoot, *, driver: str | None = None, firmware: str | None = None,
                   toolkit: str | None = None, nnal: str | None = "8.3.RC2") -> None:
-    """A driver 23.0.7 / firmware 7.1.0.11.220 / CANN 8.3.RC2 / NNAL machine (corpus files)."""
+    """A driver 23.0.7 / firmware 7.1.0.11.220 / CANN 8.3.RC2 / NNAL machine (corpus files);
+    `firmware=""` installs no firmware file."""
     root.file(DRIVER_FILE, driver if driver is not None else driver_accepting_c23())
-    root.file(FIRMWARE_FILE, firmware if firmware is not None else corpus("034"))
+    if firmware != "":
+        root.file(FIRMWARE_FILE, firmware if firmware is not None else corpus("034"))
     root.file(TOOLKIT_FILE, toolkit if toolkit is not None else corpus("021"))
     if nnal is not None:
         root.file(NNAL_FILE, nnal_info(nnal))
@@ -100,20 +102,22 @@ def test_nnal_of_another_release_fails(fake_root: FakeRoot) -> None:
     assert "nnal 8.3.RC2" in found.remedy
 
 
-def test_firmware_outside_driver_range_fails(fake_root: FakeRoot) -> None:
+def test_firmware_outside_driver_range_warns(fake_root: FakeRoot) -> None:
+    # compatible_version_fw is a derived rule (no vendor document states its meaning)
     install_stack(fake_root, firmware=corpus("034").replace("7.1.0.11.220", "7.3.0.1.231"))
     found = run(fake_root, HEALTHY_PACKAGES)
-    assert found.status == "fail"
+    assert found.status == "warn"
+    assert "no vendor document states" in found.summary
     assert "firmware 7.3.0.1.231" in found.summary
     assert "driver 23.0.7" in found.summary
     assert "compatible_version_fw [7.0.0,7.1.99]" in found.summary
 
 
-def test_driver_not_accepted_by_firmware_fails(fake_root: FakeRoot) -> None:
+def test_driver_not_accepted_by_firmware_warns(fake_root: FakeRoot) -> None:
     driver = driver_accepting_c23().replace("23.0.7", "24.1.rc1")
     install_stack(fake_root, driver=driver)
     found = run(fake_root, HEALTHY_PACKAGES)
-    assert found.status == "fail"
+    assert found.status == "warn"
     assert "driver 24.1.rc1 is not in firmware 7.1.0.11.220's compatible_version_drv" \
         in found.summary
 
@@ -153,11 +157,13 @@ def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
 
 
 def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> None:
-    install_stack(fake_root, toolkit=corpus("019"), nnal="8.5.0")  # CANN 8.5.0
+    install_stack(fake_root, toolkit=corpus("019"), nnal="8.5.0",  # CANN 8.5.0
+                  driver=driver_info("25.5.1", "[V100R001C25]"), firmware="")
     found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
     assert found.status == "fail"
-    assert "torch_npu 2.5.1 wants CANN 8.1.RC1 (torch_npu row v2.5.1-7.0.0), found CANN 8.5.0" \
-        in found.summary
+    assert found.summary == ("torch_npu 2.5.1 (Ascend Extension for PyTorch 7.0.0) is declared "
+                             "for CANN 8.3.RC1, 8.2.RC1, 8.1.RC1, 8.0.0, 8.0.RC3, 8.0.RC2, "
+                             "found CANN 8.5.0")
 
 
 def test_vllm_ascend_row_mismatch_names_the_row(fake_root: FakeRoot) -> None:
@@ -196,13 +202,17 @@ def test_python_error_judges_files_only(fake_root: FakeRoot) -> None:
     found = run(fake_root, python=False)  # under a root without --python: an error
     assert found.status == "fail"
     assert "NNAL/ATB 8.2.RC1" in found.summary
+    assert "torch_npu not judged: the packages of the --python interpreter could not be " \
+        "read" in found.summary
     assert any("python packages" in e and "not read" in e for e in found.evidence)
 
 
 def test_partial_stack_says_what_was_not_found(fake_root: FakeRoot) -> None:
     fake_root.file(TOOLKIT_FILE, corpus("021"))
     found = run(fake_root, {"torch": "2.7.1"})
-    assert found.status == "pass"
+    assert found.status == "warn"  # no torch_npu in the judged interpreter: never a pass
+    assert found.summary == ("no torch_npu in /usr/bin/python3: torch_npu and its CANN "
+                             "pairing not judged")
     assert any(e.startswith("driver: not found") for e in found.evidence)
     assert any(e.startswith("NNAL/ATB: not found") for e in found.evidence)
 
@@ -220,6 +230,112 @@ def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
     (result,) = report.results
     assert result.id == "versions.parity"
     assert result.status == "fail"
+
+
+# --- issue #11: the CANN->HDK table, derived rules, vendor pairings ---------------------------
+
+
+def driver_info(version: str, families: str | None) -> str:
+    """A driver version.info; `families` None leaves compatible_version out."""
+    lines = [f"Version={version}", "ascendhal_version=7.35.23", "Innerversion=V100R001C25B100"]
+    if families is not None:
+        lines.append(f"compatible_version={families}")
+    return "\n".join(lines) + "\n"
+
+
+def mindie_info(version: str) -> str:
+    return f"Ascend-mindie : MindIE {version}\nPlatform : aarch64\n"
+
+
+def test_cann_85_on_driver_23_fails_by_the_hdk_table(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=corpus("019"), nnal="8.5.0")  # driver 23.0.7 (corpus)
+    found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0"})
+    assert found.status == "fail"
+    assert "driver 23.0.7 is not an HDK release declared for CANN 8.5.0 (25.5.X, 25.3.X, " \
+        "25.2.X, 25.0.X" in found.summary
+    assert "HDK release the CANN release notes list for CANN 8.5.0" in found.remedy
+
+
+def test_driver_in_the_hdk_table_passes_without_compatible_version(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=corpus("019"), nnal="8.5.0",
+                  driver=driver_info("25.5.1", None), firmware="")
+    found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0"})
+    assert found.status == "pass", found
+    assert "ok: driver 25.5.1 is an HDK 25.5.X release declared for CANN 8.5.0" in found.evidence
+
+
+def test_cann_851_borrows_the_850_hdk_list(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.5.1", "V100R001C25SPC002B100"),
+                  nnal="8.5.1", driver=driver_info("23.0.7", None), firmware="")
+    found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0"})
+    assert found.status == "fail"
+    assert "driver 23.0.7 is not an HDK release declared for CANN 8.5.1" in found.summary
+
+
+def test_driver_without_compatible_version_and_no_table_row_still_gets_a_verdict(
+        fake_root: FakeRoot) -> None:
+    install_stack(fake_root, driver=driver_info("25.0.rc1.1", None), firmware="")  # 8.3.RC2
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "warn"
+    assert "driver 25.0.rc1.1 with CANN 8.3.RC2 not judged" in found.summary
+    assert "no compatible_version" in found.summary
+
+
+@pytest.mark.parametrize(("driver", "status", "words"), [
+    ("25.5.1", "warn", "driver 25.5.1 is not an HDK paired with CANN 9.1.0"),
+    ("25.7.rc1", "pass", "ok: driver 25.7.rc1 is an HDK 25.7.RC1 release paired with CANN "
+                         "9.1.0 on Atlas 350"),
+])
+def test_hdk_pairings_known_for_some_products(fake_root: FakeRoot, driver: str, status: str,
+                                              words: str) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("9.1.0", "V100R001C11SPC001B243"),
+                  nnal="9.1.0", driver=driver_info(driver, None), firmware="")
+    found = run(fake_root, {"torch": "2.10.0", "torch_npu": "2.10.0.post4"})
+    assert found.status == status, found
+    assert words in "\n".join([found.summary, *found.evidence])
+
+
+def test_mindie_300_torch_npu_730_and_cann_851_pass(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.5.1", "V100R001C25SPC002B100"),
+                  nnal="8.5.1", driver=driver_info("25.5.1", "[V100R001C25]"), firmware="")
+    fake_root.file(MINDIE_FILE, mindie_info("3.0.0"))
+    found = run(fake_root, {"torch": "2.6.0", "torch_npu": "2.6.0.post5"})
+    assert found.status == "pass", found
+    assert ("ok: torch_npu 2.6.0.post5 (Ascend Extension for PyTorch 7.3.0) pairs with CANN "
+            "8.5.1 (MindIE 3.0.0 release row)") in found.evidence
+    assert "ok: MindIE 3.0.0 pairs with CANN 8.5.1" in found.evidence
+
+
+def test_newer_cann_in_the_declared_range_says_newer(fake_root: FakeRoot) -> None:
+    # torch_npu 2.1.0.post13 is v2.1.0-7.1.0 (built with 8.2.RC1); 7.1.0 declares 8.3.RC1
+    install_stack(fake_root, toolkit=toolkit_info("8.3.RC1", "V100R001C23SPC001B100"),
+                  nnal="8.3.RC1")
+    found = run(fake_root, {"torch": "2.1.0", "torch_npu": "2.1.0.post13"})
+    assert found.status == "warn"
+    assert "newer but declared compatible with Ascend Extension for PyTorch 7.1.0" in \
+        found.summary
+    assert "older" not in found.summary
+
+
+def test_pair_outside_every_vllm_row_is_not_a_tested_pairing(fake_root: FakeRoot) -> None:
+    # torch_npu 2.7.1.post1 appears only in vllm-ascend rows, tested with CANN 8.3.RC2
+    install_stack(fake_root, toolkit=toolkit_info("8.3.RC1", "V100R001C23SPC001B100"),
+                  nnal="8.3.RC1")
+    found = run(fake_root, {"torch": "2.7.1", "torch_npu": "2.7.1.post1"})
+    assert found.status == "warn"
+    assert found.summary == ("torch_npu 2.7.1.post1 with CANN 8.3.RC1 is not a tested pairing "
+                             "(torch_npu 2.7.1.post1 is tested by vllm-ascend with CANN 8.3.RC2)")
+
+
+@pytest.mark.parametrize(("driver", "entry", "matches"), [
+    ("25.5.1", "25.5.X", True), ("25.5.1.2", "25.5.1", True), ("25.5.1.b010", "25.5.1", True),
+    ("26.0.rc1.1", "26.0.RC1", True), ("25.5.10", "25.5.1", False), ("25.3.0", "25.5.X", False),
+    ("25", "25.5.X", False),
+])
+def test_hdk_entries_match_patches_and_builds(driver: str, entry: str, matches: bool) -> None:
+    from checks.builtin.compat import hdk_matches
+
+    assert hdk_matches(driver, entry) is matches
 
 
 @pytest.mark.parametrize("row", compat_data().torch_npu_rows, ids=lambda r: str(r["torch_npu"]))

@@ -8,6 +8,7 @@ import pytest
 from probes.environment import (
     ascend_environment,
     davinci_ids,
+    parse_log_file_num,
     parse_log_level,
     parse_visible_devices,
     read_device_nodes,
@@ -89,6 +90,7 @@ def test_visible_devices_out_of_order_is_kept_and_reported() -> None:
     ("raw", "level", "name"),
     [
         (None, 3, "ERROR"),
+        ("", 3, "ERROR"),  # set but empty: the default, not an illegal value
         ("0", 0, "DEBUG"),
         ("1", 1, "INFO"),
         ("2", 2, "WARNING"),
@@ -100,7 +102,16 @@ def test_legal_log_levels(raw: str | None, level: int, name: str) -> None:
     assert (parsed.level, parsed.name, parsed.problems) == (level, name, ())
 
 
-@pytest.mark.parametrize("raw", ["5", "-1", "debug", "", " 1", "1.0", "01"])
+@pytest.mark.parametrize(("raw", "count", "problems"), [
+    (None, 10, 0), ("", 10, 0), ("1", 1, 0), ("1000", 1000, 0),
+    ("0", 10, 1), ("1001", 10, 1), ("-5", 10, 1), ("ten", 10, 1),
+])
+def test_log_file_num(raw: str | None, count: int, problems: int) -> None:
+    parsed = parse_log_file_num(raw)
+    assert (parsed.count, len(parsed.problems)) == (count, problems)
+
+
+@pytest.mark.parametrize("raw", ["5", "-1", "debug", " 1", "1.0", "01"])
 def test_illegal_log_levels_fall_back_to_error(raw: str) -> None:
     parsed = parse_log_level(raw)
     assert parsed.raw == raw

@@ -17,7 +17,7 @@ from probes.pci import (
     parse_numa_node,
     read_pci_functions,
 )
-from probes.pci_ids import family_of
+from probes.pci_ids import ascend_families, family_of
 
 AER_CORRECTABLE = (
     "RxErr 0\nBadTLP 2\nBadDLLP 0\nRollover 0\nTimeout 1\nNonFatalErr 0\n"
@@ -196,6 +196,14 @@ def test_reads_huawei_functions_only(sysfs: Path) -> None:
         "0000:c1:00.0",
     ]
     assert all(f.vendor_id == "19e5" for f in functions)
+
+
+def test_ascend_families_leave_out_other_huawei_functions(sysfs: Path) -> None:
+    # the Kunpeng root port (0x3a30) and the unknown Huawei id (0xa222) are not NPUs
+    assert ascend_families(LiveHost(root=str(sysfs), env={})) == {
+        "0000:83:00.0": "Ascend 910B (A2)",
+        "0000:c1:00.0": "Ascend 910B (A2)",
+    }
 
 
 def test_all_vendors_when_vendor_is_none(sysfs: Path) -> None:

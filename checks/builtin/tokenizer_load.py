@@ -1,0 +1,290 @@
+"""The tokenizer files of a model directory, and the tokenizer they make, loaded once per run.
+
+`tokenizer.json` is read with the `tokenizers` library directly (what transformers' fast
+tokenizers wrap), which takes a tenth of a second; transformers is imported only for a model
+that ships no `tokenizer.json` (vocab.json + merges.txt, tokenizer.model, ...). Both give
+the checks one small interface: size, added ids, token lookup, encode, a padded batch.
+
+Files are read only when they are regular files below a size limit: a tokenizer file that
+is a FIFO, a device or a multi-gigabyte blob is reported, never read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from probes.textsafe import one_line
+
+MAX_TOKENIZER_JSON_BYTES = 512 * 1024 * 1024  # the largest real ones are tens of MB
+MAX_SMALL_FILE_BYTES = 32 * 1024 * 1024  # config files, chat templates
+
+# Files that hold a vocabulary, in the sets transformers loads them from.
+VOCABULARY_SETS: tuple[tuple[str, ...], ...] = (
+    ("tokenizer.json",), ("vocab.json", "merges.txt"), ("tokenizer.model",), ("vocab.txt",),
+)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                   "tokenizer.model", "vocab.txt")
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
+
+
+class TokenizerUnavailable(Exception):
+    """Why no tokenizer could be examined; the checks turn it into a skip or a warn."""
+
+    def __init__(self, reason: str, status: str = "skip") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+# -- reading files ------------------------------------------------------------------------
+
+
+def regular_file(path: Path, max_bytes: int) -> str:
+    """"" when `path` is a regular file of at most `max_bytes`, else why it is not read."""
+    try:
+        if not path.is_file():
+            return f"{path} is not a regular file" if path.exists() else ""
+        size = path.stat().st_size
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    return f"{path} is {size:,} bytes, over the {max_bytes:,} read" if size > max_bytes else ""
+
+
+def read_json(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> dict[str, Any]:
+    """A JSON object file, or {} when it is absent, not a regular file, too big or not JSON."""
+    if not path.exists() or regular_file(path, max_bytes):
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _read_text(path: Path) -> str | None:
+    if not path.exists() or regular_file(path, MAX_SMALL_FILE_BYTES):
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+
+
+def token_text(value: Any) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string or {"content": ...}."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None
+
+
+@dataclass(frozen=True)
+class TokenizerFiles:
+    """What a model directory holds for its tokenizer."""
+
+    directory: Path
+    present: tuple[str, ...]  # names of TOKENIZER_FILES (and *.tiktoken) that are there
+    config: Mapping[str, Any] = field(default_factory=dict)  # tokenizer_config.json
+    chat_template: str | None = None
+    template_source: str = ""  # the file the chat template came from
+
+    @property
+    def has_vocabulary(self) -> bool:
+        return any(all(n in self.present for n in group) for group in VOCABULARY_SETS) or \
+            any(n.endswith(".tiktoken") for n in self.present)
+
+    def missing_vocabulary(self) -> str:
+        """What a partial copy lacks, said for a person; "" when a vocabulary is there."""
+        if self.has_vocabulary:
+            return ""
+        have = ", ".join(self.present) or "no tokenizer file"
+        wanted = ", ".join(" + ".join(group) for group in VOCABULARY_SETS)
+        return f"{self.directory} has {have} but none of {wanted} or *.tiktoken"
+
+    def special_tokens(self) -> dict[str, str]:
+        found = {key: token_text(self.config.get(key)) for key in SPECIAL_TOKEN_KEYS}
+        return {key: value for key, value in found.items() if value is not None}
+
+
+def _chat_template(directory: Path, config: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The chat template and its file: chat_template.jinja, chat_template.json, then
+    tokenizer_config.json (a string, or a list of named templates: "default")."""
+    jinja = _read_text(directory / "chat_template.jinja")
+    if jinja is not None:
+        return jinja, "chat_template.jinja"
+    for document, name in ((read_json(directory / "chat_template.json"), "chat_template.json"),
+                           (config, "tokenizer_config.json")):
+        value = document.get("chat_template")
+        if isinstance(value, list):
+            named = {str(t.get("name")): t.get("template") for t in value
+                     if isinstance(t, Mapping)}
+            value = named.get("default")
+        if isinstance(value, str):
+            return value, name
+    return None, ""
+
+
+def tokenizer_files(directory: Path) -> TokenizerFiles:
+    try:
+        names = sorted(p.name for p in directory.iterdir())
+    except OSError:
+        names = []
+    present = tuple(n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken"))
+    config = read_json(directory / "tokenizer_config.json")
+    template, source = _chat_template(directory, config)
+    return TokenizerFiles(directory, present, config, template, source)
+
+
+# -- the loaded tokenizer -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A padded batch as the tokenizer returns it: plain integer lists."""
+
+    ids: tuple[tuple[int, ...], ...]
+    mask: tuple[tuple[int, ...], ...] | None  # None: no attention mask returned
+    padded: bool  # False when no pad token is known: nothing was padded
+    left: bool  # padding side
+
+
+class Loaded(Protocol):
+    """The interface the checks use; `library` names what loaded it, with its version."""
+
+    library: str
+    files: TokenizerFiles
+
+    def size(self) -> int: ...
+    def added_ids(self) -> frozenset[int]: ...
+    def token_id(self, token: str) -> int | None: ...
+    def encode(self, text: str) -> list[int]: ...
+    def batch(self, texts: Sequence[str]) -> Batch: ...
+
+
+class FastFile:
+    """tokenizer.json through the `tokenizers` library."""
+
+    def __init__(self, tokenizer: Any, files: TokenizerFiles, version: str) -> None:
+        self._tok = tokenizer
+        self.files = files
+        self.library = f"tokenizers {version}"
+
+    def size(self) -> int:
+        return int(self._tok.get_vocab_size(with_added_tokens=True))
+
+    def added_ids(self) -> frozenset[int]:
+        return frozenset(int(i) for i in self._tok.get_added_tokens_decoder())
+
+    def token_id(self, token: str) -> int | None:
+        found = self._tok.token_to_id(token)
+        return None if found is None else int(found)
+
+    def encode(self, text: str) -> list[int]:
+        return [int(i) for i in self._tok.encode(text, add_special_tokens=False).ids]
+
+    def batch(self, texts: Sequence[str]) -> Batch:
+        left = self.files.config.get("padding_side") == "left"
+        pad = token_text(self.files.config.get("pad_token"))
+        pad_id = self.token_id(pad) if pad is not None else None
+        if pad is not None and pad_id is not None:
+            self._tok.enable_padding(direction="left" if left else "right", pad_id=pad_id,
+                                     pad_token=pad)
+        else:
+            self._tok.no_padding()
+        encoded = self._tok.encode_batch(list(texts), add_special_tokens=True)
+        return Batch(tuple(tuple(e.ids) for e in encoded),
+                     tuple(tuple(e.attention_mask) for e in encoded),
+                     pad_id is not None, left)
+
+
+class Transformers:
+    """Any other tokenizer files, through transformers' AutoTokenizer."""
+
+    def __init__(self, tokenizer: Any, files: TokenizerFiles, version: str) -> None:
+        self._tok = tokenizer
+        self.files = files
+        self.library = f"transformers {version}"
+
+    def size(self) -> int:
+        return len(self._tok)
+
+    def added_ids(self) -> frozenset[int]:
+        added = {int(i) for i in getattr(self._tok, "added_tokens_decoder", {})}
+        special = {int(i) for i in getattr(self._tok, "all_special_ids", []) if i is not None}
+        return frozenset(added | special)
+
+    def token_id(self, token: str) -> int | None:
+        return int(self._tok.convert_tokens_to_ids(token)) if token in self._tok.get_vocab() \
+            else None
+
+    def encode(self, text: str) -> list[int]:
+        return [int(i) for i in self._tok.encode(text, add_special_tokens=False)]
+
+    def batch(self, texts: Sequence[str]) -> Batch:
+        padded = self._tok.pad_token is not None
+        out = self._tok(list(texts), padding=padded)
+        mask = out.get("attention_mask")
+        return Batch(tuple(tuple(int(i) for i in row) for row in out["input_ids"]),
+                     None if mask is None else tuple(tuple(int(v) for v in r) for r in mask),
+                     padded, getattr(self._tok, "padding_side", "right") == "left")
+
+
+def _version(module: Any) -> str:
+    """The module's own __version__ (a metadata lookup scans every installed package)."""
+    return str(getattr(module, "__version__", "(version unknown)"))
+
+
+def load(directory: Path) -> Loaded:
+    """The tokenizer of a model directory. Raises TokenizerUnavailable."""
+    files = tokenizer_files(directory)
+    if not files.present:
+        raise TokenizerUnavailable(
+            f"no tokenizer files in {directory} (looked for {', '.join(TOKENIZER_FILES)})",
+            status="warn")
+    if "tokenizer.json" in files.present:
+        return _load_fast(files)
+    return _load_transformers(files)
+
+
+def _load_fast(files: TokenizerFiles) -> Loaded:
+    path = files.directory / "tokenizer.json"
+    refused = regular_file(path, MAX_TOKENIZER_JSON_BYTES)
+    if refused:
+        raise TokenizerUnavailable(f"tokenizer.json not read: {refused}", status="warn")
+    try:
+        import tokenizers
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise TokenizerUnavailable(f"the tokenizers library is not installed ({exc})") from exc
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:
+        raise TokenizerUnavailable(
+            f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
+            status="warn") from exc
+    return FastFile(tokenizer, files, _version(tokenizers))
+
+
+def _load_transformers(files: TokenizerFiles) -> Loaded:
+    for name in files.present:
+        refused = regular_file(files.directory / name, MAX_TOKENIZER_JSON_BYTES)
+        if refused:
+            raise TokenizerUnavailable(f"{name} not read: {refused}", status="warn")
+    try:
+        import transformers
+        from transformers import AutoTokenizer
+    except ImportError as exc:
+        raise TokenizerUnavailable(f"transformers is not installed ({exc})") from exc
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(files.directory), local_files_only=True)
+    except Exception as exc:
+        raise TokenizerUnavailable(
+            f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: "
+            f"{one_line(str(exc))}",
+            status="warn") from exc
+    return Transformers(tokenizer, files, _version(transformers))
