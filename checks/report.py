@@ -44,12 +44,14 @@ def target_lines(target: Target) -> list[str]:
     if target.kind == "shell":
         lines.append("  environment-based verdicts judge this shell's environment; name the "
                      "service with --pid PID or --env-file FILE")
-    facts = [f"environment: {target.environment}"]
-    if proc is not None and proc.cpus_allowed is not None:
-        facts.append(f"CPUs: {format_cpu_list(proc.cpus_allowed)}")
-    if target.npus:
-        facts.append("NPUs: " + ", ".join(str(n) for n in sorted({u.npu_id for u in target.npus})))
-    lines.append("  " + "   ".join(facts))
+    else:
+        facts = [f"environment: {target.environment}"]
+        if proc is not None and proc.cpus_allowed is not None:
+            facts.append(f"CPUs: {format_cpu_list(proc.cpus_allowed)}")
+        if target.npus:
+            facts.append("NPUs: " + ", ".join(str(n) for n in sorted({u.npu_id
+                                                                     for u in target.npus})))
+        lines.append("  " + "   ".join(facts))
     if target.environment_error:
         lines.append(f"  ! environment not read: {target.environment_error}")
     others = [c for c in target.candidates if c.pid != target.pid]

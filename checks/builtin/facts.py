@@ -3,7 +3,10 @@ lets a check say about them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from checks.context import Context
+from checks.model import Finding
 from probes.environment import AscendEnvironment, DeviceNodes, ascend_environment
 from probes.environment import read_device_nodes as _read_device_nodes
 from probes.host import PythonEnvironment
@@ -42,7 +45,20 @@ def judged_environment(ctx: Context) -> str:
     return f"environment judged: {target.label}, from {target.environment}"
 
 
-def shell_note(ctx: Context) -> str:
-    """Appended to an environment-based summary when the target is this shell: the verdict is
-    about the shell the doctor was typed in, not a deployment."""
-    return " (this shell's environment)" if ctx.target.kind == "shell" else ""
+def about_target(ctx: Context, finding: Finding) -> Finding:
+    """An environment-based verdict that says whose environment it judged: an evidence line
+    always, and in the summary when that is this shell (not a deployment)."""
+    if finding.status == "skip":
+        return finding
+    note = " (judged: this shell's environment)" if ctx.target.kind == "shell" else ""
+    return replace(finding, summary=finding.summary + note,
+                   evidence=(judged_environment(ctx), *finding.evidence))
+
+
+def files_seen(ctx: Context) -> list[str]:
+    """An evidence line when the files judged are a container's: those its process sees."""
+    proc = ctx.target.process
+    if proc is None or proc.mount_ns != "other":
+        return []
+    return [f"as process {proc.pid} sees them: its mount namespace, read through "
+            f"{proc.files_root}"]
