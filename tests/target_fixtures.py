@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,17 +61,9 @@ def running(argv: Sequence[str], env: Mapping[str, str],
             raise RuntimeError(f"{command} did not start (exit {proc.poll()})")
         yield proc.pid
     finally:
-        with _quiet():
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    try:
-        yield
-    except ProcessLookupError:
-        pass
 
 
 @contextmanager

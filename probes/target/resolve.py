@@ -67,7 +67,7 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
     return Resolved(target, env)
 
 
-def _short(command: str, limit: int = 60) -> str:
+def _short(command: str, limit: int = 96) -> str:
     return command if len(command) <= limit else command[: limit - 1] + "…"
 
 
