@@ -233,9 +233,9 @@ def host_info(ctx: Context, model: str | None, policy_source: str) -> HostInfo:
 
 
 def _read_statically(host: object) -> bool:
-    """The host (or the one a recorder wraps) reads the target's interpreter statically."""
-    from probes.target.host import TargetHost
-
-    while not isinstance(host, TargetHost) and hasattr(host, "inner"):
+    """The host (or the one a recorder wraps) reads the target's interpreter statically: a
+    TargetHost without --python (told by its attributes, so that a run without a target
+    process never imports it)."""
+    while not hasattr(host, "static_notes") and hasattr(host, "inner"):
         host = host.inner
-    return isinstance(host, TargetHost) and host.python is None
+    return hasattr(host, "static_notes") and getattr(host, "python", None) is None

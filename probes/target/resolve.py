@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from probes.live import LiveHost
 from probes.target.discovery import discover, npus_of
-from probes.target.envfile import read_env_file
 from probes.target.model import Candidate, NpuUse, Target, shell_target
 from probes.target.proc import ProcDenied, ProcError, ProcGone, ProcReader
 from probes.target.serving import display, serving_args
@@ -107,6 +106,8 @@ def _chosen(index: int, candidates: Sequence[Candidate]) -> str:
 
 def from_env_file(path: str) -> Resolved:
     """`--env-file FILE`. Raises EnvFileError naming the file."""
+    from probes.target.envfile import read_env_file
+
     found = read_env_file(path)
     target = Target(kind="env_file", label=f"environment file {path}",
                     chosen=f"--env-file {path}", environment=f"{path} ({found.shape})",

@@ -379,3 +379,33 @@ def test_a_real_mount_namespace(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert not os.path.exists("/mnt/models/m")  # not on this side of the namespace
     assert target["serving"]["model_dir"]["value"] == "/mnt/models/m"
     assert "level 2 (WARNING)" in doc["results"][0]["summary"]
+
+
+# -- what else follows the target --------------------------------------------------------------
+
+
+def test_python_overrides_the_targets_interpreter(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--python is run (as before), with the target's environment: its PYTHONPATH counts."""
+    with fake_vllm(tmp_path, {}) as server:
+        _, doc = run({"PATH": "/usr/bin:/bin"}, ["--pid", str(server.pid), "--python",
+                                                  sys.executable, "--json", "--only",
+                                                  "versions.parity"], capsys)
+    assert doc["host"]["python"] == sys.executable  # not "read without running it"
+    assert "torch_npu 2.7.1.post1" in " ".join(doc["results"][0]["evidence"])
+
+
+def test_baseline_and_junit_carry_the_target(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    junit = tmp_path / "doctor.xml"
+    base = tmp_path / "base.yaml"
+    shell = {"PATH": "/usr/bin:/bin", "ASCEND_GLOBAL_LOG_LEVEL": "3"}
+    with fake_vllm(tmp_path, {"ASCEND_GLOBAL_LOG_LEVEL": "1"}) as server:
+        run(shell, ["--pid", str(server.pid), "--junit", str(junit), "--only", "logging.level"],
+            capsys)
+        assert run(shell, ["baseline", "record", "--pid", str(server.pid), "-o", str(base)],
+                   capsys)[0] == 0
+    xml = junit.read_text()
+    assert f'<property name="target.pid" value="{server.pid}" />' in xml
+    assert '<property name="target.serving.tensor_parallel_size" value="2" />' in xml
+    assert "ASCEND_GLOBAL_LOG_LEVEL: '1'" in base.read_text()
