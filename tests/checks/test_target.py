@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -409,3 +410,27 @@ def test_baseline_and_junit_carry_the_target(tmp_path: Path,
     assert f'<property name="target.pid" value="{server.pid}" />' in xml
     assert '<property name="target.serving.tensor_parallel_size" value="2" />' in xml
     assert "ASCEND_GLOBAL_LOG_LEVEL: '1'" in base.read_text()
+
+
+def test_a_bundle_keeps_the_targets_secrets_out(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    secret = "hf_Zq8LmN3pR7tV2xY5bC9dF1gH4jK6"
+    model = tmp_path / "models" / "m"
+    tail = ("serve", str(model), "--api-key", secret, "-tp", "2")
+    out = tmp_path / "b.tar.gz"
+    with fake_vllm(tmp_path, {"HF_TOKEN": secret}, tail=tail) as server:
+        assert run({"PATH": "/usr/bin:/bin"}, ["bundle", "--pid", str(server.pid), "--no-logs",
+                                               "-o", str(out)], capsys)[0] == 0
+    with tarfile.open(out) as tar:
+        data = b"".join(_read(tar, m) for m in tar.getmembers() if m.isfile())
+    assert secret.encode() not in data
+    _, replayed = run({"PATH": "/usr/bin:/bin"}, ["--from", str(out), "--json"], capsys)
+    cmdline = replayed["target"]["process"]["cmdline"]
+    assert cmdline[-2:] == ["-tp", "2"] and cmdline[-3] != secret  # masked, same place
+    assert replayed["target"]["serving"]["tensor_parallel_size"]["value"] == 2
+
+
+def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    assert handle is not None
+    return handle.read()
