@@ -33,10 +33,11 @@ sys.path.insert(0, str(ROOT))
 from textual.app import App, ComposeResult  # noqa: E402  (the path is set just above)
 from textual.widgets import Footer, Static  # noqa: E402
 
-from console.app import ConsoleApp, ConsoleOptions  # noqa: E402
-from console.engine_worker import FakeEngine  # noqa: E402
+from console.options import ConsoleOptions  # noqa: E402
 from console.snapshots import ChipSample, NpuSnapshot  # noqa: E402
+from console.ui.app import ConsoleApp  # noqa: E402
 from probes.live import LiveHost  # noqa: E402
+from tests.console.fakes import fake_backend  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "npu-smi"
 TABLE = CORPUS / "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
@@ -83,7 +84,7 @@ def chip(npu_id: int, t: int) -> ChipSample:
 async def simulated_hour(host: LiveHost, interval_s: float) -> tuple[float, float, int, int]:
     samples = int(3600 / interval_s)
     app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=None, sample_live=False),
-                     engine=FakeEngine(), host=host)
+                     backend=fake_backend(), host=host)
     rss = psutil.Process().memory_info().rss
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -91,11 +92,11 @@ async def simulated_hour(host: LiveHost, interval_s: float) -> tuple[float, floa
         before = rss / 2**20
         for i in range(samples):
             chips = tuple(chip(n, i) for n in range(8))
-            app._take_npu(NpuSnapshot(t0 + i * interval_s, chips, (), True, None, 0.05))
+            app.telemetry.take_npu(NpuSnapshot(t0 + i * interval_s, chips, (), True, None, 0.05))
             if i % 100 == 0:
                 await pilot.pause()
         after = psutil.Process().memory_info().rss / 2**20
-        return before, after, len(app.history), len(app.alert_log.entries)
+        return before, after, len(app.telemetry.history), len(app.telemetry.alert_log.entries)
 
 
 async def main(seconds: float, interval_s: float) -> None:
@@ -105,10 +106,10 @@ async def main(seconds: float, interval_s: float) -> None:
             ("bare Textual", BareApp),
             ("console, no data", lambda: ConsoleApp(
                 ConsoleOptions(interval_s=interval_s, log_dir=None, sample_live=False),
-                engine=FakeEngine(), host=host)),
+                backend=fake_backend(), host=host)),
             ("console, live", lambda: ConsoleApp(
                 ConsoleOptions(interval_s=interval_s, log_dir="/tmp"),
-                engine=FakeEngine(), host=host)),
+                backend=fake_backend(), host=host)),
         ]
         print(f"idle CPU over {seconds:g} s, panels every {interval_s:g} s "
               f"(% of one core; target for 'console, live' < 5 %)")

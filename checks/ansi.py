@@ -3,6 +3,11 @@
 The run report is the doctor's hot path, and importing rich's console costs more than the whole
 run. Colour follows the usual conventions: a TTY gets colour unless NO_COLOR is set (no-color.org)
 or TERM is dumb; FORCE_COLOR asks for it anyway. Only a TTY is wrapped, at its width.
+
+Every span is text from outside as far as this writer knows (a host name, a recorded error, an
+npu-smi cell): it passes `probes.textsafe.one_line` here, the one way into the terminal, so an
+escape sequence is shown, never obeyed, and a newline cannot start a forged line. The only
+escape sequences written are this module's own colours.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import TextIO
+
+from probes.textsafe import one_line
 
 _CODES: Mapping[str, str] = {
     "bold": "1", "dim": "2", "underline": "4",
@@ -52,6 +59,7 @@ class Writer:
     def line(self, *spans: Span, hang: int | None = None) -> None:
         """One logical line; continuation rows start `hang` columns in (default: where the
         last span starts, so a summary or a detail wraps under itself)."""
+        spans = tuple((one_line(t), style) for t, style in spans)
         text = "".join(t for t, _ in spans)
         if hang is None:
             hang = len(text) - len(spans[-1][0]) if spans else 0

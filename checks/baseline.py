@@ -329,16 +329,20 @@ def to_yaml(baseline: Baseline) -> str:
 
 
 def load_baseline(path: Path) -> Baseline:
+    from checks.user_yaml import UserYamlError, load_user_yaml
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_user_yaml(path)
     except OSError as exc:
         raise BaselineError(f"--baseline {path}: cannot read ({exc.strerror or exc})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BaselineError(f"--baseline {path}: not valid YAML ({first})") from None
+    except UserYamlError as exc:
+        raise BaselineError(f"--baseline {path}: {exc}") from None
     try:
         return from_data(raw)
-    except (TypeError, ValueError, KeyError) as exc:
+    except KeyError as exc:
+        raise BaselineError(f"--baseline {path}: the key {exc} is missing; record a new one "
+                            "with `ascend-doctor baseline record`") from None
+    except (TypeError, ValueError, OverflowError) as exc:
         raise BaselineError(f"--baseline {path}: {exc}; record a new one with "
                             "`ascend-doctor baseline record`") from None
 
@@ -353,9 +357,18 @@ def _strings(raw: Any, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in _mapping(raw, what).items():
         if not isinstance(value, str):
-            raise TypeError(f"'{what}.{key}' must be a string (quote it: '{value}')")
+            shown = str(value) if isinstance(value, (int, float, bool)) else "..."
+            raise TypeError(f"'{what}.{str(key)[:60]}' must be a string (quote it: "
+                            f"'{shown[:40]}')")
         out[str(key)] = value
     return out
+
+
+def _count(raw: Any, what: str) -> int:
+    """A non-negative integer of plausible size (a vocabulary, a chip count)."""
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 0 <= raw < 2**40:
+        raise TypeError(f"'{what}' must be a whole number from 0 to 2**40")
+    return raw
 
 
 def from_data(raw: Any) -> Baseline:
@@ -386,9 +399,7 @@ def _npu_from(raw: Any) -> NpuInventory | None:
         raise TypeError("'npu.chips' and 'npu.hbm_total_mb' must be lists")
     if any(v is not None and (not isinstance(v, int) or isinstance(v, bool)) for v in hbm):
         raise TypeError("'npu.hbm_total_mb' must hold integers (MB) or null")
-    count = npu.get("count", len(chips))
-    if not isinstance(count, int) or isinstance(count, bool):
-        raise TypeError("'npu.count' must be an integer")
+    count = _count(npu.get("count", len(chips)), "npu.count")
     return NpuInventory(count, tuple(str(c) for c in chips), tuple(hbm))
 
 
@@ -401,7 +412,7 @@ def _tokenizer_from(raw: Any) -> TokenizerFingerprint | None:
         raise TypeError("'tokenizer.ids' must be a list of integers")
     specials = _mapping(tok.get("special_ids", {}), "tokenizer.special_ids")
     return TokenizerFingerprint(
-        vocab_size=int(tok["vocab_size"]),
+        vocab_size=_count(tok["vocab_size"], "tokenizer.vocab_size"),
         special_ids={str(k): v if isinstance(v, int) else None for k, v in specials.items()},
         probe_text=str(tok.get("probe_text", PROBE_TEXT)),
         ids=tuple(ids),

@@ -36,6 +36,7 @@ from checks import inputs
 from checks.context import Context
 from checks.errors import UsageError
 from checks.options import BundleOptions
+from checks.policy import apply_output_cap
 from checks.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
 from checks.registry import all_checks
 from checks.report import to_json
@@ -46,6 +47,7 @@ from probes.host import Host
 from probes.inventory import run_npu_smi
 from probes.recording import (
     BundleLimits,
+    CommandRecord,
     Recording,
     RecordingHost,
     SnapshotError,
@@ -55,6 +57,7 @@ from probes.recording import (
 from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
 from probes.target.model import Target
 from probes.target.model import to_json as target_json
+from probes.textsafe import one_line
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
@@ -66,20 +69,32 @@ DEVICE_LOG_PARENTS = ("debug", "run")
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _LOG_TIME = re.compile(r"_(\d{8,})\.log$")
-_RECORDING_NAME = re.compile(r"(.+)(-\d{8}T\d{6}Z\.sqlite)$")
 
 
 @dataclass(frozen=True)
 class PlogTail:
     path: str  # on the observed machine
     size_bytes: int
-    offset: int
-    length: int
+    offset: int  # the first byte kept: the start of a line
+    length: int  # whole lines only
+    member: str = ""  # plog/<two directories>/<file>, unique in the bundle
 
-    @property
-    def member(self) -> str:
-        parent = posixpath.basename(posixpath.dirname(self.path))
-        return f"plog/{_safe(parent)}/{_safe(posixpath.basename(self.path))}"
+
+def _member_names(paths: list[str]) -> list[str]:
+    """plog/debug/plog/NAME, plog/run/device-0/NAME: the two directories above a file keep
+    debug/ and run/ apart; a name still taken gets -2, -3, ..."""
+    taken: set[str] = set()
+    names = []
+    for path in paths:
+        parts = [p for p in path.split("/") if p][-3:]
+        base = "plog/" + "/".join(_safe(p) for p in parts)
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,8 @@ class BundleResult:
     redactions: tuple[Redaction, ...]
     members: Mapping[str, int] = field(default_factory=dict)  # extra member -> bytes
     metrics: MetricsFound = field(default_factory=MetricsFound)
+    # (pseudonym, real name): shown to the person who made the bundle, never written into it
+    pseudonyms: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _safe(name: str) -> str:
@@ -130,9 +147,9 @@ class Progress:
         self.stream = stream or sys.stderr
         self.console: Any = None
         if self.stream.isatty():
-            from rich.console import Console
+            from checks.terminal import make_console  # shows paths and outputs literally
 
-            self.console = Console(file=self.stream, highlight=False)
+            self.console = make_console(self.stream)
 
     @contextlib.contextmanager
     def step(self, label: str) -> Iterator[list[str]]:
@@ -140,14 +157,17 @@ class Progress:
         detail: list[str] = []
         began = time.perf_counter()
         if self.console is not None:
+            from rich.text import Text
+
             with self.console.status(label):
                 yield detail
-            mark = "[green]✓[/green]"
-            self.console.print(f"{mark} {label}{_detail(detail)} [dim]({_elapsed(began)})[/dim]")
+            self.console.print(Text.assemble(("✓", "green"), f" {label}{_detail(detail)} ",
+                                             (f"({_elapsed(began)})", "dim")))
         else:
-            print(f"{label} ...", file=self.stream, flush=True)
+            print(one_line(f"{label} ..."), file=self.stream, flush=True)
             yield detail
-            print(f"  done{_detail(detail)} ({_elapsed(began)})", file=self.stream, flush=True)
+            print(one_line(f"  done{_detail(detail)} ({_elapsed(began)})"), file=self.stream,
+                  flush=True)
 
 
 def _detail(detail: list[str]) -> str:
@@ -193,7 +213,9 @@ def plog_dirs(host: Host) -> list[str]:
 
 
 def collect_plog(host: Host, files: int, tail_bytes: int) -> PlogCollection:
-    """The tails of the newest plog/device log files, read through `host` (so recorded)."""
+    """The tails of the newest plog/device log files, read through `host` (so recorded), cut
+    to whole lines: a secret split by the start of a tail would no longer match the rules
+    that find it, so the partial first line is never kept (nor a partial last one)."""
     candidates: list[tuple[tuple[str, str], str]] = []
     listed: list[str] = []
     for directory in plog_dirs(host):
@@ -204,27 +226,52 @@ def collect_plog(host: Host, files: int, tail_bytes: int) -> PlogCollection:
     if not candidates:
         return PlogCollection(note="no plog files found in the CANN log directory")
     candidates.sort(reverse=True)
-    tails = [t for _, path in candidates[:files] if (t := _tail(host, path, tail_bytes))]
+    peek: Host = getattr(host, "inner", host)  # finds the line boundaries, unrecorded
+    tails = [t for _, path in candidates[:files] if (t := _tail(host, peek, path, tail_bytes))]
+    members = _member_names([t.path for t in tails])
+    tails = [dataclasses.replace(t, member=m) for t, m in zip(tails, members, strict=True)]
     return PlogCollection(tuple(tails), len(candidates), tuple(listed))
 
 
-def _tail(host: Host, path: str, tail_bytes: int) -> PlogTail | None:
+def _tail(host: Host, peek: Host, path: str, tail_bytes: int) -> PlogTail | None:
     try:
         size = host.file_size(path)
         offset = max(0, size - tail_bytes)
-        data = host.read_bytes(path, offset, tail_bytes)
+        start, end = _whole_lines(peek.read_bytes(path, offset, tail_bytes), offset > 0)
+        if end <= start:
+            return None  # no whole line in the tail
+        data = host.read_bytes(path, offset + start, end - start)
     except HostError:
         return None  # rotated away or unreadable: the listing still shows it was there
-    return PlogTail(path, size, offset, len(data))
+    return PlogTail(path, size, offset + start, len(data))
+
+
+def _whole_lines(data: bytes, cut_start: bool) -> tuple[int, int]:
+    """(start, end) of the whole lines in `data`: after its first newline when the data
+    begins inside a line, up to and with its last newline."""
+    start = data.find(b"\n") + 1 if cut_start else 0
+    end = data.rfind(b"\n") + 1
+    if cut_start and start == 0:
+        return 0, 0
+    return start, end
 
 
 def _tail_bytes(recording: Recording, tail: PlogTail) -> bytes:
-    """The (redacted) bytes of a tail, as the recording holds them."""
+    """The (redacted) bytes of a tail, as the recording holds them (`tail.path` redacted)."""
     entry = recording.files.get(tail.path)
     for rng in entry.ranges if entry else ():
         if rng.offset == tail.offset and rng.data is not None:
             return rng.data
     return b""
+
+
+def redacted_plog(plog: PlogCollection, redactor: Redactor) -> PlogCollection:
+    """The collection as the bundle shows it: paths redacted, member names made from them."""
+    paths = [redactor.path(t.path, "bundle.json") for t in plog.tails]
+    tails = tuple(dataclasses.replace(t, path=p, member=m)
+                  for t, p, m in zip(plog.tails, paths, _member_names(paths), strict=True))
+    return dataclasses.replace(plog, tails=tails,
+                               dirs=tuple(redactor.path(d, "bundle.json") for d in plog.dirs))
 
 
 # -- the console's metric recording -------------------------------------------------------------
@@ -298,7 +345,8 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
             metrics = find_metrics(host)
             detail.append(metrics.source or metrics.note)
     with progress.step("redacting secrets") as detail:
-        redacted = redact_recording(recorder.snapshot(), options.redact_hostnames)
+        redacted = redact_recording(fit_commands(recorder.snapshot()),
+                                    options.redact_hostnames)
         target = redact_target(ctx.target, redacted.redactor)
         redacted = dataclasses.replace(
             redacted, recording=dataclasses.replace(redacted.recording, target=target))
@@ -332,6 +380,32 @@ def redact_args(args: list[str], redactor: Redactor) -> list[str]:
     return out
 
 
+def fit_commands(recording: Recording,
+                 budget_bytes: int = MAX_METRICS_BYTES * 3 // 4) -> Recording:
+    """The recording with command outputs cut so that commands.json stays within a member's
+    limit: many programs stopped at the output cap (binary output escapes to six times its
+    size in JSON) must not make a bundle that the reader refuses. Each output over its share
+    keeps its beginning, and says so in `error`."""
+    sizes = [len(json.dumps(c.result.stdout)) + len(json.dumps(c.result.stderr))
+             for c in recording.commands]
+    if sum(sizes) <= budget_bytes:
+        return recording
+    share = budget_bytes // max(1, len(sizes))
+    commands = tuple(
+        _trimmed(c, share) if size > share else c
+        for c, size in zip(recording.commands, sizes, strict=True))
+    return dataclasses.replace(recording, commands=commands)
+
+
+def _trimmed(record: CommandRecord, share_bytes: int) -> CommandRecord:
+    keep = share_bytes // 14  # stdout and stderr, each char at most 6 bytes + slack in JSON
+    result = record.result
+    note = f"output trimmed to its first {keep} characters to fit the bundle"
+    return dataclasses.replace(record, result=dataclasses.replace(
+        result, stdout=result.stdout[:keep], stderr=result.stderr[:keep],
+        error=f"{result.error}; {note}" if result.error else note))
+
+
 # -- writing -------------------------------------------------------------------------------------
 
 
@@ -355,27 +429,28 @@ def read_metrics(path: Path) -> MetricsFound:
 
 def redact_metrics(found: MetricsFound, redacted: RedactedRecording
                    ) -> tuple[MetricsFound, tuple[str, bytes] | None]:
-    """The (member, bytes) of the recording, redacted in place (same length: SQLite pages
-    hold), and `found` with its path redacted like any other text of the bundle."""
+    """The (member, bytes) of the recording, its text redacted whole (checks.redact_sqlite),
+    and `found` with its paths redacted like every other path of the bundle. A recording that
+    cannot be read as SQLite is left out, never copied raw."""
+    from checks.redact_sqlite import NotRedactable, rewrite
+
     redactor = redacted.redactor
-    source = _redacted_path(redactor, found.source) if found.source else None
-    shown = MetricsFound(source, b"", found.found, redactor.text(found.directory, "bundle.json"),
+    source = redactor.path(found.source, "bundle.json") if found.source else None
+    shown = MetricsFound(source, b"", found.found, redactor.path(found.directory, "bundle.json"),
                          redactor.text(found.note, "bundle.json"),
-                         _redacted_path(redactor, found.newest) if found.newest else None)
+                         redactor.path(found.newest, "bundle.json") if found.newest else None)
     if source is None:
         return shown, None
     member = f"metrics/{_safe(posixpath.basename(source))}"
-    return shown, (member, redactor.data(found.data, member))
-
-
-def _redacted_path(redactor: Redactor, path: str) -> str:
-    # HOST-TIME.sqlite: the host name is followed by `-`, which the host-name rule (rightly)
-    # takes as part of a longer name, so it is redacted on its own
-    directory, name = posixpath.split(path)
-    match = _RECORDING_NAME.match(name)
-    name = (redactor.text(match.group(1), "bundle.json") + match.group(2) if match
-            else redactor.text(name, "bundle.json"))
-    return posixpath.join(redactor.text(directory, "bundle.json"), name)
+    try:
+        data = rewrite(found.data, lambda text: redactor.text(text, member),
+                       lambda blob: redactor.data(blob, member),
+                       lambda name: redactor.path(name, member))
+    except NotRedactable as exc:
+        return dataclasses.replace(shown, source=None, newest=shown.newest or source,
+                                   note=f"left out: {exc}; it is bundled only once its text "
+                                   "can be redacted"), None
+    return shown, (member, data)
 
 
 def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: PlogCollection,
@@ -383,6 +458,7 @@ def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: Pl
                    found: MetricsFound | None = None) -> dict[str, bytes]:
     """Everything beside the snapshot members, as member name -> bytes."""
     recording = redacted.recording
+    plog = redacted_plog(plog, redacted.redactor)
     members: dict[str, bytes] = {"report.json": _json_bytes(report)}
     for tail in plog.tails:
         members[tail.member] = _tail_bytes(recording, tail)
@@ -398,7 +474,7 @@ def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: Pl
                   "offset": t.offset, "length": t.length} for t in plog.tails],
         "plog_found": plog.found,
         "plog_dirs": list(plog.dirs),
-        "plog_note": plog.note,
+        "plog_note": redacted.redactor.text(plog.note, "bundle.json"),
         "limits": {"plog_files": options.plog_files, "plog_tail_bytes": options.plog_tail_bytes},
         "metrics": metrics[0] if metrics else None,
         "metrics_source": found.source if found else None,  # the file it was copied from
@@ -458,6 +534,7 @@ def make_bundle(host: Host, options: BundleOptions, progress: Progress,
     """Record `host` (as the target of `observed` sees it) as `options` say and write the
     bundle. Raises UsageError naming the option at fault."""
     policy = inputs.policy(options.policy)
+    apply_output_cap(host, policy)
     if options.output is not None and not options.output.parent.is_dir():
         raise UsageError(f"-o {options.output}: no such directory {options.output.parent}")
     seen = observed or inputs.Observed(host, inputs.shell_target())
@@ -476,9 +553,12 @@ def make_bundle(host: Host, options: BundleOptions, progress: Progress,
     with progress.step(f"writing {out}") as detail:
         size = write_bundle(out, redacted.recording, members)
         detail.append(_size(size))
-    return BundleResult(out, size, redacted.recording, run, plog,
+    pseudonyms = redacted.redactor.pseudonyms
+    return BundleResult(out, size, redacted.recording, run,
+                        redacted_plog(plog, redacted.redactor),
                         metrics[0] if metrics else None, redacted.redactions,
-                        {name: len(data) for name, data in members.items()}, found)
+                        {name: len(data) for name, data in members.items()}, found,
+                        pseudonyms.mapping() if pseudonyms else [])
 
 
 # -- the summary ---------------------------------------------------------------------------------
@@ -509,8 +589,11 @@ def summary_lines(result: BundleResult) -> list[str]:
         lines += [f"    {line}" for line in summarise(result.redactions)]
     else:
         lines.append("  redacted:   nothing secret-looking was found")
+    if result.pseudonyms:
+        lines.append("  names replaced (this list stays here, it is not in the bundle): "
+                     + ", ".join(f"{p} = {o}" for p, o in result.pseudonyms))
     lines.append(f"replay anywhere: ascend-doctor --from {result.path}")
-    return lines
+    return [one_line(line) for line in lines]  # paths and notes come from the observed machine
 
 
 def _metrics_line(result: BundleResult) -> str:

@@ -16,12 +16,14 @@ from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from checks.options import (
     BaselineRecordOptions,
     BundleOptions,
+    EndpointOptions,
     HostOptions,
     NpuOptions,
     RunOptions,
 )
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
+from probes.textsafe import one_line
 
 
 def _columns() -> int:
@@ -56,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +110,16 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE",
                         help="compare with a baseline (ascend-doctor baseline record): adds "
                         "the baseline.drift check")
+    served = parser.add_argument_group("serving endpoint (adds the endpoint.* checks)")
+    served.add_argument("--endpoint", metavar="URL",
+                        help="an OpenAI-compatible server (vLLM, MindIE): http://HOST:PORT/v1")
+    served.add_argument("--endpoint-model", metavar="NAME",
+                        help="the model /v1/models must list (default: any)")
+    served.add_argument("--endpoint-api-key-env", metavar="NAME",
+                        help="the environment variable holding its API key (never the key)")
+    served.add_argument("--endpoint-metrics", metavar="URL",
+                        help="its Prometheus metrics (default: /metrics at the server's root; "
+                        "MindIE: its management port)")
     parser.add_argument("--prometheus", metavar="FILE",
                         help="also write the results for node_exporter's textfile collector "
                         "(atomically)")
@@ -224,7 +236,19 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
         only=tuple(args.only), skip=tuple(args.skip), json=args.json, junit=_path(args.junit),
-        verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus))
+        verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus),
+        endpoint=_endpoint(args))
+
+
+def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
+    extras = (args.endpoint_model, args.endpoint_api_key_env, args.endpoint_metrics)
+    if not args.endpoint:
+        if any(extras):
+            raise UsageError("--endpoint-model, --endpoint-api-key-env and --endpoint-metrics "
+                             "go with --endpoint URL")
+        return None
+    return EndpointOptions(args.endpoint, args.endpoint_model, args.endpoint_api_key_env,
+                           args.endpoint_metrics)
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:
@@ -251,7 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:
-        print(f"ascend-doctor: {exc}", file=sys.stderr)
+        # the message may quote outside text (a member name, a path): one visible line
+        print(f"ascend-doctor: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("ascend-doctor: interrupted", file=sys.stderr)

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 from checks import inputs
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
 from checks.options import BaselineRecordOptions, BundleOptions, NpuOptions, RunOptions
+from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
 from checks.runner import run_checks
 from checks.terminal import make_console
+from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
@@ -83,13 +85,16 @@ def cmd_run(options: RunOptions) -> int:
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
     baseline = _baseline(options.baseline)
+    endpoint = inputs.endpoint(options.endpoint)
     observed = inputs.observe(options.host)
-    ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline)
+    apply_output_cap(observed.host, policy)
+    ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline,
+                         endpoint=endpoint)
     run = run_checks(checks, ctx)
     ctx.target = inputs.still_there(observed)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:
-        print(json.dumps(to_json(run, info), indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:
         from checks.report_terminal import render_terminal
 
@@ -133,7 +138,7 @@ def cmd_npu(options: NpuOptions) -> int:
     else:
         reading = read_live(inputs.make_host(options.host), timeout_s=options.host.timeout_s)
     if options.json:
-        print(json.dumps(reading.document, indent=2, ensure_ascii=False))
+        print(json_text(json.dumps(reading.document, indent=2, ensure_ascii=False)))
     else:
         from checks.npu_view import render
 
@@ -142,10 +147,14 @@ def cmd_npu(options: NpuOptions) -> int:
 
 
 def _read_input(path: str) -> str:
+    # one byte over the limit is enough for the parser to refuse it (and a huge file is not read)
+    from probes.npu_smi.registry import MAX_INPUT_BYTES
+
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_INPUT_BYTES + 1)
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        with Path(path).open("rb") as stream:
+            return stream.read(MAX_INPUT_BYTES + 1).decode("utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
 

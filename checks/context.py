@@ -18,6 +18,7 @@ from probes.target.model import Target, shell_target
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
+    from probes.http import EndpointTarget
 
 T = TypeVar("T")
 
@@ -31,6 +32,7 @@ class Context:
     model_dir: Path | None = None
     timeout_s: float = 10.0
     baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
+    endpoint: EndpointTarget | None = None  # --endpoint URL, for the endpoint.* checks
     target: Target = field(default_factory=shell_target)  # whose deployment is judged
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)

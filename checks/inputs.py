@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from checks.context import Context
 from checks.errors import UsageError
-from checks.options import HostOptions
+from checks.options import EndpointOptions, HostOptions
 from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
 from probes.errors import NotRecorded, ProbeError
@@ -19,6 +19,7 @@ from probes.host import Host
 from probes.target.model import NpuUse, Target, shell_target
 
 if TYPE_CHECKING:
+    from probes.http import EndpointTarget
     from probes.inventory import NpuReading
     from probes.target.proc import ProcReader
     from probes.target.resolve import Resolved
@@ -239,3 +240,25 @@ def _read_statically(host: object) -> bool:
     while not hasattr(host, "static_notes") and hasattr(host, "inner"):
         host = host.inner
     return hasattr(host, "static_notes") and getattr(host, "python", None) is None
+
+
+def endpoint(options: EndpointOptions | None) -> EndpointTarget | None:
+    """The --endpoint target, its URLs checked and its key read from the named variable."""
+    if options is None:
+        return None
+    from probes.http import EndpointTarget, EndpointURLError, Secret, check_url
+
+    key = None
+    if options.api_key_env:
+        value = os.environ.get(options.api_key_env, "")
+        if not value:
+            raise UsageError(f"--endpoint-api-key-env {options.api_key_env}: that environment "
+                             "variable is not set (or empty)")
+        key = Secret(value)
+    try:
+        check_url(options.url, "--endpoint")
+        if options.metrics_url:
+            check_url(options.metrics_url, "--endpoint-metrics")
+        return EndpointTarget.of(options.url, options.model, options.metrics_url, key)
+    except EndpointURLError as exc:
+        raise UsageError(str(exc)) from None

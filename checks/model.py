@@ -13,9 +13,10 @@ Status = Literal["pass", "warn", "fail", "skip", "error"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "skip", "error")
 
 # inputs a check can declare; without them it is skipped before its module is imported
-Need = Literal["model", "baseline"]
+Need = Literal["model", "baseline", "endpoint"]
 NO_MODEL = "no --model given"
 NO_BASELINE = "no --baseline FILE given"
+NO_ENDPOINT = "no --endpoint URL given"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Check:
             return NO_MODEL
         if "baseline" in self.needs and ctx.baseline is None:
             return NO_BASELINE
+        if "endpoint" in self.needs and ctx.endpoint is None:
+            return NO_ENDPOINT
         return ""
 
 

@@ -46,6 +46,16 @@ class HostOptions:
 
 
 @dataclass(frozen=True)
+class EndpointOptions:
+    """`--endpoint URL` and its companions: a serving endpoint for the endpoint.* checks."""
+
+    url: str
+    model: str | None = None  # --endpoint-model: the name /v1/models must list
+    api_key_env: str | None = None  # --endpoint-api-key-env: the variable holding the key
+    metrics_url: str | None = None  # --endpoint-metrics; None: /metrics at the server's root
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """`ascend-doctor` (no command): run the checks and report."""
 
@@ -59,6 +69,7 @@ class RunOptions:
     verbose: bool = False  # evidence of passing checks too
     baseline: Path | None = None  # compare with this baseline (adds baseline.drift)
     prometheus: Path | None = None  # also write node_exporter's textfile here
+    endpoint: EndpointOptions | None = None  # adds the endpoint.* checks
 
 
 @dataclass(frozen=True)

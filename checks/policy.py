@@ -44,6 +44,20 @@ class Policy:
         return next((w for w in self.waivers if w.check_id == check_id), None)
 
 
+def command_output_bytes(policy: Policy) -> int:
+    """The cap on one command's output (runner.command_output_mb), in bytes."""
+    return int(float(policy.get("runner", "command_output_mb")) * 1024 * 1024)
+
+
+def apply_output_cap(host: object, policy: Policy) -> None:
+    """Give the live machine under `host` (a Host, or a recorder around one) the policy's
+    output cap; a recording runs nothing and is left alone."""
+    while not hasattr(host, "max_output_bytes") and hasattr(host, "inner"):
+        host = host.inner
+    if hasattr(host, "max_output_bytes"):
+        host.max_output_bytes = command_output_bytes(policy)
+
+
 def _defaults() -> dict[str, Any]:
     data = datafiles.load("policy.yaml")
     assert isinstance(data, dict)
@@ -64,23 +78,19 @@ def load_policy(path: Path | None = None) -> Policy:
 
 
 def _read_override(path: Path) -> dict[str, Any]:
-    import yaml  # only for a user's file: the defaults come without it
+    from checks.user_yaml import UserYamlError, load_user_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_user_yaml(path)
     except OSError as exc:
         raise PolicyError(f"{path}: cannot read policy ({exc.strerror or exc})") from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{path}: not valid YAML ({_first_line(exc)})") from None
+    except UserYamlError as exc:
+        raise PolicyError(f"{path}: {exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise PolicyError(f"{path}: a policy is a mapping of sections, not {type(data).__name__}")
     return data
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _merge(values: dict[str, dict[str, Any]], override: dict[str, Any], where: str) -> None:
@@ -97,6 +107,13 @@ def _merge(values: dict[str, dict[str, Any]], override: dict[str, Any], where: s
             values[section][key] = _typed(values[section][key], value, f"{section}.{key}", where)
 
 
+# Numbers a policy may hold: finite, not negative, and not absurd; these must also be above 0.
+MAX_NUMBER = 1e12
+POSITIVE_KEYS = frozenset({"runner.check_timeout_s", "runner.command_output_mb",
+                           "checkpoint.fp8_block_size", "hbm_fit.max_seq_len",
+                           "hbm_fit.batch_size", "console.stale_after_intervals"})
+
+
 def _typed(default: Any, value: Any, name: str, where: str) -> Any:
     numeric = (int, float)
     if isinstance(default, bool) or isinstance(value, bool):
@@ -107,8 +124,29 @@ def _typed(default: Any, value: Any, name: str, where: str) -> Any:
         ok = isinstance(value, type(default))
     if not ok:
         expected = "a number" if default is None else type(default).__name__
-        raise PolicyError(f"{where}: '{name}' must be {expected}, got {value!r}")
+        raise PolicyError(f"{where}: '{name}' must be {expected}, got {_shown(value)}")
+    if isinstance(value, numeric) and not isinstance(value, bool):
+        _check_range(value, name, where)
     return value
+
+
+def _check_range(value: float, name: str, where: str) -> None:
+    import math
+
+    low = "above 0" if name in POSITIVE_KEYS else "0 or more"
+    if not (math.isfinite(value) and 0 <= value <= MAX_NUMBER) or (
+            name in POSITIVE_KEYS and value <= 0):
+        raise PolicyError(f"{where}: '{name}' must be a finite number {low} and at most "
+                          f"{MAX_NUMBER:g}, got {_shown(value)}")
+
+
+def _shown(value: Any) -> str:
+    """A value in one short line: a 4,000-digit number or a long string is cut."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return "a number of more than 18 digits"
+    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None \
+        else f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _waivers(raw: Any, where: str) -> tuple[Waiver, ...]:
@@ -118,16 +156,24 @@ def _waivers(raw: Any, where: str) -> tuple[Waiver, ...]:
 
 
 def _waiver(item: Any, where: str) -> Waiver:
-    import datetime as dt  # only a policy with waivers needs dates
-
     if not isinstance(item, dict) or set(item) != {"id", "reason", "expires"}:
         raise PolicyError(f"{where}: each waiver needs exactly id, reason and expires")
-    expires = item["expires"]
-    if isinstance(expires, str):
+    check_id = item["id"]
+    if not isinstance(check_id, str) or not isinstance(item["reason"], (str, int, float)):
+        raise PolicyError(f"{where}: a waiver's id and reason must be text, got "
+                          f"{_shown(check_id)}")
+    return Waiver(check_id, str(item["reason"]), _expiry(item["expires"], check_id, where))
+
+
+def _expiry(expires: Any, check_id: str, where: str) -> dt.date:
+    """A calendar date written YYYY-MM-DD: not a time, not a day that does not exist."""
+    import datetime as dt  # only a policy with waivers needs dates
+
+    if isinstance(expires, str) and len(expires) == 10 and expires[4] == expires[7] == "-":
         try:
-            expires = dt.date.fromisoformat(expires)
+            return dt.date.fromisoformat(expires)
         except ValueError:
-            raise PolicyError(f"{where}: waiver {item['id']}: expires must be YYYY-MM-DD") from None
-    if not isinstance(expires, dt.date):
-        raise PolicyError(f"{where}: waiver {item['id']}: expires must be YYYY-MM-DD")
-    return Waiver(str(item["id"]), str(item["reason"]), expires)
+            raise PolicyError(f"{where}: waiver {check_id!r}: 'expires' {_shown(expires)} is "
+                              "not a date in the calendar") from None
+    raise PolicyError(f"{where}: waiver {check_id!r}: 'expires' must be a date YYYY-MM-DD "
+                      f"(no time), got {_shown(expires)}")

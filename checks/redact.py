@@ -1,28 +1,32 @@
 """Redaction of a recording before it leaves the machine: pure functions, no I/O.
 
-What is masked (values only; names and kinds are kept and listed, never the values):
+What happens to each part (what is and is not guaranteed: docs/snapshot-format.md, "Secrets"):
 
-- environment variables whose *name* looks secret (TOKEN, SECRET, PASSWORD, KEY, AK/SK, ...);
-- credentials in URLs (`https://user:pass@host` -> `https://<redacted>@host`);
-- `Authorization:` headers and `Bearer`/`Basic` tokens in captured text;
-- `--token=...` / `--password x` arguments and `HF_TOKEN=...` / `password: x` assignments;
-- every secret value found above, wherever else it appears (a token echoed in a log);
-- optionally (`hostnames=True`) the machine's host name, URL hosts and IP addresses, each
-  replaced consistently (`host-1`, `ip-1`, ...) so a reader can still follow them.
+- the environment: a value is kept only for the allow-list of checks/env_allow.py (and then
+  scanned like any text); an allowed name that looks secret is `<redacted>`; every other
+  variable keeps its name with the value `<withheld>`. Withheld and redacted values are
+  masked wherever else they appear (a token echoed in a log);
+- every captured text (command output, file contents, byte ranges, errors, the report): the
+  spans checks/redact_rules.py finds (named secrets, credentials, token formats, long random
+  tokens) are masked;
+- with `hostnames=True` the machine's names and addresses become `host-N` / `ip-N`
+  (checks/pseudonyms.py) everywhere, paths, keys and listings included, so a replay of the
+  bundle still finds every answer under the redacted path.
 
 Byte ranges (`read_bytes` answers: plog tails, safetensors headers) are masked in place with
-masks of the same length, so offsets and sizes in the recording stay true. Paths, directory
-listings and resolved links are kept as asked: a replay looks answers up by them.
+masks of the same length, so offsets and sizes in the recording stay true.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from checks.env_allow import WITHHELD, value_allowed
+from checks.pseudonyms import Fit, Pseudonyms
+from checks.redact_rules import Span, merge, raw_spans, secret_spans
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
@@ -34,9 +38,13 @@ from probes.recording import (
     Recording,
 )
 
+__all__ = ["REDACTED", "WITHHELD", "Pseudonyms", "RedactedRecording", "Redaction", "Redactor",
+           "is_secret_name", "redact_env", "redact_recording", "summarise"]
+
 # A secret value shorter than this is not searched for elsewhere: "1" or "true" would mask
 # half the recording. Long values (tokens, passwords) are.
 MIN_LITERAL_LEN = 6
+_PATH_LIKE = re.compile(r"^(?:[~.]?/[^:]*)(?::[~.]?/[^:]*)*:?$")  # /a/b or /a:/b:~/c
 
 
 # -- what was redacted ---------------------------------------------------------------------
@@ -46,148 +54,13 @@ MIN_LITERAL_LEN = 6
 class Redaction:
     """One kind of secret masked in one place. Never holds the value."""
 
-    kind: str  # secret-env, url-credentials, authorization, bearer-token, secret-argument,
-    #            secret-assignment, known-secret, hostname, ip-address
+    kind: str  # secret-env, withheld-env, url-credentials, authorization, bearer-token,
+    #            private-key, secret-argument, secret-assignment, token-format, high-entropy,
+    #            known-secret, hostname, ip-address
     where: str  # `env HF_TOKEN`, `command \`pip config list\` stdout`, `file /etc/x`, ...
 
 
-# -- text rules ----------------------------------------------------------------------------
-
-Mask = Callable[[str], str]  # the secret part -> what replaces it
-
-_URL_CREDENTIALS = re.compile(
-    r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@'\"<>]+(?::[^\s/@'\"<>]*)?)@(?=[^\s@/]+)")
-_AUTHORIZATION = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)([^\r\n\"']+)")
-_BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{8,})")
-# `Basic` is also an English word: only base64-looking values (a digit, `+/=`, or an upper-case
-# letter after the first).
-_BASIC = re.compile(r"\b(Basic\s+)(?=[A-Za-z0-9+/]*[0-9=+/]|[A-Za-z0-9+/]+[A-Z])"
-                    r"([A-Za-z0-9+/]{8,}={0,2})")
-_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_.-]*)(=|[ \t]+)(?!-)"
-                   r"(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
-_ASSIGNMENT = re.compile(
-    r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_]*)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'\x00;&|]+)")
-_QUOTED_KEY = re.compile(
-    r"([\"'])([A-Za-z_][A-Za-z0-9_.-]*)\1\s*:\s*\"((?:[^\"\\\n]|\\.)*)\"")
-_YAML_KEY = re.compile(r"(?m)^([ \t]*-?[ \t]*)([A-Za-z_][A-Za-z0-9_.-]*)([ \t]*:[ \t]+)"
-                       r"(?![\"'{\[|>])([^\s#][^\n]*?)[ \t]*$")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f:]{2,39}(?![\w:])")
-_URL_HOST = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://(?:<redacted>@)?([a-z0-9-]+(?:\.[a-z0-9-]+)+)")
-
-
-def _unquote(value: str) -> tuple[str, str, str]:
-    """(opening quote, inner value, closing quote)."""
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[0], value[1:-1], value[-1]
-    return "", value, ""
-
-
-@dataclass
-class _Scan:
-    """One pass over a text: what was found (kinds, secret values) and the masks to use."""
-
-    mask: Mask
-    kinds: set[str] = field(default_factory=set)
-    secrets: set[str] = field(default_factory=set)
-
-    def hide(self, kind: str, secret: str) -> str:
-        if not secret or secret == REDACTED or set(secret) <= {"*"}:
-            return secret
-        self.kinds.add(kind)
-        self.secrets.add(secret)
-        return self.mask(secret)
-
-
-def _apply_rules(text: str, scan: _Scan) -> str:
-    text = _URL_CREDENTIALS.sub(
-        lambda m: m.group(1) + scan.hide("url-credentials", m.group(2)) + "@", text)
-    text = _AUTHORIZATION.sub(lambda m: m.group(1) + scan.hide("authorization", m.group(2)),
-                              text)
-    text = _BEARER.sub(lambda m: m.group(1) + scan.hide("bearer-token", m.group(2)), text)
-    text = _BASIC.sub(lambda m: m.group(1) + scan.hide("bearer-token", m.group(2)), text)
-    text = _FLAG.sub(lambda m: _named(m, 1, 3, "secret-argument", scan), text)
-    text = _ASSIGNMENT.sub(lambda m: _named(m, 1, 2, "secret-assignment", scan), text)
-    text = _QUOTED_KEY.sub(lambda m: _quoted_key(m, scan), text)
-    return _YAML_KEY.sub(lambda m: _named(m, 2, 4, "secret-assignment", scan), text)
-
-
-def _named(m: re.Match[str], name_group: int, value_group: int, kind: str, scan: _Scan) -> str:
-    whole = m.group(0)
-    if not is_secret_name(m.group(name_group).lstrip("-")):
-        return whole
-    start = m.start(value_group) - m.start(0)
-    opening, inner, closing = _unquote(m.group(value_group))
-    return whole[:start] + opening + scan.hide(kind, inner) + closing
-
-
-def _quoted_key(m: re.Match[str], scan: _Scan) -> str:
-    whole = m.group(0)
-    if not is_secret_name(m.group(2)):
-        return whole
-    start = m.start(3) - m.start(0)
-    return whole[:start] + scan.hide("secret-assignment", m.group(3)) + '"'
-
-
-# -- host names and addresses ----------------------------------------------------------------
-
-
-class Pseudonyms:
-    """Consistent replacements: the same host or address always gets the same name."""
-
-    def __init__(self, hostnames: Iterable[str] = ()) -> None:
-        self.hosts: dict[str, str] = {}  # lower-cased name -> host-N
-        self.addresses: dict[str, str] = {}  # address as written -> ip-N
-        for name in hostnames:
-            self.host(name)
-
-    def host(self, name: str) -> str:
-        return self.hosts.setdefault(name.lower(), f"host-{len(self.hosts) + 1}")
-
-    def ip(self, address: str) -> str:
-        return self.addresses.setdefault(address, f"ip-{len(self.addresses) + 1}")
-
-
-def _keep_address(text: str, v6: bool) -> bool:
-    """Not an address, or one that says nothing about the site (loopback, unspecified)."""
-    try:
-        address = ipaddress.IPv6Address(text) if v6 else ipaddress.IPv4Address(text)
-    except ValueError:
-        return True
-    return address.is_loopback or address.is_unspecified
-
-
-def _pseudonymise(text: str, names: Pseudonyms, fit: Callable[[str, str], str],
-                  kinds: set[str]) -> str:
-    lowered = text.lower()
-    for host in list(names.hosts):
-        if host in lowered:
-            pattern = re.compile(rf"(?i)(?<![\w.-]){re.escape(host)}(?![\w-])")
-            text, count = pattern.subn(lambda m: fit(m.group(0), names.host(m.group(0))), text)
-            if count:
-                kinds.add("hostname")
-
-    def url_host(m: re.Match[str]) -> str:
-        if _IPV4.fullmatch(m.group(1)) or m.group(1).lower() == "localhost":
-            return m.group(0)  # addresses have their own rule below
-        kinds.add("hostname")
-        start = m.start(1) - m.start(0)
-        return m.group(0)[:start] + fit(m.group(1), names.host(m.group(1)))
-
-    def address(v6: bool) -> Callable[[re.Match[str]], str]:
-        def swap(m: re.Match[str]) -> str:
-            if _keep_address(m.group(0), v6):
-                return m.group(0)
-            kinds.add("ip-address")
-            return fit(m.group(0), names.ip(m.group(0)))
-        return swap
-
-    text = _URL_HOST.sub(url_host, text)
-    text = _IPV4.sub(address(False), text)
-    return _IPV6.sub(address(True), text)
-
-
-# -- the redactor --------------------------------------------------------------------------
+Mask = Callable[[str], str]  # the secret -> what replaces it
 
 
 def _same_length(secret: str) -> str:
@@ -200,6 +73,13 @@ def _fit_same_length(original: str, pseudonym: str) -> str:
     return (pseudonym + "_" * n)[:n]
 
 
+def _as_is(original: str, pseudonym: str) -> str:
+    return pseudonym
+
+
+# -- the redactor --------------------------------------------------------------------------
+
+
 @dataclass
 class Redactor:
     """Masks text and bytes; collects what it masked, by kind and place."""
@@ -209,15 +89,27 @@ class Redactor:
     redactions: set[Redaction] = field(default_factory=set)
     _patterns: dict[bool, re.Pattern[str]] = field(default_factory=dict)
     _literal_for: frozenset[str] = frozenset()
+    # spans found in the first pass, so a long text is scanned once, not twice
+    _spans: dict[str, list[Span]] = field(default_factory=dict)
 
     def learn(self, text: str) -> None:
         """First pass: collect secret values so that their echoes elsewhere are masked too."""
-        scan = _Scan(mask=lambda s: REDACTED)
-        _apply_rules(text, scan)
-        self.known |= {s for s in scan.secrets if len(s) >= MIN_LITERAL_LEN}
+        found = raw_spans(text)
+        self._spans[text] = merge(found)
+        for start, end, kind in found:
+            value = text[start:end]
+            self.learn_value(value)
+            if kind == "secret-assignment" and " " in value.strip():
+                self.learn_value(value.split()[0])  # `secret: VALUE and more` to the line end
+            elif kind == "url-credentials" and ":" in value:
+                self.learn_value(value.split(":", 1)[1])  # the password of user:password
+
+    def learn_value(self, value: str) -> None:
+        if len(value) >= MIN_LITERAL_LEN and value not in (REDACTED, WITHHELD):
+            self.known.add(value)
 
     def text(self, text: str, where: str) -> str:
-        return self._redact(text, where, lambda s: REDACTED, lambda o, p: p)
+        return self._redact(text, where, lambda s: REDACTED, _as_is)
 
     def data(self, data: bytes, where: str) -> bytes:
         """Bytes masked in place: the result has the same length."""
@@ -226,21 +118,35 @@ class Redactor:
         out = self._redact(text, where, _same_length, _fit_same_length, as_latin1=True)
         return out.encode("latin-1") if out != text else data
 
-    def _redact(self, text: str, where: str, mask: Mask, fit: Callable[[str, str], str],
+    def path(self, path: str, where: str = "") -> str:
+        """A path, key or listed name: host names replaced, nothing else (a replay looks
+        answers up by them)."""
+        if self.pseudonyms is None:
+            return path
+        kinds: set[str] = set()
+        out = self.pseudonyms.apply(path, _as_is, kinds)
+        self.redactions |= {Redaction(kind, where) for kind in kinds if where}
+        return out
+
+    def _redact(self, text: str, where: str, mask: Mask, fit: Fit,
                 as_latin1: bool = False) -> str:
-        scan = _Scan(mask=mask)
-        text = _apply_rules(text, scan)
-        text = self._literals(text, scan, as_latin1)
+        kinds: set[str] = set()
+        spans = self._spans.get(text)
+        text = _mask_spans(text, secret_spans(text) if spans is None else spans, mask, kinds)
+        text = self._literals(text, mask, kinds, as_latin1)
         if self.pseudonyms is not None:
-            text = _pseudonymise(text, self.pseudonyms, fit, scan.kinds)
-        self.redactions |= {Redaction(kind, where) for kind in scan.kinds}
+            text = self.pseudonyms.apply(text, fit, kinds)
+        self.redactions |= {Redaction(kind, where) for kind in kinds}
         return text
 
-    def _literals(self, text: str, scan: _Scan, as_latin1: bool) -> str:
+    def _literals(self, text: str, mask: Mask, kinds: set[str], as_latin1: bool) -> str:
         if not self.known:
             return text
-        return self._literal_pattern(as_latin1).sub(
-            lambda m: scan.hide("known-secret", m.group(0)), text)
+        pattern = self._literal_pattern(as_latin1)
+        out, count = pattern.subn(lambda m: mask(m.group(0)), text)
+        if count:
+            kinds.add("known-secret")
+        return out
 
     def _literal_pattern(self, as_latin1: bool) -> re.Pattern[str]:
         current = frozenset(self.known)
@@ -266,23 +172,48 @@ class Redactor:
         return value
 
 
+def _mask_spans(text: str, spans: list[Span], mask: Mask, kinds: set[str]) -> str:
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end, kind in spans:
+        secret = text[start:end]
+        if secret in (REDACTED, WITHHELD) or set(secret) <= {"*"}:
+            continue
+        out += [text[last:start], mask(secret)]
+        kinds.add(kind)
+        last = end
+    return "".join([*out, text[last:]])
+
+
 # -- environment ---------------------------------------------------------------------------
 
 
 def redact_env(env: Mapping[str, str], redactor: Redactor) -> dict[str, str]:
-    """Secret-looking names keep the name and lose the value; other values are scanned."""
+    """Allow-listed values are kept (scanned); secret-looking allowed names are `<redacted>`;
+    every other value is `<withheld>`. Names are always kept."""
     out: dict[str, str] = {}
     for name, value in env.items():
-        if is_secret_name(name) and value:
-            out[name] = REDACTED
-            redactor.redactions.add(Redaction("secret-env", f"env {name}"))
+        shown_name = redactor.path(name)
+        if not value:
+            out[shown_name] = value
+        elif value_allowed(name):
+            out[shown_name] = redactor.text(value, f"env {shown_name}")
         else:
-            out[name] = redactor.text(value, f"env {name}")
+            secret = is_secret_name(name)
+            out[shown_name] = REDACTED if secret else WITHHELD
+            kind = "secret-env" if secret else "withheld-env"
+            redactor.redactions.add(Redaction(kind, f"env {shown_name}"))
     return out
 
 
-def secret_env_values(env: Mapping[str, str]) -> set[str]:
-    return {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_LITERAL_LEN}
+def hidden_env_values(env: Mapping[str, str], hostname: str = "") -> set[str]:
+    """The values redact_env hides that are worth masking elsewhere: long enough, not a path
+    (a withheld `PWD=/srv/model` must not blank out every path), not the host name."""
+    own = {hostname.lower(), hostname.split(".")[0].lower()} - {""}
+    return {value for name, value in env.items()
+            if not value_allowed(name) and len(value) >= MIN_LITERAL_LEN
+            and not _PATH_LIKE.match(value) and value.lower() not in own}
 
 
 # -- a whole recording -----------------------------------------------------------------------
@@ -301,7 +232,7 @@ class RedactedRecording:
 def _texts(recording: Recording) -> Iterable[str]:
     """Everything a first pass should learn secrets from."""
     if recording.env is not None:
-        yield from (f"{k}={v}" for k, v in recording.env.items())
+        yield from (f"{k}={v}" for k, v in recording.env.items() if value_allowed(k))
     for record in recording.commands:
         yield " ".join(record.result.argv)
         yield record.result.stdout
@@ -316,13 +247,13 @@ def _texts(recording: Recording) -> Iterable[str]:
 
 def new_redactor(recording: Recording, hostnames: bool = False) -> Redactor:
     """A redactor that knows every secret value the recording holds (the first pass)."""
-    redactor = Redactor(known=secret_env_values(recording.env or {}))
+    own = recording.manifest.hostname
+    redactor = Redactor(known=hidden_env_values(recording.env or {}, own))
     for text in _texts(recording):
         redactor.learn(text)
     if hostnames:
-        own = recording.manifest.hostname
         names = [n for n in (own, own.split(".")[0]) if n and n not in ("unknown", "localhost")]
-        redactor.pseudonyms = Pseudonyms(n for n in names if len(n) >= 2)
+        redactor.pseudonyms = Pseudonyms(names)
     return redactor
 
 
@@ -336,7 +267,8 @@ def redact_recording(recording: Recording, hostnames: bool = False) -> RedactedR
         env=env,
         python=_python(recording.python, redactor),
         commands=tuple(_command(c, redactor) for c in recording.commands),
-        files={path: _file(path, e, redactor) for path, e in recording.files.items()},
+        files={redactor.path(path): _file(path, e, redactor)
+               for path, e in recording.files.items()},
     )
     return RedactedRecording(redacted, redactor)
 
@@ -345,14 +277,17 @@ def _manifest(manifest: Manifest, redactor: Redactor) -> Manifest:
     if redactor.pseudonyms is None:
         return manifest
     return replace(manifest, hostname=redactor.text(manifest.hostname, "manifest hostname"),
-                   source=redactor.text(manifest.source, "manifest source"))
+                   source=redactor.text(manifest.source, "manifest source"),
+                   root=redactor.path(manifest.root, "manifest root"))
 
 
 def _python(found: PythonEnvironment | None, redactor: Redactor) -> PythonEnvironment | None:
     if found is None:
         return None
     return replace(found, error=redactor.text(found.error, "python error"),
-                   interpreter=redactor.text(found.interpreter, "python interpreter"))
+                   interpreter=redactor.path(found.interpreter, "python interpreter"),
+                   locations={k: redactor.path(v, "python locations")
+                              for k, v in found.locations.items()})
 
 
 def redact_argv(argv: tuple[str, ...], redactor: Redactor, where: str) -> tuple[str, ...]:
@@ -370,7 +305,7 @@ def redact_argv(argv: tuple[str, ...], redactor: Redactor, where: str) -> tuple[
 def _command(record: CommandRecord, redactor: Redactor) -> CommandRecord:
     result = record.result
     # the label is built from the redacted argv: a place name must never carry a value
-    argv = redact_argv(result.argv, redactor, f"command `{result.argv[0]}` argv")
+    argv = redact_argv(result.argv, redactor, "command argv")
     label = f"command `{' '.join(argv[:3])}`"
     redacted: CommandResult = replace(
         result,
@@ -387,14 +322,19 @@ def _error(error: RecordedError, redactor: Redactor, where: str) -> RecordedErro
 
 
 def _file(path: str, entry: FileRecord, redactor: Redactor) -> FileRecord:
-    where = f"file {path}"
+    where = f"file {redactor.path(path)}"
     text = entry.text
     if isinstance(text, str):
         text = redactor.text(text, where)
     elif isinstance(text, RecordedError):
         text = _error(text, redactor, where)
-    return replace(entry, text=text, ranges=tuple(_range(r, redactor, where)
-                                                  for r in entry.ranges))
+    return replace(
+        entry, text=text,
+        realpath=(redactor.path(entry.realpath) if isinstance(entry.realpath, str)
+                  else entry.realpath),
+        listing=(tuple(redactor.path(n) for n in entry.listing)
+                 if isinstance(entry.listing, tuple) else entry.listing),
+        ranges=tuple(_range(r, redactor, where) for r in entry.ranges))
 
 
 def _range(record: RangeRecord, redactor: Redactor, where: str) -> RangeRecord:
@@ -412,7 +352,7 @@ def summarise(redactions: Iterable[Redaction]) -> list[str]:
         by_kind.setdefault(item.kind, []).append(item.where)
     lines = []
     for kind, places in by_kind.items():
-        if kind == "secret-env":
+        if kind in ("secret-env", "withheld-env"):
             names = ", ".join(p.removeprefix("env ") for p in places)
             lines.append(f"{kind}: {len(places)} variable(s): {names}")
         else:

@@ -53,7 +53,9 @@ BUILTIN: tuple[Check, ...] = (
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
            "npu:npu_health"),
     _check("npu.temperature", "NPU temperature and power", "npu",
-           "chip temperature against the policy; power where printed", "npu:npu_temperature"),
+           "thermal alarm codes (-t health), HBM temperature (-t memory) against the HBM "
+           "alarm, each chip against the median of the others; power where printed",
+           "npu:npu_temperature"),
     _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
            "weights (safetensors headers) + KV cache (config, policy context) + reserve "
            "against the free HBM of the chips used", "hbm_fit:hbm_fit", needs=("model",)),
@@ -86,6 +88,17 @@ BUILTIN: tuple[Check, ...] = (
            "the largest id the --model tokenizer produces (chat template run inside a "
            "budget) vs config.json vocab_size",
            "tokenizer:tokenizer_token_ids", needs=("model",)),
+    _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",
+           "GET /v1/models on --endpoint: connection, TLS, auth, the --endpoint-model listed",
+           "endpoint:endpoint_health", needs=("endpoint",)),
+    _check("endpoint.smoke", "Serving endpoint streams a completion", "endpoint",
+           "a short greedy streamed chat completion: text, well-formed SSE ending in [DONE], "
+           "time to first token within the policy's budget", "endpoint:endpoint_smoke",
+           needs=("endpoint",)),
+    _check("endpoint.metrics", "Serving endpoint exports its metrics", "endpoint",
+           "/metrics: the serving metrics the console reads (vLLM old and new names, MindIE), "
+           "KV-cache use and waiting requests under the policy's limits",
+           "endpoint:endpoint_metrics", needs=("endpoint",)),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
            "baseline:baseline_drift", needs=("baseline",)),

@@ -13,6 +13,7 @@ from checks.runner import Run
 from probes.target.model import Target, shell_target
 from probes.target.model import to_json as target_json
 from probes.target.proc import format_cpu_list
+from probes.textsafe import xml_text
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -99,7 +100,7 @@ def to_junit(run: Run, host: HostInfo) -> str:
     props = ET.SubElement(suite, "properties")
     for key, value in [*host.host_json().items(), *_target_properties(host.target)]:
         ET.SubElement(props, "property", {"name": f"host.{key}" if "." not in key else key,
-                                          "value": str(value or "")})
+                                          "value": xml_text(str(value or ""))})
     for result in run.results:
         _junit_case(suite, result)
     ET.indent(suite)
@@ -125,23 +126,27 @@ def _target_properties(target: Target) -> list[tuple[str, object]]:
 def _junit_case(suite: ET.Element, result: Result) -> None:
     import xml.etree.ElementTree as ET
 
+    # every value passes xml_text: a recorded error may hold characters XML 1.0 forbids
     case = ET.SubElement(suite, "testcase", {
-        "classname": f"ascend-doctor.{result.category}", "name": result.id,
+        "classname": xml_text(f"ascend-doctor.{result.category}"), "name": xml_text(result.id),
         "time": f"{result.duration_ms / 1000:.3f}",
     })
-    detail = "\n".join([*result.evidence, f"fix: {result.remedy}" if result.remedy else "",
-                        f"see: ascend-doctor explain {result.playbook}"]).strip()
+    detail = xml_text("\n".join([*result.evidence,
+                                 f"fix: {result.remedy}" if result.remedy else "",
+                                 f"see: ascend-doctor explain {result.playbook}"]).strip())
+    summary = xml_text(result.summary)
     tag = {"fail": "failure", "error": "error", "skip": "skipped"}.get(result.status)
     if result.waiver:
         tag = None
     if tag is not None:
-        node = ET.SubElement(case, tag, {"message": result.summary})
+        node = ET.SubElement(case, tag, {"message": summary})
         if tag != "skipped":
             node.text = detail
     if result.status == "warn" or result.waiver:
         case_props = ET.SubElement(case, "properties")
         ET.SubElement(case_props, "property", {"name": "status", "value": result.status})
         if result.waiver:
-            ET.SubElement(case_props, "property", {"name": "waiver", "value": result.waiver})
+            ET.SubElement(case_props, "property", {"name": "waiver",
+                                                   "value": xml_text(result.waiver)})
         out = ET.SubElement(case, "system-out")
-        out.text = f"{result.status.upper()}: {result.summary}\n{detail}"
+        out.text = f"{result.status.upper()}: {summary}\n{detail}"

@@ -1,0 +1,2 @@
+"""ascend-console: a headless layer (this package, no textual) and its Textual UI
+(`console.ui`)."""

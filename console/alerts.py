@@ -1,18 +1,28 @@
 """Alert rules over snapshots (pure) and a bounded, deduplicating log of raised alerts.
 
-Thresholds come from the policy: `npu.temperature_warn_c` / `npu.temperature_fail_c` and the
+Temperatures are judged by the doctor's rule (`checks.thermal`: chips much hotter than their
+peers, `npu.temperature_above_peers_warn_c`); the other thresholds come from the policy's
 `console:` section (`hbm_used_warn_percent`, `hbm_used_fail_percent`, `decode_drop_warn_ratio`,
-`stale_after_intervals`).
+`stale_after_intervals`), and for a serving endpoint `endpoint.kv_cache_usage_warn_ratio` and
+`endpoint.waiting_warn_requests`. Every alert about a remote NPU names its host.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from checks.health import health_level
+from checks.health import health_level, health_verdict
 from checks.policy import Policy
-from console.snapshots import Alert, AlertLevel, ChipSample, EngineSnapshot, NpuSnapshot
+from checks.thermal import ThermalVerdict, judge_by_key, thermal_limits
+from console.snapshots import (
+    Alert,
+    AlertLevel,
+    ChipSample,
+    EngineSnapshot,
+    NpuSnapshot,
+    ServingSnapshot,
+)
 
 
 def evaluate(
@@ -27,35 +37,68 @@ def evaluate(
     its chips are judged, and its age against `stale_after_s` raises the stale alert."""
     alerts: list[Alert] = []
     if npu is not None and npu.ok:
+        thermal = judge_by_key({c.key: c.temperature_c for c in npu.chips},
+                               thermal_limits(policy))
         for chip in npu.chips:
-            alerts.extend(chip_alerts(chip, policy, now))
+            alerts.extend(chip_alerts(chip, policy, now, thermal.get(chip.key)))
         alerts.extend(stale_alerts(npu, now, stale_after_s))
     if engine is not None:
         alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
     return alerts
 
 
-def chip_alerts(chip: ChipSample, policy: Policy, now: float) -> list[Alert]:
+def evaluate_all(
+    npus: Sequence[NpuSnapshot],
+    engine: EngineSnapshot | None,
+    serving: ServingSnapshot | None,
+    policy: Policy,
+    now: float,
+    stale_after_s: float,
+    decode_baseline_tokens_per_s: float | None,
+) -> list[Alert]:
+    """`evaluate` over every NPU source on screen (this machine or each exporter's host), and
+    the serving endpoint's alerts."""
+    alerts: list[Alert] = []
+    for index, npu in enumerate(npus):
+        alerts.extend(evaluate(npu, engine if index == 0 else None, policy, now, stale_after_s,
+                               decode_baseline_tokens_per_s))
+    if not npus and engine is not None:
+        alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
+    if serving is not None and serving.ok:
+        alerts.extend(serving_alerts(serving, policy, now))
+    return alerts
+
+
+def serving_alerts(serving: ServingSnapshot, policy: Policy, now: float) -> list[Alert]:
+    out = []
+    kv_limit = float(policy.get("endpoint", "kv_cache_usage_warn_ratio"))
+    if serving.kv_cache_usage is not None and serving.kv_cache_usage >= kv_limit:
+        out.append(Alert(now, "serving:kv_cache", "warn",
+                         f"serving KV cache at or above {kv_limit:.0%} (requests will be "
+                         "preempted or queued)", f"{serving.kv_cache_usage:.0%}"))
+    waiting_limit = float(policy.get("endpoint", "waiting_warn_requests"))
+    if serving.waiting is not None and serving.waiting > waiting_limit:
+        out.append(Alert(now, "serving:waiting", "warn",
+                         f"serving queue: more than {waiting_limit:g} requests waiting",
+                         f"{serving.waiting:g} waiting"))
+    return out
+
+
+def chip_alerts(chip: ChipSample, policy: Policy, now: float,
+                thermal: ThermalVerdict | None = None) -> list[Alert]:
     found = [
-        _temperature(chip, policy, now),
+        _temperature(chip, thermal, now),
         _hbm(chip, policy, now),
         _health(chip, now),
     ]
     return [a for a in found if a is not None]
 
 
-def _temperature(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
-    temp = chip.temperature_c
-    if temp is None:
+def _temperature(chip: ChipSample, thermal: ThermalVerdict | None, now: float) -> Alert | None:
+    if thermal is None or thermal.level not in ("warn", "fail") or chip.temperature_c is None:
         return None
-    fail_c = policy.get("npu", "temperature_fail_c")
-    warn_c = policy.get("npu", "temperature_warn_c")
-    level = _level(temp, warn_c, fail_c)
-    if level is None:
-        return None
-    limit = fail_c if level == "fail" else warn_c
-    return Alert(now, f"temperature:{chip.key}", level,
-                 f"NPU {chip.key} temperature at or above {limit} °C", f"{temp} °C")
+    return Alert(now, f"temperature:{chip.key}", thermal.level,
+                 f"NPU {chip.key} at {thermal.reasons[0]}", f"{chip.temperature_c} °C")
 
 
 def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
@@ -74,18 +117,24 @@ def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:
 
 def _health(chip: ChipSample, now: float) -> Alert | None:
     health = (chip.health or "").strip()
-    level = health_level(health)
+    level = health_verdict(health)
     if level not in ("warn", "fail"):
         return None
+    where = " on that host" if "#" in chip.key else ""
+    what = "could not be read" if health_level(health) == "unknown" else f"is {health}"
     return Alert(now, f"health:{chip.key}", level,
-                 f"NPU {chip.key} health is {health} (see `npu-smi info -t health -i "
-                 f"{chip.npu_id}`)", health)
+                 f"NPU {chip.key} health {what} (see `npu-smi info -t health -i "
+                 f"{chip.npu_id}`{where})", health or "not printed")
 
 
 def stale_alerts(npu: NpuSnapshot, now: float, stale_after_s: float) -> list[Alert]:
     age_s = now - npu.taken_at
     if age_s <= stale_after_s:
         return []
+    if npu.source:
+        return [Alert(now, f"stale:npu:{npu.source}", "warn",
+                      f"NPU telemetry from {npu.source} is stale (older than {stale_after_s:g} "
+                      "s; exporter slow or unreachable)", f"{age_s:.0f} s old")]
     return [Alert(now, "stale:npu", "warn",
                   f"NPU telemetry is stale (older than {stale_after_s:g} s; npu-smi slow or hung)",
                   f"{age_s:.0f} s old")]
@@ -138,12 +187,3 @@ class AlertLog:
     def _is_new(self, alert: Alert) -> bool:
         running = self.active.get(alert.key)
         return running is None or running.level != alert.level
-
-    @property
-    def worst_level(self) -> AlertLevel | None:
-        levels = {a.level for a in self.active.values()}
-        return "fail" if "fail" in levels else ("warn" if levels else None)
-
-    def clear(self) -> None:
-        self.entries.clear()
-        self.active.clear()

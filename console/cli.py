@@ -13,19 +13,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from console.engine_worker import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
-from console.recording import default_recordings_dir, new_recording_path
+from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
+from console.recording import (
+    Player,
+    RecordingError,
+    default_recordings_dir,
+    new_recording_path,
+)
+from probes.textsafe import one_line
 
 if TYPE_CHECKING:
-    from console.app import ConsoleOptions
+    from console.chat.openai import EndpointSpec
+    from console.options import ConsoleOptions
 
 USAGE_EXIT = 3
 DEVICES = ("auto", "npu", "cuda", "cpu")
 DTYPES = ("bfloat16", "float16", "float32")
 
 DESCRIPTION = """\
-The operations console: chat with a model running in this process, beside live NPU,
-memory-pressure, engine and host panels, with the doctor and the playbooks one key away.
+The operations console: chat with a model running in this process or behind an
+OpenAI-compatible endpoint (vLLM, vllm-ascend, MindIE), beside live NPU (this machine's
+npu-smi or NPU-Exporters), serving, memory-pressure, engine and host panels, with the doctor
+and the playbooks one key away.
 
 With no arguments it loads the smollm2-moe-fp8 demo model (built by `make demo`) and
 watches this machine."""
@@ -38,6 +47,10 @@ keys: Enter send · Esc cancel the reply (or leave the prompt) · d doctor · / 
 examples:
   ascend-console                                  demo model, live panels
   ascend-console --model /models/Qwen3-30B-A3B-FP8 --device npu
+  ascend-console --endpoint http://10.0.0.5:8000/v1 --npu-exporter http://10.0.0.5:8082 \
+                 --npu-exporter http://10.0.0.6:8082
+  OPENAI_API_KEY=... ascend-console --endpoint https://serving.example/v1 \
+                 --api-key-env OPENAI_API_KEY --model qwen3-30b-a3b
   ascend-console --record /var/tmp/box.db         watch and record telemetry
   ascend-console --record                         record to the default place (bundled)
   ascend-console --replay box.db --read-only      replay a recording (labelled REPLAY)
@@ -70,7 +83,8 @@ def make_parser() -> argparse.ArgumentParser:
     model = parser.add_argument_group("model")
     which = model.add_mutually_exclusive_group()
     which.add_argument("--model", metavar="PATH",
-                       help="a Hugging Face model directory or .gguf file to chat with")
+                       help="a Hugging Face model directory or .gguf file to chat with; with "
+                            "--endpoint, the served model's NAME (default: the first listed)")
     which.add_argument("--demo-model", metavar="KIND", choices=DEMO_KINDS,
                        help=f"a demo build: {', '.join(DEMO_KINDS)} (default {DEMO_KIND})")
     which.add_argument("--no-model", action="store_true",
@@ -83,7 +97,27 @@ def make_parser() -> argparse.ArgumentParser:
                        help="FP8 checkpoints: dequantise at load, or keep FP8 resident")
     model.add_argument("--max-seq-len", type=int, default=4096, metavar="N",
                        help="KV cache length in tokens (default 4096)")
+    remote = parser.add_argument_group("serving endpoint")
+    remote.add_argument("--endpoint", metavar="URL",
+                        help="chat with an OpenAI-compatible server (http://HOST:PORT/v1) "
+                             "instead of a model in this process; its /metrics feeds the "
+                             "serving panel")
+    remote.add_argument("--api-key-env", metavar="NAME",
+                        help="the environment variable holding the endpoint's API key (a key "
+                             "is never taken from the command line)")
+    remote.add_argument("--metrics-url", metavar="URL",
+                        help="where the serving panel scrapes (default: /metrics at the "
+                             "endpoint's root; MindIE serves it on its management port)")
+    remote.add_argument("--connect-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="endpoint connect timeout (default 5)")
+    remote.add_argument("--first-token-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="longest wait for a reply's first token (default 120)")
+    remote.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="longest silence between streamed chunks (default 60)")
     panels = parser.add_argument_group("panels")
+    panels.add_argument("--npu-exporter", metavar="URL", action="append", default=[],
+                        help="read NPU telemetry from this NPU-Exporter (http://HOST:8082) "
+                             "instead of the local npu-smi; repeat for several hosts")
     panels.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
                         help="telemetry sampling interval (default 2)")
     panels.add_argument("--policy", metavar="FILE",
@@ -114,8 +148,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
     """The ConsoleOptions for argv; raises UsageError with one line."""
-    from console.app import ConsoleOptions  # textual only once the arguments are accepted
+    from console.options import ConsoleOptions
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "--api-key" or a.startswith("--api-key=") for a in argv):
+        raise UsageError("--api-key: a key on the command line is visible to every user "
+                         "(ps); put it in an environment variable and pass --api-key-env NAME")
     args = make_parser().parse_args(argv)
     _validate(args)
     recordings_dir = _recordings_dir()
@@ -124,8 +162,11 @@ def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
         record = new_recording_path(recordings_dir)
     elif args.record:
         record = Path(args.record)
+    endpoint = _endpoint_spec(args)
     return ConsoleOptions(
-        model=_model_spec(args), interval_s=args.interval,
+        model=None if endpoint is not None else _model_spec(args), endpoint=endpoint,
+        serving_metrics_url=_serving_metrics_url(args),
+        npu_exporters=tuple(args.npu_exporter), interval_s=args.interval,
         npu_timeout_s=min(5.0, max(1.0, 2.5 * args.interval)),
         policy_path=Path(args.policy) if args.policy else None,
         record=record, recordings_dir=recordings_dir,
@@ -160,6 +201,11 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--record with --read-only: recording writes a file; drop one")
     if args.replay and not Path(args.replay).is_file():
         raise UsageError(f"--replay {args.replay}: no such file (make one with --record FILE)")
+    if args.replay:
+        try:  # what is not a recording is refused here, in one line, before the app starts
+            Player(args.replay, speed=args.speed)
+        except RecordingError as exc:
+            raise UsageError(f"--replay {exc}") from None
     if args.policy and not Path(args.policy).is_file():
         raise UsageError(f"--policy {args.policy}: no such file")
     if args.root and not Path(args.root).is_dir():
@@ -167,8 +213,55 @@ def _validate(args: argparse.Namespace) -> None:
     if args.msprof and not Path(args.msprof).is_dir():
         raise UsageError(f"--msprof {args.msprof}: not a directory (give msprof's PROF_* "
                          "output folder)")
-    if args.model and not Path(args.model).exists():
+    if args.model and not args.endpoint and not Path(args.model).exists():
         raise UsageError(f"--model {args.model}: no such directory or .gguf file")
+    _validate_remote(args)
+
+
+def _validate_remote(args: argparse.Namespace) -> None:
+    from console.exporter import metrics_url as exporter_url
+    from probes.http import EndpointURLError, check_url
+
+    if args.endpoint and (args.demo_model or args.no_model):
+        raise UsageError("--endpoint chats with the server: drop --demo-model/--no-model")
+    if (args.api_key_env or args.metrics_url) and not args.endpoint:
+        raise UsageError("--api-key-env and --metrics-url go with --endpoint URL")
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is "
+                         "not set (or empty)")
+    for name in ("connect_timeout", "first_token_timeout", "idle_timeout"):
+        if not 0.1 <= getattr(args, name) <= 3600:
+            raise UsageError(f"--{name.replace('_', '-')}: use 0.1 to 3600 seconds")
+    try:
+        if args.endpoint:
+            check_url(args.endpoint, "--endpoint")
+        if args.metrics_url:
+            check_url(args.metrics_url, "--metrics-url")
+        for url in args.npu_exporter:
+            exporter_url(url)
+    except EndpointURLError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _endpoint_spec(args: argparse.Namespace) -> EndpointSpec | None:
+    from console.chat.openai import EndpointSpec
+    from probes.http import api_base
+
+    if not args.endpoint:
+        return None
+    return EndpointSpec(api_base(args.endpoint), model=args.model or None,
+                        api_key_env=args.api_key_env,
+                        connect_timeout_s=args.connect_timeout,
+                        first_token_timeout_s=args.first_token_timeout,
+                        idle_timeout_s=args.idle_timeout)
+
+
+def _serving_metrics_url(args: argparse.Namespace) -> str | None:
+    from probes.http import check_url, metrics_url
+
+    if args.metrics_url:
+        return check_url(args.metrics_url, "--metrics-url")
+    return metrics_url(args.endpoint) if args.endpoint else None
 
 
 def _model_spec(args: argparse.Namespace) -> ModelSpec | None:
@@ -186,18 +279,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
     except UsageError as exc:
-        print(f"ascend-console: {exc} (see ascend-console --help)", file=sys.stderr)
+        print(f"ascend-console: {one_line(str(exc))} (see ascend-console --help)",
+              file=sys.stderr)
         return USAGE_EXIT
     from checks.policy import PolicyError
-    from console.app import ConsoleApp
+    from console.ui.app import ConsoleApp
 
     try:
         app = ConsoleApp(options)
     except PolicyError as exc:
-        print(f"ascend-console: {exc}", file=sys.stderr)
+        print(f"ascend-console: {one_line(str(exc))}", file=sys.stderr)
         return USAGE_EXIT
     result = app.run()
-    return int(result or 0)
+    # a crash inside the app leaves a traceback and return_code 1: never exit 0 after one
+    return app.return_code or int(result or 0)
 
 
 if __name__ == "__main__":

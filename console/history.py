@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 
 from console.snapshots import EngineSnapshot, HostSnapshot, NpuSnapshot
 
@@ -48,10 +47,6 @@ class History:
         series.append((t, float(value)))
         self._series[key] = series
 
-    def add_many(self, t: float, values: Iterable[tuple[str, float | None]]) -> None:
-        for key, value in values:
-            self.add(key, t, value)
-
     def values(self, key: str) -> list[float]:
         return [v for _, v in self._series.get(key, ())]
 
@@ -72,8 +67,6 @@ class History:
         """Total number of points held."""
         return sum(len(s) for s in self._series.values())
 
-    def clear(self) -> None:
-        self._series.clear()
 
 
 def chip_series_key(chip_key: str, metric: str) -> str:

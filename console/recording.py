@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import socket
 import sqlite3
 import threading
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from console.sample_check import MAX_TIME_S, MIN_TIME_S, problem
 from console.snapshots import (
     Alert,
     ChipSample,
@@ -28,6 +30,7 @@ from console.snapshots import (
     HostSnapshot,
     NpuSnapshot,
     ProcessSample,
+    ServingSnapshot,
     chip_key,
 )
 from probes.recordings import (  # noqa: F401 (console's names for the default place)
@@ -41,7 +44,7 @@ DEFAULT_MAX_AGE_S = 24 * 3600.0
 DEFAULT_MAX_ROWS = 200_000
 PRUNE_EVERY = 256  # inserts between prunes: pruning is one indexed DELETE
 
-Snapshot: TypeAlias = NpuSnapshot | HostSnapshot | EngineSnapshot | Alert
+Snapshot: TypeAlias = NpuSnapshot | HostSnapshot | EngineSnapshot | ServingSnapshot | Alert
 
 CHIP_COLUMNS = tuple(f.name for f in dataclasses.fields(ChipSample))
 PROCESS_COLUMNS = tuple(f.name for f in dataclasses.fields(ProcessSample))
@@ -50,6 +53,7 @@ _KIND_OF: dict[type, str] = {
     NpuSnapshot: "npu",
     HostSnapshot: "host",
     EngineSnapshot: "engine",
+    ServingSnapshot: "serving",
     Alert: "alert",
 }
 
@@ -85,6 +89,7 @@ def encode(snapshot: Snapshot) -> tuple[str, float, str]:
             "processes_known": snapshot.processes_known,
             "error": snapshot.error,
             "sample_duration_s": snapshot.sample_duration_s,
+            "source": snapshot.source,
         }
     else:
         doc = dataclasses.asdict(snapshot)
@@ -109,6 +114,11 @@ def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Sna
         fields = _known(EngineSnapshot, doc)
         fields["fused_ops"] = tuple(fields.get("fused_ops") or ())
         return EngineSnapshot(**fields)
+    if kind == "serving":
+        fields = _known(ServingSnapshot, doc)
+        fields["not_exported"] = tuple(fields.get("not_exported") or ())
+        fields["read_from"] = tuple(tuple(p) for p in fields.get("read_from") or ())
+        return ServingSnapshot(**fields)
     if kind == "alert":
         return Alert(**_known(Alert, doc))
     raise ValueError(f"unknown sample kind {kind!r}")
@@ -129,6 +139,7 @@ def _decode_npu(doc: dict[str, Any], columns: Mapping[str, Sequence[str]]) -> Np
         processes_known=bool(doc.get("processes_known", False)),
         error=doc.get("error"),
         sample_duration_s=float(doc.get("sample_duration_s", 0.0)),
+        source=str(doc.get("source") or ""),
     )
 
 
@@ -286,13 +297,36 @@ def _write_meta(conn: sqlite3.Connection, created_at: float) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # reading
+#
+# A recording to replay may come from anywhere (a bundle, a colleague, a damaged disk): it is
+# opened read-only, must be two ordinary tables (a view could run a query without end), every
+# query has a time budget, and every row is checked before it is shown; a bad row is skipped
+# and counted (`Player.skipped_rows`), never handed to the panels.
+
+# project defaults, far beyond a real recording: an NPU sample of 16 chips and a full process
+# table is about 10 KB; the meta table holds five short values
+MAX_PAYLOAD_CHARS = 1024 * 1024
+MAX_META_ROWS = 64
+MAX_META_CHARS = 64 * 1024
+MAX_COLUMNS = 64
+QUERY_BUDGET_S = 10.0  # one step of one query; more is a hostile or broken file
+MAX_SLEEP_S = 10.0  # a pause in the recording longer than this replays as this
+_PROGRESS_STEPS = 10_000  # SQLite virtual-machine steps between budget checks
+_TIME_OK = "(typeof(t) IN ('real', 'integer') AND t BETWEEN ? AND ?)"
 
 
 def _read_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
     try:
-        rows = conn.execute("SELECT key, value FROM meta").fetchall()
+        rows = conn.execute(
+            "SELECT substr(key, 1, 64), CASE WHEN length(value) <= ? THEN value END FROM meta "
+            "LIMIT ?", (MAX_META_CHARS, MAX_META_ROWS + 1)).fetchall()
     except sqlite3.DatabaseError as exc:
         raise _not_a_recording(path, exc) from None
+    too_long = next((str(k) for k, v in rows if v is None), None)
+    if too_long is not None or len(rows) > MAX_META_ROWS:
+        what = (f"meta {too_long!r} is over {MAX_META_CHARS} characters" if too_long is not None
+                else f"meta has more than {MAX_META_ROWS} rows")
+        raise RecordingError(f"{path}: not an ascend-console recording ({what})")
     return {str(k): str(v) for k, v in rows}
 
 
@@ -301,17 +335,37 @@ def _check_meta(conn: sqlite3.Connection, path: Path) -> dict[str, str]:
     schema = meta.get("schema")
     if schema != SCHEMA:
         raise RecordingError(
-            f"{path}: not an ascend-console recording (schema {schema!r}, expected {SCHEMA!r}); "
-            "record with `ascend-console --record FILE`"
+            f"{path}: not an ascend-console recording (schema {_short(schema)}, expected "
+            f"{SCHEMA!r}); record with `ascend-console --record FILE`"
         )
     return meta
 
 
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _not_a_recording(path: Path, exc: Exception) -> RecordingError:
     return RecordingError(
-        f"{path}: not an ascend-console recording ({exc}); "
+        f"{path}: not an ascend-console recording ({' '.join(str(exc).split())[:200]}); "
         "record one with `ascend-console --record FILE`"
     )
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path, names: Sequence[str]) -> None:
+    """`names` are ordinary tables (not views, not virtual tables)."""
+    try:
+        found = dict(conn.execute(
+            "SELECT name, type || ':' || coalesce(substr(sql, 1, 32), '') FROM sqlite_master "
+            "WHERE name IN ('meta', 'samples')").fetchall())
+    except sqlite3.DatabaseError as exc:
+        raise _not_a_recording(path, exc) from None
+    for name in names:
+        kind = str(found.get(name, "missing"))
+        if not kind.startswith("table:") or "VIRTUAL" in kind.upper():
+            raise RecordingError(f"{path}: not an ascend-console recording ('{name}' is "
+                                 f"{kind.split(':', 1)[0]}, not a table)")
 
 
 Sleep = Callable[[float], None]
@@ -319,32 +373,38 @@ Sleep = Callable[[float], None]
 
 class Player:
     """Plays a recording back in time order; `speed` 1.0 = real time, 10 = ten times faster,
-    0 = as fast as possible. `sleep` is injectable so tests never wait."""
+    0 = as fast as possible. `sleep` is injectable so tests never wait. Rows that cannot be
+    shown are skipped and counted in `skipped_rows`; `stop()` ends a replay at once."""
 
-    def __init__(self, path: str | Path, speed: float = 1.0, sleep: Sleep = time.sleep) -> None:
+    def __init__(self, path: str | Path, speed: float = 1.0, sleep: Sleep | None = None) -> None:
         self.path = Path(path)
-        if speed < 0:
-            raise ValueError("speed must be >= 0")
+        if speed < 0 or not math.isfinite(speed):
+            raise ValueError("speed must be a finite number >= 0")
         self.speed = speed
-        self._sleep = sleep
+        self._stopped = threading.Event()
+        self._sleep = sleep or self._stopped.wait
+        self._deadline_s = float("inf")
+        self.skipped_rows = 0
         if not self.path.is_file():
             raise RecordingError(f"{self.path}: no such recording file")
         conn = self._connect()
         try:
+            _check_tables(conn, self.path, ["meta"])
             self.meta = _check_meta(conn, self.path)
-            first, last, count = conn.execute(
-                "SELECT MIN(t), MAX(t), COUNT(*) FROM samples").fetchone()
+            _check_tables(conn, self.path, ["samples"])
+            self.columns = _column_names(self.meta, self.path)
+            first, last, count, total = self._query(conn, (
+                "SELECT MIN(CASE WHEN ok THEN t END), MAX(CASE WHEN ok THEN t END), "
+                f"coalesce(SUM(ok), 0), COUNT(*) FROM (SELECT t, {_TIME_OK} AS ok FROM samples)"),
+                (MIN_TIME_S, MAX_TIME_S)).fetchone()
         except sqlite3.DatabaseError as exc:
-            raise _not_a_recording(self.path, exc) from None
+            raise self._failed(exc) from None
         finally:
             conn.close()
-        self.start_t: float | None = first
-        self.end_t: float | None = last
+        self.start_t: float | None = None if first is None else float(first)
+        self.end_t: float | None = None if last is None else float(last)
         self.sample_count = int(count)
-        self.columns = {
-            "chip": _columns(self.meta, "npu_chip_columns", CHIP_COLUMNS),
-            "process": _columns(self.meta, "npu_process_columns", PROCESS_COLUMNS),
-        }
+        self._timeless_rows = int(total) - int(count)
 
     @property
     def duration_s(self) -> float:
@@ -356,51 +416,120 @@ class Player:
     def __iter__(self) -> Iterator[Snapshot]:
         return self.play()
 
+    def stop(self) -> None:
+        """End a replay from another thread: a sleep or a query running now returns."""
+        self._stopped.set()
+
     def play(self, kinds: Sequence[str] | None = None) -> Iterator[Snapshot]:
-        """Snapshots in time order, sleeping the recorded gaps divided by `speed`."""
+        """Snapshots in time order, sleeping the recorded gaps divided by `speed` (at most
+        MAX_SLEEP_S each)."""
         previous_t: float | None = None
         for t, snapshot in self.samples(kinds):
             if previous_t is not None and self.speed > 0 and t > previous_t:
-                self._sleep((t - previous_t) / self.speed)
+                self._sleep(min(MAX_SLEEP_S, (t - previous_t) / self.speed))
+            if self._stopped.is_set():
+                return
             previous_t = t
             yield snapshot
 
     def samples(self, kinds: Sequence[str] | None = None) -> Iterator[tuple[float, Snapshot]]:
-        """(t, snapshot) in time order, without any waiting."""
+        """(t, snapshot) in time order, without any waiting; bad rows are skipped."""
+        sql = ("SELECT t, kind, CASE WHEN length(payload) <= ? THEN payload END FROM samples "
+               f"WHERE {_TIME_OK}")
+        params: tuple[Any, ...] = (MAX_PAYLOAD_CHARS, MIN_TIME_S, MAX_TIME_S)
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params += tuple(kinds)
         conn = self._connect()
         try:
-            sql = "SELECT t, kind, payload FROM samples"
-            params: tuple[str, ...] = ()
-            if kinds:
-                sql += f" WHERE kind IN ({','.join('?' * len(kinds))})"
-                params = tuple(kinds)
-            cursor = conn.execute(sql + " ORDER BY t, id", params)
-            for t, kind, payload in cursor:
-                yield float(t), self._decode(kind, payload)
+            self.skipped_rows = self._rows_without_time(conn, kinds)
+            cursor = self._query(conn, sql + " ORDER BY t, id", params)
+            while rows := self._fetch(cursor):
+                for t, kind, payload in rows:
+                    snapshot = self._decode(kind, payload)
+                    if snapshot is None:
+                        self.skipped_rows += 1
+                        continue
+                    yield float(t), snapshot
         except sqlite3.DatabaseError as exc:
-            raise _not_a_recording(self.path, exc) from None
+            raise self._failed(exc) from None
         finally:
             conn.close()
 
-    def _decode(self, kind: str, payload: str) -> Snapshot:
+    def _rows_without_time(self, conn: sqlite3.Connection, kinds: Sequence[str] | None) -> int:
+        """Rows (of `kinds`) whose time is not a number in range: skipped, never read."""
+        if not kinds:
+            return self._timeless_rows
+        return int(self._query(conn, (
+            f"SELECT COUNT(*) FROM samples WHERE NOT {_TIME_OK} AND kind IN "
+            f"({','.join('?' * len(kinds))})"), (MIN_TIME_S, MAX_TIME_S, *kinds)).fetchone()[0])
+
+    def _decode(self, kind: object, payload: object) -> Snapshot | None:
+        if not isinstance(kind, str) or not isinstance(payload, str):
+            return None
         try:
-            return decode(kind, payload, self.columns)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise RecordingError(f"{self.path}: a {kind!r} sample cannot be read ({exc})") from None
+            snapshot = decode(kind, payload, self.columns)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            return None
+        return None if problem(snapshot) is not None else snapshot
+
+    def _query(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()
+               ) -> sqlite3.Cursor:
+        self._deadline_s = time.monotonic() + QUERY_BUDGET_S
+        return conn.execute(sql, params)
+
+    def _fetch(self, cursor: sqlite3.Cursor) -> list[Any]:
+        if self._stopped.is_set():
+            return []
+        self._deadline_s = time.monotonic() + QUERY_BUDGET_S
+        return cursor.fetchmany(256)
+
+    def _over_budget(self) -> bool:
+        return self._stopped.is_set() or time.monotonic() > self._deadline_s
+
+    def _failed(self, exc: sqlite3.Error) -> RecordingError:
+        if self._stopped.is_set():
+            return RecordingError(f"{self.path}: replay stopped")
+        if "interrupted" in str(exc):
+            return RecordingError(f"{self.path}: a query took more than {QUERY_BUDGET_S:g} s; "
+                                  "not a recording this console wrote")
+        return _not_a_recording(self.path, exc)
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            return sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                   check_same_thread=False)
+            # the file is not trusted: no functions from its schema, a bounded page cache,
+            # and a budget on every query (the handler's True interrupts it)
+            conn.execute("PRAGMA trusted_schema=OFF")
+            conn.execute("PRAGMA cache_size=-8192")
+            conn.set_progress_handler(self._over_budget, _PROGRESS_STEPS)
+        except sqlite3.DatabaseError as exc:
+            raise _not_a_recording(self.path, exc) from None
         except sqlite3.Error as exc:
             raise RecordingError(f"{self.path}: cannot open the recording ({exc})") from None
+        return conn
 
 
-def _columns(meta: Mapping[str, str], key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+def _column_names(meta: Mapping[str, str], path: Path) -> dict[str, tuple[str, ...]]:
+    return {"chip": _columns(meta, "npu_chip_columns", CHIP_COLUMNS, path),
+            "process": _columns(meta, "npu_process_columns", PROCESS_COLUMNS, path)}
+
+
+def _columns(meta: Mapping[str, str], key: str, default: tuple[str, ...],
+             path: Path | None = None) -> tuple[str, ...]:
+    """The column names a recording's NPU rows use; odd ones refuse the recording."""
     raw = meta.get(key)
     if raw is None:
         return default
     try:
         value = json.loads(raw)
-    except ValueError:
-        return default
-    return tuple(str(v) for v in value) if isinstance(value, list) else default
+    except (ValueError, RecursionError):
+        value = None
+    ok = (isinstance(value, list) and 0 < len(value) <= MAX_COLUMNS
+          and all(isinstance(v, str) and 0 < len(v) <= 64 for v in value)
+          and len(set(value)) == len(value))
+    if not ok:
+        raise RecordingError(f"{path}: not a recording this console can replay (meta "
+                             f"'{key}' is not a list of distinct column names)")
+    return tuple(value)

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 AlertLevel = Literal["warn", "fail"]
 
 
-def chip_key(npu_id: int, chip_id: int | None) -> str:
-    """The history key of one chip: "npu_id/chip_id" ("3/-" when the chip id is unknown)."""
+def chip_key(npu_id: int, chip_id: int | None, source: str = "") -> str:
+    """The history key of one chip: "npu_id/chip_id" ("3/-" when the chip id is unknown);
+    chips read from an NPU-Exporter are "HOST#id" (the exporter's logic id)."""
+    if source:
+        return f"{source}#{npu_id}"
     return f"{npu_id}/{'-' if chip_id is None else chip_id}"
 
 
@@ -69,10 +72,15 @@ class NpuSnapshot:
     # "timed out after 5 s"; None when the table was read
     error: str | None
     sample_duration_s: float
+    source: str = ""  # "" for this machine's npu-smi, else the NPU-Exporter's host:port
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def where(self) -> str:
+        return self.source or "this machine"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +140,41 @@ class EngineSnapshot:
             kv_layout=stats.kv_layout,
             kv_alignment_bytes=stats.kv_alignment_bytes,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ServingSnapshot:
+    """A serving endpoint's /metrics, read: gauges as scraped, rates and latency quantiles
+    over the last `window_s` (deltas between scrapes). None: not exported, or no traffic in
+    the window to measure (see `not_exported` for which)."""
+
+    taken_at: float
+    url: str
+    server: str  # "vLLM", "MindIE", "unknown"
+    error: str | None  # why there is no data (unreachable, HTTP 404: no /metrics, ...)
+    sample_duration_s: float
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache_usage: float | None = None  # fraction 0..1
+    ttft_p50_s: float | None = None
+    ttft_p95_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p95_s: float | None = None
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+    preemptions_total: float | None = None
+    preemptions_in_window: float | None = None
+    aborted_total: float | None = None
+    aborted_in_window: float | None = None
+    failed_total: float | None = None
+    failed_in_window: float | None = None
+    window_s: float | None = None  # the span the rates and quantiles cover; None: first scrape
+    not_exported: tuple[str, ...] = ()  # logical metrics this server lacks
+    read_from: tuple[tuple[str, str], ...] = ()  # (logical metric, metric name it came from)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)

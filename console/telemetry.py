@@ -4,8 +4,8 @@ They never touch widgets; the app posts the returned immutable snapshot to the U
 hung `npu-smi` costs at most `timeout_s` per sample and is reported in the snapshot's `error`;
 `Sampler` keeps the last good NPU snapshot so the panel can show its age and a stale marker.
 
-`hbm_bandwidth_percent` against `aicore_percent` (both from `npu-smi info -t usages`) is a
-HEURISTIC for "memory-bound" (facts/HARDWARE.md §5), not a measurement of bank conflicts.
+`hbm_bandwidth_percent` and `aicore_percent` (both from `npu-smi info -t usages`) feed the
+pressure panel's heuristic reading, never a measurement of bank conflicts.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import psutil
 
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
-from probes import inventory, npu_smi_kv
+from probes import inventory
 from probes.errors import ParseError
 from probes.host import CommandResult, Host
-from probes.npu_smi_model import ChipRow, NpuInfo
+from probes.npu_smi import ChipRow, NpuInfo, parse_kv
 
 NOT_FOUND = "npu-smi not found on PATH"
 MB = 1024 * 1024
@@ -118,7 +118,7 @@ def parse_usages(result: CommandResult, npu_id: int) -> dict[tuple[int, int | No
     if not result.ok or not result.stdout.strip():
         return {}
     try:
-        output = npu_smi_kv.parse_kv(result.stdout, "usages")
+        output = parse_kv(result.stdout, "usages")
     except ParseError:
         return {}
     card = npu_id  # the card asked for with -i; the printed `NPU ID` line repeats it
@@ -141,23 +141,6 @@ def _number(value: object) -> float | None:
 def _int(value: object) -> int | None:
     number = _number(value)
     return None if number is None else round(number)
-
-
-def memory_bound_hint(chip: ChipSample) -> str | None:
-    """HEURISTIC label from HBM-bandwidth % vs AI-core % (facts/HARDWARE.md §5), or None.
-
-    Not a measurement: it says nothing about UB bank conflicts (msprof measures those).
-    """
-    bw, core = chip.hbm_bandwidth_percent, chip.aicore_percent
-    if bw is None or core is None:
-        return None
-    if bw >= 60 and core < 50:
-        return "likely memory-bound (heuristic)"
-    if core >= 70:
-        return "likely compute-bound (heuristic)"
-    if bw < 20 and core < 20:
-        return "idle or host/launch-bound (heuristic)"
-    return "mixed (heuristic)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,10 +211,6 @@ class Sampler:
         self.latest = snapshot
         if snapshot.ok:
             self.last_good = snapshot
-
-    @property
-    def last_error(self) -> str | None:
-        return None if self.latest is None else self.latest.error
 
     def age_s(self, now: float | None = None) -> float | None:
         """Seconds since the last good snapshot was taken; None before any."""

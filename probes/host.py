@@ -12,11 +12,17 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 DEFAULT_TIMEOUT_S = 10.0
+# project default: the outputs the doctor reads are small (the largest `npu-smi` output of
+# the recorded corpus, tests/corpus/npu-smi, is 7 KB; the package scan of an environment is
+# about 90 bytes a package, 180 KiB for 2,000); 4 MiB is twenty times the larger and still
+# bounds a program that prints without end. Policy: runner.command_output_mb.
+DEFAULT_MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 
 # exited: the program ran and exited (any exit code); not_found: no such program on PATH;
-# timeout: killed after timeout_s; error: could not be started (permission, bad format);
-# not_recorded: a SnapshotHost has no answer for this argv.
-Outcome = Literal["exited", "not_found", "timeout", "error", "not_recorded"]
+# timeout: killed after timeout_s; output_limit: killed when its output passed the cap
+# (probes.spawn); error: could not be started (permission, bad format); not_recorded: a
+# SnapshotHost has no answer for this argv.
+Outcome = Literal["exited", "not_found", "timeout", "output_limit", "error", "not_recorded"]
 
 PathKind = Literal["file", "dir", "char_device", "block_device", "other", "missing"]
 
@@ -46,6 +52,8 @@ class CommandResult:
             return f"`{cmd}`: {self.argv[0]} not found on PATH"
         if self.outcome == "timeout":
             return f"`{cmd}` timed out after {self.duration_s:.1f} s"
+        if self.outcome == "output_limit":
+            return f"`{cmd}` printed too much ({self.error})"
         if self.outcome == "not_recorded":
             return f"`{cmd}` was not recorded"
         return f"`{cmd}` could not run: {self.error}"

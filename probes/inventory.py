@@ -15,19 +15,17 @@ from probes.errors import ParseError
 from probes.host import DEFAULT_TIMEOUT_S, CommandResult, Host
 
 if TYPE_CHECKING:
-    from probes import npu_smi
+    from probes.npu_smi import NpuInfo, ParseResult
 
-# The parsers (probes.npu_smi, probes.npu_smi_kv) are imported when there is an output to
-# parse: a machine without npu-smi, and a doctor run that never reaches them, skip their
-# ~15 ms of import.
+# The parsers (the probes.npu_smi package) are imported when there is an output to parse: a
+# machine without npu-smi, and a doctor run that never reaches them, skip their import.
 
 SCHEMA = "ascend-npu/1"
 
-# npu-smi must not run from several threads at once (facts/PATHS.md §6, HARDWARE.md §5): the
-# doctor's checks, a bundle and the console's sampler all call it through run_npu_smi.
+# npu-smi must not run from several threads at once (a restriction of the npu-smi documentation,
+# docs/sources.md): the doctor's checks, a bundle and the console's sampler all call it through
+# run_npu_smi.
 NPU_SMI_LOCK = threading.Lock()
-
-Parsed = Any  # one of the npu_smi / npu_smi_kv result dataclasses
 
 
 @dataclass(frozen=True)
@@ -37,11 +35,11 @@ class NpuReading:
     kind: str  # info, mapping, list, watch, error, a -t kind, or "unavailable"
     document: dict[str, Any]
     noise: tuple[str, ...] = ()
-    parsed: Parsed = None  # the parser's dataclass (NpuInfo, NpuSmiError, KvOutput, ...)
+    parsed: ParseResult | None = None  # the parser's dataclass (NpuInfo, NpuSmiError, ...)
     command: CommandResult | None = None  # set when npu-smi could not give an output
 
     @property
-    def info(self) -> npu_smi.NpuInfo | None:
+    def info(self) -> NpuInfo | None:
         """The main table, when this reading is one."""
         if self.parsed is None:
             return None
@@ -62,59 +60,12 @@ def parse_output(text: str, what: str = "npu-smi output") -> NpuReading:
     """Detect the kind of an npu-smi output and parse it. Raises ParseError."""
     from probes import npu_smi
 
-    clean, noise = npu_smi.split_noise(text)
-    error = npu_smi.detect_error(text)
-    if error is not None:
-        doc = _with_schema(npu_smi.to_json(error))
-        return NpuReading("error", doc, tuple(noise), error)
-    kind = npu_smi.detect_kind(clean)
-    parsed, doc = _parse_kind(kind, clean, what)
-    doc = _with_schema(doc)
-    if noise:
+    parsed = npu_smi.parse(text, what)
+    doc = _with_schema(npu_smi.to_json(parsed.result))
+    if parsed.noise:
         doc.setdefault("warnings", [])
-        doc["noise"] = list(noise)
-    return NpuReading(str(doc.get("kind", kind)), doc, tuple(noise), parsed)
-
-
-def _parse_kind(kind: str, text: str, what: str) -> tuple[Parsed, dict[str, Any]]:
-    from probes import npu_smi
-
-    if kind == "kv":
-        return _parse_kv(text)
-    table = _parse_table(kind, text)
-    if table is None:
-        raise ParseError(what, "not an npu-smi output this tool knows "
-                         "(info, -m, -l, watch, -t ...)")
-    return table, npu_smi.to_json(table)
-
-
-def _parse_table(
-    kind: str, text: str
-) -> npu_smi.NpuInfo | npu_smi.NpuMapping | npu_smi.NpuList | npu_smi.WatchTable | None:
-    from probes import npu_smi
-
-    if kind == "info":
-        return npu_smi.parse_info(text)
-    if kind == "mapping":
-        return npu_smi.parse_mapping(text)
-    if kind == "list":
-        return npu_smi.parse_list(text)
-    if kind == "watch":
-        return npu_smi.parse_watch(text)
-    return None
-
-
-def _parse_kv(text: str) -> tuple[Parsed, dict[str, Any]]:
-    from probes import npu_smi_kv
-
-    parsed: Parsed
-    if "NPU" in text and "CPU Affinity" in text:
-        parsed = npu_smi_kv.parse_topo(text)
-    elif "Process id:" in text or "No process in device" in text:
-        parsed = npu_smi_kv.parse_proc_mem(text)
-    else:
-        parsed = npu_smi_kv.parse_kv(text)
-    return parsed, npu_smi_kv.to_json(parsed)
+        doc["noise"] = list(parsed.noise)
+    return NpuReading(str(doc.get("kind", parsed.kind)), doc, parsed.noise, parsed.result)
 
 
 def _with_schema(doc: dict[str, Any]) -> dict[str, Any]:
@@ -167,6 +118,8 @@ def _hint_for(result: CommandResult) -> str:
         return "no NPU driver tools here (in a container, mount /usr/local/bin/npu-smi)"
     if result.outcome == "timeout":
         return "npu-smi hung; the driver or a device may be stuck (see `dmesg`)"
+    if result.outcome == "output_limit":
+        return "npu-smi printed without end; the driver or a device may be stuck (see `dmesg`)"
     if result.outcome == "not_recorded":
         return "the recording holds no `npu-smi info` output"
     return "check that npu-smi is executable by this user"

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from probes.errors import HostError, PathMissing, PathUnreadable
 from probes.host import (
+    DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT_S,
     CommandResult,
     DiskUsage,
@@ -46,11 +47,14 @@ class LiveHost:
         env: Mapping[str, str] | None = None,
         python: str | None = None,
         default_timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_output_bytes: int | None = None,
     ) -> None:
         self.root = os.path.abspath(root)
         self._env: dict[str, str] = dict(os.environ if env is None else env)
         self.python = python
         self.default_timeout_s = default_timeout_s
+        # stdout and stderr of one program together; more kills it (probes.spawn)
+        self.max_output_bytes = max_output_bytes or DEFAULT_MAX_OUTPUT_BYTES
 
     @property
     def under_root(self) -> bool:
@@ -153,7 +157,8 @@ class LiveHost:
             return CommandResult(argv=argv, outcome="not_found", error=f"{argv[0]} not found")
         from probes.spawn import spawn  # subprocess only loads when a program runs
 
-        return spawn(argv, limit_s, self._env, executable=program)
+        return spawn(argv, limit_s, self._env, executable=program,
+                     max_output_bytes=self.max_output_bytes)
 
     def find_program(self, name: str) -> str | None:
         """The path on this machine of the program `name` names, or None."""
@@ -207,7 +212,7 @@ class LiveHost:
     def _run_resolved(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
         from probes.spawn import spawn
 
-        return spawn(tuple(argv), timeout_s, self._env)
+        return spawn(tuple(argv), timeout_s, self._env, max_output_bytes=self.max_output_bytes)
 
     def _as_observed(self, found: PythonEnvironment) -> PythonEnvironment:
         """Strip the root prefix from package locations: they are paths on this machine."""

@@ -1,7 +1,7 @@
 """Record what a Host was asked and answered; answer again from the recording anywhere.
 
 `RecordingHost(inner)` forwards every question to `inner` and keeps question + answer;
-`save()` writes the "ascend-snapshot/1.1" format (docs/snapshot-format.md). `SnapshotHost(path)`
+`save()` writes the "ascend-snapshot/1.2" format (docs/snapshot-format.md). `SnapshotHost(path)`
 answers from such a directory or a `.tar.gz` of one, and says "not recorded" for anything
 else. Reading a bundle is hostile-input code: every member name, kind, size and JSON shape is
 checked, and each problem is one SnapshotError naming the member.
@@ -28,15 +28,18 @@ from probes.host import CommandResult, DiskUsage, Host, PathKind, PythonEnvironm
 if TYPE_CHECKING:
     import tarfile
 
+    from probes.tar_guard import TarLimits
+
 SCHEMA_NAME = "ascend-snapshot"
 SCHEMA_MAJOR = 1
-# 1.1 added the file_size and disk_usage answers; readers take 1 and any 1.x.
-SCHEMA_MINOR = 1
+# 1.1 added the file_size and disk_usage answers, 1.2 the output_limit outcome; readers take
+# 1 and any 1.x.
+SCHEMA_MINOR = 2
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 
 MIB = 1024 * 1024
 PATH_KINDS = ("file", "dir", "char_device", "block_device", "other", "missing")
-OUTCOMES = ("exited", "not_found", "timeout", "error", "not_recorded")
+OUTCOMES = ("exited", "not_found", "timeout", "output_limit", "error", "not_recorded")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 T = TypeVar("T")
@@ -535,6 +538,16 @@ class BundleLimits:
     max_member_bytes: int = 64 * MIB
     max_total_bytes: int = 512 * MIB
     max_members: int = 20000
+    max_extended_header_bytes: int = 16 * 1024  # one pax or GNU long-name header
+    max_extended_headers: int = 4  # in a row, before one member
+
+    def tar(self) -> TarLimits:
+        from probes.tar_guard import TarLimits
+
+        return TarLimits(max_members=self.max_members, max_member_bytes=self.max_member_bytes,
+                         max_total_bytes=self.max_total_bytes,
+                         max_extended_header_bytes=self.max_extended_header_bytes,
+                         max_extended_headers=self.max_extended_headers)
 
 
 def load_recording(path: Path, limits: BundleLimits) -> Recording:
@@ -551,18 +564,39 @@ def load_recording(path: Path, limits: BundleLimits) -> Recording:
 
 
 def extract_bundle(archive: Path, dest: Path, limits: BundleLimits) -> None:
-    """Extract a .tar.gz into `dest`, member by member, refusing anything unsafe."""
+    """Extract a .tar.gz into `dest`, member by member, refusing anything unsafe.
+
+    The raw headers are walked first (probes.tar_guard), so `tarfile` only ever reads an
+    archive whose every header, size and count is within the limits; it must then see as many
+    members as that walk did.
+    """
     import tarfile  # a directory recording is read without it
 
+    from probes.tar_guard import TarRefused, check_tar_gz
+
     try:
-        with tarfile.open(archive, "r:gz") as tar:
-            total_bytes = 0
-            for count, member in enumerate(_members(tar), start=1):
-                total_bytes += member.size
-                _check_member(member, count, total_bytes, limits)
-                _extract_member(tar, member, dest)
+        with open(archive, "rb") as source:
+            try:
+                expected = check_tar_gz(source, limits.tar())
+            except TarRefused as exc:
+                raise SnapshotError(f"{archive}: not a readable .tar.gz bundle ({exc})") from None
+            source.seek(0)
+            with tarfile.open(fileobj=source, mode="r:gz") as tar:
+                seen = _extract_all(tar, dest, limits)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise SnapshotError(f"{archive}: not a readable .tar.gz bundle ({exc})") from exc
+    if seen != expected:
+        raise SnapshotError(f"{archive}: not a readable .tar.gz bundle: tarfile stopped "
+                            f"after {seen} of {expected} members (a corrupt header inside)")
+
+
+def _extract_all(tar: tarfile.TarFile, dest: Path, limits: BundleLimits) -> int:
+    total_bytes = count = 0
+    for count, member in enumerate(_members(tar), start=1):
+        total_bytes += member.size
+        _check_member(member, count, total_bytes, limits)
+        _extract_member(tar, member, dest)
+    return count
 
 
 def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
@@ -589,6 +623,8 @@ def _check_member(
         raise SnapshotError(f"{name}: links are not allowed in a bundle")
     if not (member.isfile() or member.isdir()):
         raise SnapshotError(f"{name}: device or special file not allowed in a bundle")
+    if member.size < 0:
+        raise SnapshotError(f"{name}: a negative size ({member.size} bytes)")
     if member.size > limits.max_member_bytes:
         raise SnapshotError(
             f"{name}: {member.size} bytes, over the {limits.max_member_bytes} limit"
@@ -673,19 +709,35 @@ def _read_member(path: Path, member: str, limits: BundleLimits, required: bool) 
 
 
 class _BlobReader:
+    """Blobs by digest, each read, checked and decoded once however often it is referenced
+    (identical contents are stored once, so one blob may answer many questions)."""
+
     def __init__(self, directory: Path, limits: BundleLimits) -> None:
         self.directory = directory
         self.limits = limits
+        self._bytes: dict[str, bytes] = {}
+        self._texts: dict[str, str] = {}
 
     def read(self, digest: object) -> bytes:
         if not isinstance(digest, str) or not _SHA256_RE.match(digest):
-            raise ValueError(f"blob reference {digest!r} is not a sha256 hex digest")
+            raise ValueError(f"blob reference {digest!r:.80} is not a sha256 hex digest")
+        cached = self._bytes.get(digest)
+        if cached is not None:
+            return cached
         member = f"blobs/{digest}"
         data = _read_member(self.directory / digest, member, self.limits, required=True)
         assert data is not None
         if hashlib.sha256(data).hexdigest() != digest:
             raise SnapshotError(f"{member}: content does not match its sha256 name")
+        self._bytes[digest] = data
         return data
+
+    def text(self, digest: object) -> str:
+        data = self.read(digest)
+        assert isinstance(digest, str)  # read() checked it
+        if digest not in self._texts:
+            self._texts[digest] = data.decode("utf-8", "replace")
+        return self._texts[digest]
 
 
 def _parse_manifest(raw: Any) -> Manifest:
@@ -735,8 +787,11 @@ def _parse_commands(raw: Any) -> tuple[CommandRecord, ...]:
 def _parse_command(raw: Any) -> CommandRecord:
     argv = tuple(_expect(a, str, "argv item") for a in _expect(raw["argv"], list, "argv"))
     outcome = _expect(raw["outcome"], str, "outcome")
-    if outcome not in OUTCOMES or not argv:
-        raise ValueError(f"command {argv!r}: bad outcome {outcome!r} or empty argv")
+    if not argv:
+        raise ValueError("a command with an empty argv")
+    error = _expect(raw.get("error", ""), str, "error")
+    if outcome not in OUTCOMES:  # a later minor version's outcome: it did not exit normally
+        outcome, error = "error", f"outcome {outcome[:40]!r}: {error}"
     exit_code = raw.get("exit_code")
     timeout_s = raw.get("timeout_s")
     result = CommandResult(
@@ -746,7 +801,7 @@ def _parse_command(raw: Any) -> CommandRecord:
         stdout=_expect(raw.get("stdout", ""), str, "stdout"),
         stderr=_expect(raw.get("stderr", ""), str, "stderr"),
         duration_s=float(_expect(raw.get("duration_s", 0.0), (int, float), "duration_s")),
-        error=_expect(raw.get("error", ""), str, "error"),
+        error=error,
     )
     return CommandRecord(result=result, timeout_s=None if timeout_s is None else float(timeout_s))
 
@@ -763,7 +818,7 @@ def _parse_file(path: str, raw: dict[str, Any], blobs: _BlobReader) -> FileRecor
         kind=_answer(raw, "kind", _parse_kind),
         exists=_expect(raw["exists"]["value"], bool, "exists") if "exists" in raw else None,
         realpath=_answer(raw, "realpath", lambda a: _expect(a["value"], str, "realpath")),
-        text=_answer(raw, "text", lambda a: blobs.read(a["blob"]).decode("utf-8", "replace")),
+        text=_answer(raw, "text", lambda a: blobs.text(a["blob"])),
         listing=_answer(raw, "listing", _parse_listing),
         ranges=tuple(
             _parse_range(r, blobs) for r in _expect(raw.get("ranges", []), list, "ranges")
@@ -835,5 +890,17 @@ def _str_map(raw: Any, what: str) -> dict[str, str]:
 def _expect(value: Any, kind: type[T] | tuple[type, ...], what: str) -> T:
     # bool is an int in Python; a JSON true must not pass as an offset or exit code.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise TypeError(f"{what}: expected {getattr(kind, '__name__', kind)}, got {value!r:.60}")
+        expected = getattr(kind, "__name__", kind)
+        raise TypeError(f"{what}: expected {expected}, got {_short(value)}")
     return cast(T, value)
+
+
+def _short(value: Any) -> str:
+    """What a wrong value was, cheaply: the repr of a huge list is never built."""
+    if isinstance(value, (str, bytes)):
+        return repr(value[:60])
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return "a very long integer"
+    return repr(value)[:60]

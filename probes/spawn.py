@@ -1,18 +1,30 @@
-"""Running a program without a shell, with a timeout that kills its whole process group."""
+"""Running a program without a shell: a timeout and an output cap, either of which kills its
+whole process group.
+
+Every program the doctor, a bundle or the console's sampler runs comes through here (through
+`LiveHost.run`), so these two bounds hold for all of them: a hung `npu-smi` costs its timeout,
+and one that prints without end costs `max_output_bytes` of memory, never more.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from typing import IO, Literal
 
-from probes.host import CommandResult
+from probes.host import DEFAULT_MAX_OUTPUT_BYTES, CommandResult
 
+MIB = 1024 * 1024
 # After a timeout, how long to wait for the killed process group to release the pipes.
 KILL_GRACE_S = 0.4
+_READ_BYTES = 64 * 1024
+
+Ending = Literal["closed", "timeout", "output_limit"]
 
 
 def spawn(
@@ -20,8 +32,10 @@ def spawn(
     timeout_s: float,
     env: Mapping[str, str],
     executable: str | None = None,
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
 ) -> CommandResult:
-    """Run `argv` without a shell; a timeout kills the whole process group.
+    """Run `argv` without a shell; a timeout, or stdout and stderr together passing
+    `max_output_bytes`, kills the whole process group (what came before is kept).
 
     Returns within timeout_s + 1.5 * KILL_GRACE_S even when grandchildren hold the pipes
     or the child is stuck in a driver call.
@@ -40,48 +54,86 @@ def spawn(
         )
     except OSError as exc:
         return CommandResult(argv=argv, outcome="error", error=one_line(exc))
-    return _wait(proc, argv, timeout_s, started_s)
-
-
-def _wait(
-    proc: subprocess.Popen[bytes], argv: tuple[str, ...], timeout_s: float, started_s: float
-) -> CommandResult:
+    output = _Output(proc, max_output_bytes)
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        out, err = _kill_and_drain(proc, exc)
-        return CommandResult(
-            argv=argv,
-            outcome="timeout",
-            stdout=decode(out),
-            stderr=decode(err),
-            duration_s=time.monotonic() - started_s,
-            error=f"timed out after {timeout_s:g} s",
-        )
-    return CommandResult(
-        argv=argv,
-        outcome="exited",
-        exit_code=proc.returncode,
-        stdout=decode(out),
-        stderr=decode(err),
-        duration_s=time.monotonic() - started_s,
-    )
+        ending = _run(proc, output, started_s + timeout_s)
+    finally:
+        output.close()
+    return _result(proc, argv, ending, output, timeout_s, time.monotonic() - started_s)
 
 
-def _kill_and_drain(
-    proc: subprocess.Popen[bytes], first: subprocess.TimeoutExpired
-) -> tuple[bytes, bytes]:
-    """Kill the group, then collect what is left, waiting KILL_GRACE_S at most."""
+def _run(proc: subprocess.Popen[bytes], output: _Output, deadline_s: float) -> Ending:
+    ending = output.read_until(deadline_s)
+    if ending == "closed":
+        try:  # the pipes closed; the program may still be running
+            proc.wait(timeout=max(0.0, deadline_s - time.monotonic()))
+            return "closed"
+        except subprocess.TimeoutExpired:
+            ending = "timeout"
     _kill_group(proc)
-    try:
-        return proc.communicate(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired as second:
-        # Something outside the group (it called setsid) still holds the pipes: give up on them.
-        for pipe in (proc.stdout, proc.stderr):
+    output.read_until(time.monotonic() + KILL_GRACE_S)  # what the group wrote as it died
+    _reap(proc)
+    return ending
+
+
+def _result(proc: subprocess.Popen[bytes], argv: tuple[str, ...], ending: Ending,
+            output: _Output, timeout_s: float, duration_s: float) -> CommandResult:
+    stdout, stderr = decode(bytes(output.stdout)), decode(bytes(output.stderr))
+    if ending == "closed":
+        return CommandResult(argv=argv, outcome="exited", exit_code=proc.returncode,
+                             stdout=stdout, stderr=stderr, duration_s=duration_s)
+    error = (f"timed out after {timeout_s:g} s" if ending == "timeout"
+             else f"output over {output.limit_bytes / MIB:g} MiB; stopped")
+    return CommandResult(argv=argv, outcome=ending, stdout=stdout, stderr=stderr,
+                         duration_s=duration_s, error=error)
+
+
+class _Output:
+    """stdout and stderr of a process, read as they come, together at most `limit_bytes`."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        self.stdout = bytearray()
+        self.stderr = bytearray()
+        self.full = False
+        self._selector = selectors.DefaultSelector()
+        self._pipes: list[IO[bytes]] = [p for p in (proc.stdout, proc.stderr) if p is not None]
+        for pipe, sink in ((proc.stdout, self.stdout), (proc.stderr, self.stderr)):
             if pipe is not None:
+                self._selector.register(pipe, selectors.EVENT_READ, sink)
+
+    def read_until(self, deadline_s: float) -> Ending:
+        """Read until both pipes close, the deadline passes, or the limit is reached."""
+        while self._selector.get_map():
+            if self.full:
+                return "output_limit"
+            left_s = deadline_s - time.monotonic()
+            if left_s <= 0:
+                return "timeout"
+            for key, _ in self._selector.select(left_s):
+                self._read(key)
+        return "output_limit" if self.full else "closed"
+
+    def _read(self, key: selectors.SelectorKey) -> None:
+        try:
+            data = os.read(key.fd, _READ_BYTES)
+        except OSError:
+            data = b""
+        if not data:
+            self._selector.unregister(key.fileobj)
+            return
+        room = self.limit_bytes - len(self.stdout) - len(self.stderr)
+        sink: bytearray = key.data
+        sink += data[: max(0, room)]
+        self.full = self.full or len(data) > room
+
+    def close(self) -> None:
+        # Something outside the group (it called setsid) may still hold the pipes: they are
+        # closed here, never waited for.
+        self._selector.close()
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):
                 pipe.close()
-        _reap(proc)
-        return _as_bytes(second.output or first.output), _as_bytes(second.stderr or first.stderr)
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
@@ -95,12 +147,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
-
-
-def _as_bytes(data: bytes | str | None) -> bytes:
-    if data is None:
-        return b""
-    return data.encode() if isinstance(data, str) else data
 
 
 def decode(data: bytes | None) -> str:

@@ -45,6 +45,16 @@ def one_line(text: str) -> str:
     return text.translate(_ONE_LINE)
 
 
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]")
+
+
+def json_text(dumped: str) -> str:
+    """A JSON document (as `json.dumps` wrote it, with `ensure_ascii=False`) with DEL, the C1
+    controls and the reordering characters written as `\\uXXXX`: the same JSON value, but
+    nothing a terminal obeys when the document is printed (json.dumps already escapes C0)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+
+
 def xml_text(text: str) -> str:
     """`visible(text)` without the characters XML 1.0 forbids (a JUnit report stays
     well-formed whatever a recorded error contained)."""

@@ -53,11 +53,14 @@ def test_the_rule_would_notice_a_violation() -> None:
 # --policy file, an npu-smi output to parse, a chip that is not OK, a program to run, Ascend
 # version files, an Ascend PCI function, a CANN toolkit. rich and shutil never: the run report
 # writes its own ANSI.
-LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi_kv",
+LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi.kv",
         "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
         "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
         "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
-        "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil")
+        "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil",
+        # the endpoint checks: only with --endpoint URL
+        "checks.builtin.endpoint", "probes.http", "probes.prometheus", "httpx",
+        "prometheus_client")
 
 
 @pytest.mark.parametrize("report", [["--json"], []], ids=["json", "terminal"])

@@ -52,9 +52,7 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
-    "checks/builtin/npu.py",
     "checks/bundle.py",
-    "checks/health.py",
     "console/cli.py",
     "console/msprof.py",
     "console/telemetry.py",
@@ -64,7 +62,6 @@ PENDING_PY = frozenset((
     "engine/quantize.py",
     "engine/qwen_tokenizer.py",
     "probes/environment.py",
-    "probes/inventory.py",
     "probes/libraries.py",
     "probes/lspci.py",
     "probes/version_files.py",

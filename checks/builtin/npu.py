@@ -1,20 +1,37 @@
-"""npu.health and npu.temperature: what npu-smi says about each chip."""
+"""npu.health and npu.temperature: what npu-smi says about each chip.
+
+Both start from `npu-smi info` (read once per run). For a chip whose health is not OK they read
+`npu-smi info -t health -i N -c C` (once per run, shared); npu.temperature also reads
+`npu-smi info -t memory -i N -c C` for the HBM temperature of every chip with HBM. The verdicts
+come from `checks.health` (health words) and `checks.thermal` (the temperature rule), which the
+console uses too.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checks.builtin import facts
 from checks.context import Context
-from checks.health import health_level
+from checks.health import health_level, health_verdict
 from checks.model import Finding, failed, passed, skipped, warned
+from checks.thermal import (
+    THERMAL_CODES,
+    ChipReading,
+    ThermalVerdict,
+    judge_temperatures,
+    normalise_code,
+    thermal_limits,
+    worst,
+)
 from probes.inventory import run_npu_smi
 
 if TYPE_CHECKING:
     from probes.inventory import NpuReading
     from probes.npu_smi import ChipRow, NpuInfo
 
-# npu-smi error outputs and their known causes (corpus/npu-smi/FORMATS.md §4).
+# npu-smi error outputs and their known causes (tests/corpus/npu-smi/FORMATS.md §4).
 ERROR_CAUSES = {
     "dcmi_init_failed": "no access to the device: a container started without the device "
                         "nodes, a device held by another container, a non-root user, or a "
@@ -26,14 +43,12 @@ ERROR_CAUSES = {
     "no_npu": "the driver sees no NPU card on this server",
 }
 # Fault codes (hex, printed by -t health without 0x) with documented meanings
-# (MindCluster FaultDiag kg-config.json, facts/HARDWARE.md §4).
+# (Ascend/mind-cluster component/ascend-faultdiag/src/ascend_fd/configuration/kg-config.json).
 FAULT_CODES = {
-    "80E00209": "HBM temperature above 95 °C (alarm)",
-    "80E0020B": "HBM fatal high-temperature alarm",
-    "80E20207": "SoC non-fatal high-temperature alarm",
-    "80DE0207": "DDR chip non-fatal high temperature",
+    **{code: meaning for code, (_, meaning) in THERMAL_CODES.items()},
     "80E01801": "multi-bit ECC error with failed address isolation",
 }
+UNKNOWN_HEALTH = "health could not be read"
 
 
 def _chip_name(chip: ChipRow) -> str:
@@ -44,7 +59,7 @@ def _chip_name(chip: ChipRow) -> str:
 def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
     """The main table, or the Finding to return when there is none."""
     reading: NpuReading = facts.npu(ctx)
-    if reading.command is not None and reading.command.outcome == "timeout":
+    if reading.command is not None and reading.command.outcome in ("timeout", "output_limit"):
         # error_text already says it hung, and where to look
         return None, failed(reading.error_text,
                             "find the stuck driver or device in `dmesg`; see the npu.health "
@@ -64,23 +79,76 @@ def _npu_smi_error(reading: NpuReading) -> Finding:
     return failed(f"npu-smi failed: {reading.error_text}", cause, reading.error_text)
 
 
-def _health_details(ctx: Context, chip: ChipRow) -> list[str]:
-    args = ["info", "-t", "health", "-i", str(chip.npu_id)]
-    if chip.chip_id is not None:
-        args += ["-c", str(chip.chip_id)]
+# -- per-chip `-t` reads, shared by the checks ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HealthRead:
+    """`-t health` of one chip: its error codes (None when unread), and evidence lines."""
+
+    codes: tuple[str, ...] | None
+    lines: tuple[str, ...]
+    unread: str | None = None
+
+
+def _chip_args(kind: str, chip: ChipRow) -> list[str]:
+    args = ["info", "-t", kind, "-i", str(chip.npu_id)]
+    return args if chip.chip_id is None else [*args, "-c", str(chip.chip_id)]
+
+
+def health_read(ctx: Context, chip: ChipRow) -> HealthRead:
+    return ctx.fact(f"npu.health:{chip.npu_id}:{chip.chip_id}", lambda: _read_health(ctx, chip))
+
+
+def _read_health(ctx: Context, chip: ChipRow) -> HealthRead:
+    args = _chip_args("health", chip)
     result = run_npu_smi(ctx.host, args, ctx.timeout_s)
     if not result.ok:
-        return [result.describe()]
-    from probes.npu_smi_kv import health_report, parse_kv  # only for a chip that is not OK
+        return HealthRead(None, (result.describe(),), result.describe())
+    from probes.npu_smi import health_report, parse_kv  # only for a chip that is not OK
 
     try:
         report = health_report(parse_kv(result.stdout, "health"))
     except Exception as exc:  # a health output we cannot read is evidence, not a crash
-        return [f"`npu-smi {' '.join(args)}`: unreadable ({exc})"]
-    codes = [code.upper().removeprefix("0X") for code in report.error_codes]
+        reason = f"`npu-smi {' '.join(args)}`: unreadable ({exc})"
+        return HealthRead(None, (reason,), reason)
+    codes = tuple(normalise_code(code) for code in report.error_codes)
     known = [f"fault 0x{code}: {FAULT_CODES.get(code, 'see the Huawei fault manual')}"
              for code in codes]
-    return [*known, *report.error_information]
+    return HealthRead(codes, (*known, *report.error_information))
+
+
+@dataclass(frozen=True)
+class HbmRead:
+    hbm_temperature_c: float | None
+    note: str  # what the evidence says: the value, or why there is none
+    timed_out: bool = False
+
+
+def hbm_read(ctx: Context, chip: ChipRow) -> HbmRead:
+    return ctx.fact(f"npu.hbm-temperature:{chip.npu_id}:{chip.chip_id}",
+                    lambda: _read_hbm(ctx, chip))
+
+
+def _read_hbm(ctx: Context, chip: ChipRow) -> HbmRead:
+    args = _chip_args("memory", chip)
+    result = run_npu_smi(ctx.host, args, ctx.timeout_s)
+    if not result.ok:
+        return HbmRead(None, f"not read ({result.describe()})", result.outcome == "timeout")
+    from probes.errors import ParseError
+    from probes.npu_smi import parse_kv, temperatures
+
+    try:
+        found = temperatures(parse_kv(result.stdout, "memory"))
+    except ParseError as exc:
+        return HbmRead(None, f"not read (`npu-smi {' '.join(args)}`: {exc.reason})")
+    hbm = next((t.hbm_temperature_c for t in found if t.hbm_temperature_c is not None), None)
+    if hbm is None:
+        return HbmRead(None, f"not printed by `npu-smi {' '.join(args)}`")
+    return HbmRead(hbm, f"{hbm:g} °C")
+
+
+# -- npu.health ----------------------------------------------------------------------------------
 
 
 def npu_health(ctx: Context) -> Finding:
@@ -88,52 +156,118 @@ def npu_health(ctx: Context) -> Finding:
     if info is None:
         return finding or skipped("no NPU")
     bad = [c for c in info.chips if health_level(c.health) != "ok"]
-    evidence = [f"{_chip_name(c)}: {c.health or 'unknown'}" for c in info.chips]
+    evidence = [f"{_chip_name(c)}: {c.health or 'NA'}" for c in info.chips]
     evidence += [f"npu-smi warning: {w}" for w in info.warnings]
     if not bad:
         return passed(f"{len(info.chips)} chip(s) report OK", *evidence)
     for chip in bad:
-        evidence += [f"{_chip_name(chip)} -t health: {d}" for d in _health_details(ctx, chip)]
-    summary = ", ".join(f"{_chip_name(c)} {c.health or 'unknown'}" for c in bad)
+        evidence += [f"{_chip_name(chip)} -t health: {line}"
+                     for line in health_read(ctx, chip).lines]
+    summary = ", ".join(_health_summary(c) for c in bad)
     remedy = ("read the error codes above; then `npu-smi info -t health -i N -c C` and the "
               "device logs (`msnpureport`); replace or reset the chip before serving")
-    if all(health_level(c.health) == "warn" for c in bad):
+    if all(health_verdict(c.health) == "warn" for c in bad):
         return warned(summary, remedy, *evidence)
     return failed(summary, remedy, *evidence)
+
+
+def _health_summary(chip: ChipRow) -> str:
+    word = chip.health or "NA"
+    if health_level(chip.health) == "unknown":
+        return f"{_chip_name(chip)} {word} ({UNKNOWN_HEALTH})"
+    return f"{_chip_name(chip)} {word}"
+
+
+# -- npu.temperature -----------------------------------------------------------------------------
 
 
 def npu_temperature(ctx: Context) -> Finding:
     info, finding = info_or_skip(ctx)
     if info is None:
         return finding or skipped("no NPU")
-    warn_c = float(ctx.policy.get("npu", "temperature_warn_c"))
-    fail_c = float(ctx.policy.get("npu", "temperature_fail_c"))
-    evidence = [f"{_chip_name(c)}: {_temp(c)}, power {_power(c)}" for c in info.chips]
-    known = [c for c in info.chips if c.temperature_c is not None]
-    if not known:
-        return skipped("npu-smi printed no temperature", *evidence)
-    hot = [c for c in known if (c.temperature_c or 0) >= fail_c]
-    warm = [c for c in known if warn_c <= (c.temperature_c or 0) < fail_c]
-    hottest = max(known, key=lambda c: c.temperature_c or 0)
-    if hot:
-        return failed(_list(hot, f"at or above {fail_c:g} °C"), _COOLING, *evidence)
-    if warm:
-        return warned(_list(warm, f"at or above {warn_c:g} °C"), _COOLING, *evidence)
-    return passed(f"hottest chip {hottest.temperature_c} °C ({_chip_name(hottest)}), "
-                  f"below {warn_c:g} °C", *evidence)
+    readings, evidence = _thermal_readings(ctx, info)
+    verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
+    level = worst([v.level for v in verdicts])
+    if level == "unknown":
+        return skipped("npu-smi printed no temperature and no alarm code was read", *evidence)
+    bad = [v for v in verdicts if v.level in ("warn", "fail")]
+    if not bad:
+        return passed(_calm_summary(ctx, readings), *evidence)
+    summary = _trouble_summary(bad)
+    evidence += [f"{v.key}: {reason}" for v in bad for reason in v.reasons]
+    return (failed if level == "fail" else warned)(summary, _COOLING, *evidence)
 
 
-_COOLING = ("check airflow, fans and inlet temperature of the server; confirm with "
-            "`npu-smi info -t health` (fault 0x80E00209 = HBM above 95 °C)")
+def _thermal_readings(ctx: Context, info: NpuInfo) -> tuple[list[ChipReading], list[str]]:
+    readings: list[ChipReading] = []
+    evidence: list[str] = []
+    hbm_stuck = False  # one hung `-t memory` means the next would hang too
+    for chip in info.chips:
+        codes, codes_note, unread = _codes_of(ctx, chip)
+        hbm = _hbm_of(ctx, chip, hbm_stuck)
+        hbm_stuck = hbm_stuck or hbm.timed_out
+        readings.append(ChipReading(_key(chip), _float(chip.temperature_c),
+                                    hbm.hbm_temperature_c, codes, unread))
+        evidence.append(f"{_chip_name(chip)}: {_temp(chip)}, HBM {hbm.note}, "
+                        f"power {_power(chip)}, thermal alarm codes: {codes_note}")
+    return readings, evidence
+
+
+def _codes_of(ctx: Context, chip: ChipRow) -> tuple[tuple[str, ...] | None, str, str | None]:
+    """(codes, evidence note, why unread) — health OK means no alarm is active on the chip."""
+    if health_level(chip.health) == "ok":
+        return (), "none (health OK)", None
+    read = health_read(ctx, chip)
+    if read.codes is None:
+        why = f"health {chip.health or 'NA'}, {read.unread}"
+        return None, f"not read ({read.unread})", why
+    thermal = [f"0x{c}" for c in read.codes if c in THERMAL_CODES]
+    return read.codes, ", ".join(thermal) or "none among the error codes", None
+
+
+def _hbm_of(ctx: Context, chip: ChipRow, stuck: bool) -> HbmRead:
+    if not chip.hbm_total_mb:
+        return HbmRead(None, "none (no HBM in the table)")
+    if stuck:
+        return HbmRead(None, "not read (an earlier `npu-smi info -t memory` timed out)")
+    return hbm_read(ctx, chip)
+
+
+def _calm_summary(ctx: Context, readings: list[ChipReading]) -> str:
+    known = [r for r in readings if r.temperature_c is not None]
+    parts = ["no thermal alarm"]
+    if known:
+        hottest = max(known, key=lambda r: r.temperature_c or 0.0)
+        parts.append(f"hottest chip {hottest.temperature_c:g} °C ({hottest.key})")
+    hbm = [r.hbm_temperature_c for r in readings if r.hbm_temperature_c is not None]
+    limits = thermal_limits(ctx.policy)
+    parts.append(f"HBM at most {max(hbm):g} °C (alarm above {limits.hbm_alarm_c:g} °C)" if hbm
+                 else "no HBM temperature read")
+    return ", ".join(parts)
+
+
+def _trouble_summary(bad: list[ThermalVerdict]) -> str:
+    shown = [f"{v.key}: {v.reasons[0]}" for v in bad[:3]]
+    more = f" (and {len(bad) - 3} more chips)" if len(bad) > 3 else ""
+    return "; ".join(shown) + more
+
+
+_COOLING = ("check airflow, fans and inlet temperature of the server and the BMC's fan "
+            "status; confirm with `npu-smi info -t health -i N -c C`; with an HBM alarm, take "
+            "load off the card until it is cool (see the npu.temperature playbook)")
+
+
+def _key(chip: ChipRow) -> str:
+    return f"NPU {chip.npu_id}" + ("" if chip.chip_id is None else f" chip {chip.chip_id}")
+
+
+def _float(value: int | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _temp(chip: ChipRow) -> str:
-    return "temperature unknown" if chip.temperature_c is None else f"{chip.temperature_c} °C"
+    return "temperature not printed" if chip.temperature_c is None else f"{chip.temperature_c} °C"
 
 
 def _power(chip: ChipRow) -> str:
     return "not printed" if chip.power_w is None else f"{chip.power_w:g} W"
-
-
-def _list(chips: list[ChipRow], what: str) -> str:
-    return ", ".join(f"{_chip_name(c)} {c.temperature_c} °C" for c in chips) + f" ({what})"

@@ -48,6 +48,7 @@ class TargetHost(LiveHost):
         return super().env
 
     def run(self, argv: Sequence[str], timeout_s: float | None = None) -> CommandResult:
+        self.machine.max_output_bytes = self.max_output_bytes  # the policy's cap, as set
         return self.machine.run(argv, timeout_s)
 
     @property

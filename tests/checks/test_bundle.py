@@ -61,6 +61,35 @@ def comparable(report: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def sqlite_bytes(tmp: Path, *texts: str) -> bytes:
+    """A small SQLite file (the shape of a console recording) holding `texts` as values."""
+    import sqlite3
+
+    path = tmp / f"made-{len(list(tmp.glob('made-*')))}.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("CREATE TABLE samples (id INTEGER PRIMARY KEY AUTOINCREMENT, t REAL, "
+                     "kind TEXT, payload TEXT)")
+        conn.execute("INSERT INTO meta VALUES ('schema', 'ascend-console-recording/1')")
+        conn.executemany("INSERT INTO samples (t, kind, payload) VALUES (1.0, 'host', ?)",
+                         [(t,) for t in texts])
+    conn.close()
+    return path.read_bytes()
+
+
+def sqlite_texts(data: bytes, tmp: Path) -> list[str]:
+    import sqlite3
+
+    path = tmp / "read-back.sqlite"
+    path.write_bytes(data)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT value FROM meta UNION ALL SELECT payload FROM samples")
+        out = [str(v) for (v,) in rows]
+    conn.close()
+    path.unlink()
+    return out
+
+
 def plant_plogs(root: FakeRoot, count: int, size: int) -> list[str]:
     names = []
     for i in range(count):
@@ -115,12 +144,17 @@ def test_plog_tails_are_the_newest_and_bounded(fake_root: FakeRoot, tmp_path: Pa
     assert bundle(fake_root, host, out) == 0
     found = members(out)
     tails = {name: data for name, data in found.items() if name.startswith("plog/")}
-    assert sorted(tails) == sorted(f"plog/plog/{n}" for n in names[-20:])  # newest 20
-    assert all(len(data) == 256 * 1024 for data in tails.values())
+    assert sorted(tails) == sorted(f"plog/debug/plog/{n}" for n in names[-20:])  # newest 20
+    # whole lines only: a line is cut at neither end
+    assert all(256 * 1024 - 100 < len(data) <= 256 * 1024 for data in tails.values())
+    assert all(data.startswith(b"[INFO] ") and data.endswith(b"\n") for data in tails.values())
     index = json.loads(found["bundle.json"])
     assert index["schema"] == "ascend-bundle/1" and index["plog_found"] == 25
     original = (fake_root.path / PLOG.lstrip("/") / names[-1]).read_bytes()
-    assert tails[f"plog/plog/{names[-1]}"] == original[-256 * 1024:]
+    entry = next(e for e in index["plog"] if e["member"] == f"plog/debug/plog/{names[-1]}")
+    kept = original[entry["offset"]:entry["offset"] + entry["length"]]
+    assert tails[f"plog/debug/plog/{names[-1]}"] == kept
+    assert original[entry["offset"] - 1:entry["offset"]] == b"\n"
     assert "20 newest of 25 files" in capsys.readouterr().out
 
 
@@ -191,7 +225,8 @@ def plant_secrets(root: FakeRoot, host: LiveHost) -> tuple[LiveHost, Path]:
             f"[INFO] env echo {s['env']} and {s['env_password']}\n")
     root.file(f"{PLOG}/plog-1_20250101120000000.log", plog)
     metrics = root.path.parent / "metrics.sqlite"
-    metrics.write_bytes(b"SQLite format 3\x00" + f"hf={s['env']};".encode() + b"\x00" * 64)
+    metrics.write_bytes(sqlite_bytes(root.path.parent, f"hf={s['env']};",
+                                     "x" * 5000 + f" token: {s['metrics']} " + "y" * 5000))
     return LiveHost(root=host.root, env=env, python=host.python), metrics
 
 
@@ -209,17 +244,17 @@ def test_no_planted_secret_reaches_the_bundle(fake_root: FakeRoot, tmp_path: Pat
         for member, data in found.items():
             assert secret.encode() not in data, (name, member)
     # the places were captured, only the values are gone
-    assert "plog/plog/plog-1_20250101120000000.log" in found
-    assert "metrics/metrics.sqlite" in found
-    assert len(found["metrics/metrics.sqlite"]) == metrics.stat().st_size  # masked in place
+    assert "plog/debug/plog/plog-1_20250101120000000.log" in found
+    texts = sqlite_texts(found["metrics/metrics.sqlite"], tmp_path)  # rewritten, readable
+    assert "hf=<redacted>;" in texts and any("token: <redacted>" in t for t in texts)
     env = json.loads(found["env.json"])
     assert env["HF_TOKEN"] == env["DB_PASSWORD"] == env["ASCEND_API_KEY"] == "<redacted>"
-    assert env["PIP_INDEX_URL"] == "https://<redacted>@pypi.corp.example/simple"
+    assert env["PIP_INDEX_URL"] == "<withheld>"  # not on the allow-list: the name only
     index = json.loads(found["bundle.json"])
     kinds = {r["kind"] for r in index["redactions"]}
-    assert {"secret-env", "url-credentials", "authorization", "secret-argument",
-            "secret-assignment", "known-secret"} <= kinds
-    assert "HF_TOKEN" in summary and "redacted" in summary
+    assert {"secret-env", "withheld-env", "url-credentials", "authorization",
+            "secret-argument", "secret-assignment", "known-secret"} <= kinds
+    assert "HF_TOKEN" in summary and "PIP_INDEX_URL" in summary and "withheld" in summary
 
 
 def test_redact_hostnames_replaces_names_and_addresses(fake_root: FakeRoot, tmp_path: Path,
@@ -229,8 +264,8 @@ def test_redact_hostnames_replaces_names_and_addresses(fake_root: FakeRoot, tmp_
     fake_root.file(f"{PLOG}/plog-1_20250101120000000.log",
                    "[INFO] atlas-prod-07 rank 0 at 10.20.30.40:29500, peer 10.20.30.41\n")
     fake_root.file(f"{RECORDINGS}/atlas-prod-07-20250101T120000Z.sqlite",
-                   b"SQLite format 3\x00host atlas-prod-07 at 10.20.30.40")
-    host = LiveHost(root=host.root, env=dict(host.env) | {"MASTER_ADDR": "10.20.30.40"},
+                   sqlite_bytes(tmp_path, "host atlas-prod-07 at 10.20.30.40"))
+    host = LiveHost(root=host.root, env=dict(host.env) | {"HCCL_IF_IP": "10.20.30.40"},
                     python=host.python)
     out = tmp_path / "h.tar.gz"
     assert bundle(fake_root, host, out, "--redact-hostnames") == 0
@@ -239,10 +274,10 @@ def test_redact_hostnames_replaces_names_and_addresses(fake_root: FakeRoot, tmp_
         assert value not in raw
     found = members(out)
     assert json.loads(found["manifest.json"])["hostname"] == "host-1"
-    assert json.loads(found["env.json"])["MASTER_ADDR"] == "ip-1"
+    assert json.loads(found["env.json"])["HCCL_IF_IP"] == "ip-1"  # allowed, and pseudonymised
     assert [m for m in found if m.startswith("metrics/")] == [
         "metrics/host-1-20250101T120000Z.sqlite"]
-    tail = found["plog/plog/plog-1_20250101120000000.log"].decode()
+    tail = found["plog/debug/plog/plog-1_20250101120000000.log"].decode()
     assert "rank 0 at ip-1" in tail  # same address, same name
 
 
@@ -388,13 +423,11 @@ def test_truncated_bundles_end_in_a_clean_error(tmp_path: Path, cut: float) -> N
     whole = _valid_bundle(tmp_path)
     path = tmp_path / "cut.tar.gz"
     path.write_bytes(whole[: int(len(whole) * cut)])
-    try:
-        host = SnapshotHost(path)
-    except SnapshotError as exc:
-        assert "\n" not in str(exc)
-        return
-    # a cut inside the gzip trailer or the tar's end padding leaves every member whole
-    assert host.run(["true"]).outcome != "not_recorded" and host.env == {"A": "1"}
+    # every cut is refused, even one inside the gzip trailer or the tar's end padding: the
+    # end of the gzip stream and the end-of-archive marker are required
+    with pytest.raises(SnapshotError) as caught:
+        SnapshotHost(path)
+    assert "\n" not in str(caught.value)
 
 
 NAME = st.text(alphabet=st.sampled_from("ab./_-\\~:\x00 é"), min_size=0, max_size=30)
@@ -430,8 +463,8 @@ RECORDINGS = "/root/.local/state/ascend-console/recordings"  # HOME=/root on the
 def test_the_newest_default_recording_is_included_and_named(
         fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     host = build_a2(fake_root)
-    fake_root.file(f"{RECORDINGS}/box-20250101T120000Z.sqlite", b"SQLite format 3\x00old")
-    fake_root.file(f"{RECORDINGS}/box-20250302T080000Z.sqlite", b"SQLite format 3\x00new")
+    fake_root.file(f"{RECORDINGS}/box-20250101T120000Z.sqlite", sqlite_bytes(tmp_path, "old"))
+    fake_root.file(f"{RECORDINGS}/box-20250302T080000Z.sqlite", sqlite_bytes(tmp_path, "new"))
     fake_root.file(f"{RECORDINGS}/notes.txt", "not a recording")
     out = tmp_path / "a2.tar.gz"
     assert bundle(fake_root, host, out, "--no-logs") == 0
@@ -439,7 +472,7 @@ def test_the_newest_default_recording_is_included_and_named(
     found = members(out)
     assert [m for m in found if m.startswith("metrics/")] == [
         "metrics/box-20250302T080000Z.sqlite"]
-    assert found["metrics/box-20250302T080000Z.sqlite"] == b"SQLite format 3\x00new"
+    assert "new" in sqlite_texts(found["metrics/box-20250302T080000Z.sqlite"], tmp_path)
     index = json.loads(found["bundle.json"])
     assert index["metrics"] == "metrics/box-20250302T080000Z.sqlite"
     assert index["metrics_source"] == f"{RECORDINGS}/box-20250302T080000Z.sqlite"
@@ -477,3 +510,23 @@ def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot)
     assert "over the 64 bytes limit" in too_big.note and "left out" in too_big.note
     no_home = LiveHost(root=host.root, env={}, python=host.python)
     assert "not an absolute path" in find_metrics(no_home).note
+
+
+def test_command_outputs_are_cut_to_fit_a_member() -> None:
+    from checks.bundle import fit_commands
+    from probes.host import CommandResult
+    from probes.recording import CommandRecord, Manifest, Recording
+
+    junk = "\x01" * 256 * 1024  # escapes to six bytes a character in JSON
+    commands = tuple(CommandRecord(CommandResult(("npu-smi", "info", str(i)), "output_limit",
+                                                 stdout=junk, stderr=junk,
+                                                 error="output over 4 MiB; stopped"), None)
+                     for i in range(10))
+    recording = Recording(Manifest("ascend-snapshot/1.2", "t", "h", "/", "v"),
+                          commands=commands)
+    fitted = fit_commands(recording, budget_bytes=1024 * 1024)
+    assert sum(len(json.dumps([c.result.stdout, c.result.stderr]))
+               for c in fitted.commands) <= 1024 * 1024
+    assert all("trimmed" in c.result.error and "output over" in c.result.error
+               for c in fitted.commands)
+    assert fit_commands(fitted, budget_bytes=1024 * 1024) == fitted  # within the budget: kept

@@ -18,14 +18,20 @@ def corpus(name_prefix: str) -> Path:
     return next((CORPUS_DIR / "npu-smi").glob(f"{name_prefix}-*.txt"))
 
 
-def machine(fake_root: FakeRoot, info: str | Path, health: Path | None = None,
-            exit_code: int = 0) -> Context:
-    """A fake root whose npu-smi prints `info` for `npu-smi info` (a corpus file or text)."""
+def machine(fake_root: FakeRoot, info: str | Path, health: Path | str | None = None,
+            exit_code: int = 0, memory: str | None = None) -> Context:
+    """A fake root whose npu-smi prints `info` for `npu-smi info` (a corpus file or text),
+    `health` for `-t health` and `memory` for `-t memory` (anything else: usage, exit 1)."""
     text_file = info if isinstance(info, Path) else fake_root.file("/srv/info.txt", info)
+    if isinstance(health, str):
+        health = fake_root.file("/srv/health.txt", health)
     health_case = f'  "info -t health"*) cat "{health}" ;;\n' if health else ""
+    memory_file = fake_root.file("/srv/memory.txt", memory) if memory is not None else None
+    memory_case = f'  "info -t memory"*) cat "{memory_file}" ;;\n' if memory_file else ""
     fake_root.script("/usr/local/bin/npu-smi",
-                     f'case "$*" in\n{health_case}  "info") cat "{text_file}"; '
-                     f"exit {exit_code} ;;\nesac\n")
+                     f'case "$*" in\n{health_case}{memory_case}  "info") cat "{text_file}"; '
+                     f"exit {exit_code} ;;\n"
+                     '  *) echo "Usage: npu-smi info" >&2; exit 1 ;;\nesac\n')
     host = LiveHost(root=str(fake_root.path), env={"PATH": PATH})
     return Context(host, load_policy())
 
@@ -89,27 +95,117 @@ def test_hung_npu_smi_fails(fake_root: FakeRoot) -> None:
     assert finding.status == "fail" and "hung" in finding.summary
 
 
-def _hot_table(temp_c: int) -> str:
-    text = corpus("014").read_text()
-    return text.replace("| 87.2        33 ", f"| 87.2        {temp_c} ", 1)
+def _table(temps_c: dict[int, int] | None = None, health: dict[int, str] | None = None) -> str:
+    """Corpus 014 (8 x 910B4 at 33-39 °C) with some cards' temperature or health changed."""
+    lines = corpus("014").read_text().splitlines(keepends=True)
+    for npu, temp_c in (temps_c or {}).items():
+        row = next(i for i, ln in enumerate(lines) if ln.startswith(f"| {npu}     910B4"))
+        cells = lines[row].split("|")
+        power, _, *rest = cells[3].split()
+        cells[3] = f" {power:<11} {temp_c:<17} {' '.join(rest):<22}"
+        lines[row] = "|".join(cells)
+    for npu, word in (health or {}).items():
+        row = next(i for i, ln in enumerate(lines) if ln.startswith(f"| {npu}     910B4"))
+        lines[row] = lines[row].replace("| OK            |", f"| {word:<13} |", 1)
+    return "".join(lines)
 
 
-@pytest.mark.parametrize(("temp_c", "status"), [(84, "pass"), (85, "warn"), (94, "warn"),
-                                                (95, "fail"), (101, "fail")])
-def test_temperature_thresholds(fake_root: FakeRoot, temp_c: int, status: str) -> None:
-    ctx = machine(fake_root, _hot_table(temp_c))
+def _memory(hbm_c: int) -> str:
+    """`npu-smi info -t memory -i N -c C` of a 910B4 (keys of corpus 062)."""
+    return "".join(f"\t{key:<30} : {value}\n" for key, value in (
+        ("NPU ID", 0), ("DDR Capacity(MB)", 0), ("DDR Clock Speed(MHz)", 0),
+        ("HBM Capacity(MB)", 32768), ("HBM Clock Speed(MHz)", 1600),
+        ("HBM Temperature(C)", hbm_c), ("HBM Manufacturer ID", "0x5A")))
+
+
+def _health(status: str, codes: str) -> str:
+    return (f"\tHealth Status                  : {status}\n"
+            f"\tError Code                     : {codes}\n"
+            "\tError Information              : NA\n")
+
+
+@pytest.mark.parametrize("temp_c", [85, 95, 101])
+def test_no_fixed_chip_threshold_a_hot_box_of_equals_passes(fake_root: FakeRoot,
+                                                             temp_c: int) -> None:
+    ctx = machine(fake_root, _table({n: temp_c for n in range(8)}))
     finding = npu_temperature(ctx)
-    assert finding.status == status
-    if status != "pass":
-        assert f"NPU 0 chip 0 (910B4) {temp_c} °C" in finding.summary
+    assert finding.status == "pass", finding.summary
+    assert f"hottest chip {temp_c} °C" in finding.summary
 
 
-def test_temperature_thresholds_follow_the_policy(fake_root: FakeRoot, tmp_path: Path) -> None:
-    ctx = machine(fake_root, _hot_table(70))
+def test_a_chip_far_above_its_peers_warns(fake_root: FakeRoot) -> None:
+    ctx = machine(fake_root, _table({0: 56}))  # the others are 33-39 °C, median 37
+    finding = npu_temperature(ctx)
+    assert finding.status == "warn"
+    assert finding.summary == ("NPU 0 chip 0: 56 °C, 19 °C above the median of the 7 other "
+                               "chips (37 °C)")
+
+
+def test_a_chip_a_little_above_its_peers_passes(fake_root: FakeRoot) -> None:
+    assert npu_temperature(machine(fake_root, _table({0: 51}))).status == "pass"
+
+
+def test_peer_margin_follows_the_policy(fake_root: FakeRoot, tmp_path: Path) -> None:
+    ctx = machine(fake_root, _table({0: 51}))
     policy = tmp_path / "p.yaml"
-    policy.write_text("npu:\n  temperature_warn_c: 60\n")
+    policy.write_text("npu:\n  temperature_above_peers_warn_c: 10\n")
     ctx.policy = load_policy(policy)
     assert npu_temperature(ctx).status == "warn"
+
+
+@pytest.mark.parametrize(("hbm_c", "status"), [(63, "pass"), (95, "pass"), (96, "fail")])
+def test_hbm_temperature_against_the_documented_alarm(fake_root: FakeRoot, hbm_c: int,
+                                                      status: str) -> None:
+    ctx = machine(fake_root, _table(), memory=_memory(hbm_c))
+    finding = npu_temperature(ctx)
+    assert finding.status == status
+    if status == "fail":
+        assert f"HBM {hbm_c} °C, above the 95 °C HBM alarm" in finding.summary
+    else:
+        assert f"HBM at most {hbm_c} °C (alarm above 95 °C)" in finding.summary
+
+
+def test_hbm_temperature_not_printed_is_said(fake_root: FakeRoot) -> None:
+    finding = npu_temperature(machine(fake_root, corpus("014")))
+    assert finding.status == "pass" and "no HBM temperature read" in finding.summary
+    assert any("HBM not read (`npu-smi info -t memory -i 0 -c 0` exited with code 1" in line
+               for line in finding.evidence), finding.evidence
+
+
+@pytest.mark.parametrize(("code", "status", "meaning"), [
+    ("80E00209", "fail", "HBM temperature above 95 °C (alarm)"),
+    ("80E0020B", "fail", "HBM fatal high-temperature alarm"),
+    ("80E20207", "warn", "SoC non-fatal high-temperature alarm"),
+    ("80DE0207", "warn", "DDR chip non-fatal high-temperature alarm"),
+])
+def test_thermal_fault_codes_from_health(fake_root: FakeRoot, code: str, status: str,
+                                         meaning: str) -> None:
+    ctx = machine(fake_root, _table(health={3: "Alarm"}), health=_health("Alarm", code))
+    finding = npu_temperature(ctx)
+    assert finding.status == status
+    assert finding.summary.startswith(f"NPU 3 chip 0: fault 0x{code}: {meaning}")
+
+
+def test_other_fault_codes_are_not_thermal(fake_root: FakeRoot) -> None:
+    ctx = machine(fake_root, _table(health={3: "Alarm"}), health=HEALTH_032)
+    assert npu_temperature(ctx).status == "pass"
+
+
+def test_unreadable_codes_of_a_chip_not_ok_warn(fake_root: FakeRoot) -> None:
+    ctx = machine(fake_root, _table(health={3: "Warning"}))  # -t health: usage, exit 1
+    finding = npu_temperature(ctx)
+    assert finding.status == "warn"
+    assert finding.summary.startswith("NPU 3 chip 0: thermal alarm codes not read (health "
+                                      "Warning, ")
+
+
+@pytest.mark.parametrize("word", ["UNKNOWN", "NA"])
+def test_health_that_could_not_be_read_warns(fake_root: FakeRoot, word: str) -> None:
+    ctx = machine(fake_root, _table(health={2: word}))
+    finding = npu_health(ctx)
+    assert finding.status == "warn"
+    assert f"NPU 2 chip 0 (910B4) {word} (health could not be read)" in finding.summary
+    assert npu_temperature(ctx).status == "warn"  # and its thermal codes are unknown too
 
 
 def test_npu_smi_runs_one_call_at_a_time(tmp_path: Path) -> None:

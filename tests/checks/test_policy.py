@@ -12,7 +12,7 @@ from checks.policy import PolicyError, load_policy
 
 def test_defaults_load_with_sources() -> None:
     policy = load_policy()
-    assert policy.get("npu", "temperature_fail_c") == 95
+    assert policy.get("npu", "hbm_temperature_alarm_c") == 95
     assert policy.get("runner", "check_timeout_s") > 0
     assert policy.waivers == ()
     assert policy.source == "built-in defaults"
@@ -27,17 +27,17 @@ def test_every_default_threshold_names_a_source() -> None:
 
 def test_override_changes_only_given_keys(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text("npu:\n  temperature_warn_c: 70\n")
+    path.write_text("npu:\n  temperature_above_peers_warn_c: 10\n")
     policy = load_policy(path)
-    assert policy.get("npu", "temperature_warn_c") == 70
-    assert policy.get("npu", "temperature_fail_c") == 95
+    assert policy.get("npu", "temperature_above_peers_warn_c") == 10
+    assert policy.get("npu", "hbm_temperature_alarm_c") == 95
     assert policy.source == str(path)
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("npu:\n  temprature_fail_c: 90\n", "unknown key 'npu.temprature_fail_c'"),
+    ("npu:\n  hbm_temprature_alarm_c: 90\n", "unknown key 'npu.hbm_temprature_alarm_c'"),
     ("nup:\n  x: 1\n", "unknown section 'nup'"),
-    ("npu:\n  temperature_fail_c: hot\n", "'npu.temperature_fail_c' must be"),
+    ("npu:\n  hbm_temperature_alarm_c: hot\n", "'npu.hbm_temperature_alarm_c' must be"),
     ("logging:\n  production: 1\n", "'logging.production' must be bool"),
     ("- a\n- b\n", "a policy is a mapping"),
     ("npu: [\n", "not valid YAML"),

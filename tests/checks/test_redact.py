@@ -116,3 +116,59 @@ def test_a_recording_is_redacted_everywhere_without_touching_the_original() -> N
     assert data is not None and b"tok-abcdef" not in data and len(data) == 11
     assert original.env == {"API_TOKEN": "tok-abcdef", "HOME": "/root"}  # pure
     assert all("tok-abcdef" not in r.where for r in redacted.redactions)
+
+
+# -- properties: every spelling, any value -----------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from checks.pseudonyms import Pseudonyms as _Pseudonyms  # noqa: E402
+
+SPELLINGS = [
+    "token = {v}", "token={v}", "--token={v}", "--password {v}", "mysql -uroot -p{v} -h x",
+    "{{'password': '{v}'}}", '{{"api_key": "{v}"}}', "AK:{v}", "access_key_id: {v}",
+    "X-Auth-Token: {v}", "GET /x?x-obs-security-token={v}&a=1", "password%3D{v}%26x",
+    "export SSHPASS={v}", "MYSQL_PWD={v} mysql", "CUSTOM_CREDS: {v}", "NUM_SECRETS={v}",
+    "Authorization: Bearer {v}", "https://user:{v}@host.example.com/x", "secret: {v} and more",
+]
+# a value starting with `-` after a space is a flag to any reader (`--password -x` in free text
+# is not found; in a command's argv it is, by position)
+VALUE = st.text(alphabet=st.sampled_from("abcdefXYZ0123456789._-~+"), min_size=8,
+                max_size=40).filter(lambda v: not v.startswith("-"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(template=st.sampled_from(SPELLINGS), value=VALUE, before=st.text(max_size=20),
+       after=st.sampled_from(["", "\n", " ok", ";", "\nnext=line"]))
+def test_a_named_secret_never_survives(template: str, value: str, before: str,
+                                       after: str) -> None:
+    text = before + "\n" + template.format(v=value) + after
+    redactor = Redactor()
+    redactor.learn(text)  # the bundle's first pass: the value is then masked everywhere
+    assert value not in redactor.text(text, "t")
+    masked = redactor.data(text.encode(), "t")
+    assert value.encode() not in masked and len(masked) == len(text.encode())
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(alphabet=st.sampled_from("abcXYZ0189@/:%._-"), min_size=8, max_size=30))
+def test_a_url_password_with_at_and_slash_never_survives(value: str) -> None:
+    text = f"pip -i https://bob:{value}@pypi.example.com/simple"
+    assert value not in Redactor().text(text, "t")
+
+
+LABEL = st.from_regex(r"[a-z][a-z0-9-]{2,12}[0-9]", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=LABEL, before=st.sampled_from(["", "_", "/", "x", "[", "-"]),
+       after=st.sampled_from(["", "_worker0", ".corp", "/log", "-7", ":29500", "X"]),
+       upper=st.booleans())
+def test_the_host_name_never_survives(name: str, before: str, after: str, upper: bool) -> None:
+    shown = name.upper() if upper else name
+    text = f"started on {before}{shown}{after} at 010.020.030.040 and ip-10-20-30-41"
+    redactor = Redactor(pseudonyms=_Pseudonyms([name]))
+    for out in (redactor.text(text, "t"), redactor.data(text.encode(), "t").decode()):
+        assert name not in out.lower()
+        assert "10.20.30.40" not in out and "010.020" not in out and "10-20-30-41" not in out

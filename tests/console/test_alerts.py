@@ -40,19 +40,23 @@ def test_healthy_machine_raises_nothing() -> None:
     assert evaluate(None, None, load_policy(), NOW, 6.0, None) == []
 
 
-def test_temperature_warn_and_fail_from_policy() -> None:
+def test_temperature_by_the_doctors_rule_no_fixed_threshold() -> None:
     policy = load_policy()
-    alerts = evaluate(_npu(_chip(0, 0, temperature_c=85), _chip(1, 0, temperature_c=95)),
-                      None, policy, NOW, 6.0, None)
-    assert _keys(alerts) == {"temperature:0/0": "warn", "temperature:1/0": "fail"}
-    fail = next(a for a in alerts if a.level == "fail")
-    assert fail.value == "95 °C" and fail.raised_at == NOW and "95 °C" in fail.message
+    even = [_chip(n, 0, temperature_c=90) for n in range(4)]  # hot, but all alike: no alert
+    assert evaluate(_npu(*even), None, policy, NOW, 6.0, None) == []
+    chips = [_chip(n, 0, temperature_c=40) for n in range(3)] + [_chip(3, 0, temperature_c=60)]
+    alerts = evaluate(_npu(*chips), None, policy, NOW, 6.0, None)
+    assert _keys(alerts) == {"temperature:3/0": "warn"}
+    assert alerts[0].value == "60 °C" and alerts[0].raised_at == NOW
+    assert alerts[0].message == ("NPU 3/0 at 60 °C, 20 °C above the median of the 3 other "
+                                 "chips (40 °C)")
 
 
 def test_temperature_policy_override(tmp_path: Path) -> None:
-    policy = _policy(tmp_path, "npu:\n  temperature_warn_c: 30\n")
-    alerts = evaluate(_npu(_chip(temperature_c=40)), None, policy, NOW, 6.0, None)
-    assert _keys(alerts) == {"temperature:0/0": "warn"}
+    policy = _policy(tmp_path, "npu:\n  temperature_above_peers_warn_c: 5\n")
+    chips = [_chip(n, 0, temperature_c=40) for n in range(3)] + [_chip(3, 0, temperature_c=46)]
+    alerts = evaluate(_npu(*chips), None, policy, NOW, 6.0, None)
+    assert _keys(alerts) == {"temperature:3/0": "warn"}
 
 
 def test_hbm_use_thresholds_and_override(tmp_path: Path) -> None:
@@ -73,7 +77,8 @@ def test_hbm_use_thresholds_and_override(tmp_path: Path) -> None:
 def test_health_not_ok() -> None:
     chips = (_chip(0, 0, health="Warning"), _chip(0, 1, health="Alarm"), _chip(1, 0, health="NA"))
     alerts = evaluate(_npu(*chips), None, load_policy(), NOW, 6.0, None)
-    assert _keys(alerts) == {"health:0/0": "warn", "health:0/1": "fail"}
+    # health that could not be read (NA, UNKNOWN) is a warning, as in the doctor
+    assert _keys(alerts) == {"health:0/0": "warn", "health:0/1": "fail", "health:1/0": "warn"}
     assert "npu-smi info -t health -i 0" in alerts[0].message
 
 
@@ -107,8 +112,8 @@ def test_alert_log_deduplicates_escalates_and_clears() -> None:
     assert log.update([again]) == []  # still the same condition
     assert log.active["temperature:0/0"].raised_at == 1.0 and len(log.entries) == 1
     hot = Alert(5.0, "temperature:0/0", "fail", "too hot", "96 °C")
-    assert log.update([hot]) == [hot] and log.worst_level == "fail"
-    assert log.update([]) == [] and log.active == {} and log.worst_level is None
+    assert log.update([hot]) == [hot] and log.active == {hot.key: hot}
+    assert log.update([]) == [] and log.active == {}
     assert log.update([warm]) == [warm]  # a new episode is logged again
     assert [a.value for a in log.entries] == ["86 °C", "96 °C", "86 °C"]
 

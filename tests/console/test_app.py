@@ -12,14 +12,16 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-from console.app import ConsoleApp, ConsoleOptions
-from console.engine_worker import FakeEngine, FakeStats, ModelSpec
+from console.chat.local import ModelSpec
+from console.options import ConsoleOptions
 from console.recording import Recorder
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot
-from console.widgets.chat import ChatPane, Turn
-from console.widgets.npu import NpuPanel
+from console.ui.app import ConsoleApp
+from console.ui.widgets.chat import ChatPane, Turn
+from console.ui.widgets.npu import NpuPanel
 from probes.live import LiveHost
 from tests.conftest import CORPUS_DIR, FakeRoot
+from tests.console.fakes import FakeEngine, FakeStats, SlowBackend, fake_backend
 
 SIZE = (160, 50)
 NPU_SMI = CORPUS_DIR / "npu-smi"
@@ -54,8 +56,7 @@ def no_npu_host(fake_root: FakeRoot) -> LiveHost:
 def make_app(host: LiveHost, engine: FakeEngine | None = None, **options: Any) -> ConsoleApp:
     defaults: dict[str, Any] = {"interval_s": 0.2, "npu_timeout_s": 2.0, "log_dir": None}
     defaults.update(options)
-    return ConsoleApp(ConsoleOptions(**defaults),
-                      engine=engine if engine is not None else FakeEngine(), host=host)
+    return ConsoleApp(ConsoleOptions(**defaults), backend=fake_backend(engine), host=host)
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], timeout_s: float = 10.0,
@@ -80,9 +81,16 @@ async def send(pilot: Pilot[Any], prompt: str) -> None:
     await pilot.press(prompt[-1], "enter")
 
 
+def pane(app: ConsoleApp) -> ChatPane:
+    return app.query_one(ChatPane)
+
+
 def last_turn(app: ConsoleApp) -> Turn:
-    chat = app.query_one(ChatPane)
-    return chat.replies[max(chat.replies)]
+    return pane(app).replies[max(pane(app).replies)]
+
+
+def history(app: ConsoleApp) -> list[dict[str, str]]:
+    return app.chat.session.history
 
 
 # --- chat --------------------------------------------------------------------------------------
@@ -94,10 +102,9 @@ async def test_chat_streams_reply_with_footer(fake_root: FakeRoot) -> None:
     app = make_app(no_npu_host(fake_root), engine)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "what is the answer?")
-        chat = app.query_one(ChatPane)
-        await wait_for(pilot, lambda: len(chat.history) == 2, what="the reply")
+        await wait_for(pilot, lambda: len(history(app)) == 2, what="the reply")
         await pilot.pause()
-        assert chat.history[-1]["content"].strip() == engine.reply
+        assert history(app)[-1]["content"].strip() == engine.reply
         assert engine.calls[0][-1] == {"role": "user", "content": "what is the answer?"}
         assert engine.calls[0][0]["role"] == "system"
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
@@ -110,30 +117,29 @@ async def test_escape_cancels_generation(fake_root: FakeRoot) -> None:
     app = make_app(no_npu_host(fake_root), engine)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "talk forever")
-        chat = app.query_one(ChatPane)
         await wait_for(pilot, lambda: bool(last_turn(app).text), what="first tokens")
         assert app.generating
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not chat.busy, timeout_s=3, what="the cancel")
+        await wait_for(pilot, lambda: not app.generating, timeout_s=3, what="the cancel")
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
         assert "cancelled" in footer
         assert last_turn(app).has_class("cancelled")
-        assert chat.history[-1]["role"] == "assistant" and chat.history[-1]["content"]
+        assert history(app)[-1]["role"] == "assistant" and history(app)[-1]["content"]
         # the engine is free again: a second message gets a reply
         engine.endless = False
         await send(pilot, "short one")
-        await wait_for(pilot, lambda: len(chat.history) == 4, what="second reply")
+        await wait_for(pilot, lambda: len(history(app)) == 4, what="second reply")
 
 
 async def test_engine_error_restores_prompt(fake_root: FakeRoot) -> None:
     app = make_app(no_npu_host(fake_root), FakeEngine(fail_with="device lost"))
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "hello")
-        chat = app.query_one(ChatPane)
-        await wait_for(pilot, lambda: not chat.busy and bool(chat.replies), what="failure")
+        await wait_for(pilot, lambda: not app.generating and bool(pane(app).replies),
+                       what="failure")
         await pilot.pause()
         assert "device lost" in str(last_turn(app).query_one(".turn-footer", Static).render())
-        assert chat.history == []
+        assert history(app) == []
         assert app.query_one("#prompt").value == "hello"  # type: ignore[attr-defined]
 
 
@@ -141,10 +147,9 @@ async def test_copy_and_save_transcript(fake_root: FakeRoot, tmp_path: Path) -> 
     app = make_app(no_npu_host(fake_root), transcript_dir=tmp_path / "chats")
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "hi")
-        chat = app.query_one(ChatPane)
-        await wait_for(pilot, lambda: len(chat.history) == 2, what="the reply")
+        await wait_for(pilot, lambda: len(history(app)) == 2, what="the reply")
         await pilot.press("escape", "y")
-        assert app.clipboard == chat.last_reply()
+        assert app.clipboard == app.chat.session.last_reply()
         await pilot.press("ctrl+s")
         saved = sorted((tmp_path / "chats").iterdir())
         assert [p.suffix for p in saved] == [".json", ".md"]
@@ -153,6 +158,33 @@ async def test_copy_and_save_transcript(fake_root: FakeRoot, tmp_path: Path) -> 
 
 
 # --- the model ---------------------------------------------------------------------------------
+
+
+async def test_typing_while_the_model_loads_is_queued_then_sent(fake_root: FakeRoot) -> None:
+    backend = SlowBackend(FakeEngine(reply="queued answer"))
+    app = ConsoleApp(ConsoleOptions(interval_s=0.2, log_dir=None), backend=backend,
+                     host=no_npu_host(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "reading the weights" in text_of(app, "#chat-status"),
+                       what="the loading line")
+        await send(pilot, "first question")
+        await send(pilot, "second question")
+        await pilot.pause()
+        assert app.query_one("#prompt", Input).value == ""  # taken, not dropped
+        assert [str(t.query_one(".turn-note", Static).render()) for t in pane(app).users.values()] \
+            == ["model still loading — sent when ready"] * 2
+        status = text_of(app, "#chat-status")
+        assert "2 messages queued" in status and "s)" in status  # elapsed seconds shown
+        assert pane(app).replies == {} and backend.engine is not None and not history(app)
+        backend.loaded.set()
+        await wait_for(pilot, lambda: len(history(app)) == 4, what="both queued replies")
+        assert [m["content"] for m in history(app) if m["role"] == "user"] == [
+            "first question", "second question"]
+        fake = backend.engine
+        assert isinstance(fake, FakeEngine)
+        assert fake.calls[1][-1] == {"role": "user", "content": "second question"}
+        assert fake.calls[1][-2]["role"] == "assistant"  # the first exchange came first
+        assert "ready" in text_of(app, "#chat-status")
 
 
 async def test_missing_demo_model_says_how_to_build(fake_root: FakeRoot, tmp_path: Path) -> None:
@@ -188,18 +220,17 @@ async def test_real_engine_streams_through_the_worker(fake_root: FakeRoot,
     app = ConsoleApp(ConsoleOptions(model=spec, interval_s=1.0, log_dir=None),
                      host=no_npu_host(fake_root))
     async with app.run_test(size=SIZE) as pilot:
-        chat = app.query_one(ChatPane)
-        await wait_for(pilot, lambda: chat.ready, timeout_s=120, what="the model to load")
+        await wait_for(pilot, lambda: pane(app).ready, timeout_s=120, what="the model to load")
         assert "ready" in text_of(app, "#chat-status")
-        chat.query_one("#set-max-new").value = "12"  # type: ignore[attr-defined]
+        pane(app).query_one("#set-max-new").value = "12"  # type: ignore[attr-defined]
         await send(pilot, "Say hello")
-        await wait_for(pilot, lambda: len(chat.history) == 2, timeout_s=120, what="reply")
+        await wait_for(pilot, lambda: len(history(app)) == 2, timeout_s=120, what="reply")
         await pilot.pause()
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
         assert "TTFT" in footer and "12 tokens" in footer
-        assert app.engine_snapshot is not None
-        assert app.engine_snapshot.architecture == "qwen3_moe"
-        assert app.engine_snapshot.decode_tokens_per_s
+        assert app.telemetry.engine_snapshot is not None
+        assert app.telemetry.engine_snapshot.architecture == "qwen3_moe"
+        assert app.telemetry.engine_snapshot.decode_tokens_per_s
 
 
 # --- telemetry ---------------------------------------------------------------------------------
@@ -207,16 +238,18 @@ async def test_real_engine_streams_through_the_worker(fake_root: FakeRoot,
 
 @pytest.mark.parametrize(("table", "chips"), [(A2_8, 8), (A3_DUAL, 4), (DUO, 2)])
 async def test_npu_panel_from_fake_npu_smi(fake_root: FakeRoot, table: str, chips: int) -> None:
-    app = make_app(fake_npu_smi(fake_root, table))
+    # a 1 s interval: STALE only after 3 s, however busy the test machine is
+    app = make_app(fake_npu_smi(fake_root, table), interval_s=1.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.sampler.last_good is not None, what="a sample")
+        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+                       what="a sample")
         await pilot.pause()
-        snapshot = app.sampler.last_good
+        snapshot = app.telemetry.sampler.last_good
         assert snapshot is not None and len(snapshot.chips) == chips
         panel = app.query_one(NpuPanel)
         assert panel.query_one("#npu-chips").row_count == chips  # type: ignore[attr-defined]
         assert "STALE" not in text_of(app, "#npu-status")
-        assert app.history.values(f"{snapshot.chips[0].key}:temperature_c")
+        assert app.telemetry.history.values(f"{snapshot.chips[0].key}:temperature_c")
 
 
 async def test_no_npu_smi_says_so(fake_root: FakeRoot) -> None:
@@ -230,24 +263,24 @@ async def test_no_npu_smi_says_so(fake_root: FakeRoot) -> None:
 async def test_hung_npu_smi_goes_stale_while_chat_works(fake_root: FakeRoot) -> None:
     app = make_app(fake_npu_smi(fake_root, hang_after=2), npu_timeout_s=3.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.sampler.last_good is not None, what="a good sample")
+        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+                       what="a good sample")
         await wait_for(pilot, lambda: "STALE" in text_of(app, "#npu-status"), timeout_s=5,
                        what="the stale marker")
         started = time.monotonic()
         await send(pilot, "still there?")
-        chat = app.query_one(ChatPane)
-        await wait_for(pilot, lambda: len(chat.history) == 2, timeout_s=2, what="reply")
+        await wait_for(pilot, lambda: len(history(app)) == 2, timeout_s=2, what="reply")
         assert time.monotonic() - started < 2  # the hung npu-smi never blocked the UI
-        assert "stale:npu" in app.alert_log.active
-        assert app._npu_worker is not None and not app._npu_worker.is_finished
+        assert "stale:npu" in app.telemetry.alert_log.active
+        assert [w for w in app.workers if w.group == "npu" and not w.is_finished]
 
 
 # --- doctor, playbooks, help, palette --------------------------------------------------------
 
 
 async def test_doctor_runs_and_opens_a_playbook(fake_root: FakeRoot) -> None:
-    from console.screens.doctor import DoctorScreen
-    from console.screens.playbook import PlaybookScreen
+    from console.ui.screens.doctor import DoctorScreen
+    from console.ui.screens.playbook import PlaybookScreen
 
     app = make_app(fake_npu_smi(fake_root))
     async with app.run_test(size=SIZE) as pilot:
@@ -268,8 +301,8 @@ async def test_doctor_runs_and_opens_a_playbook(fake_root: FakeRoot) -> None:
 
 
 async def test_playbook_search_and_help(fake_root: FakeRoot) -> None:
-    from console.screens.help import HelpScreen
-    from console.screens.playbook import PlaybookBrowser
+    from console.ui.screens.help import HelpScreen
+    from console.ui.screens.playbook import PlaybookBrowser
 
     app = make_app(no_npu_host(fake_root))
     async with app.run_test(size=SIZE) as pilot:
@@ -299,11 +332,12 @@ async def test_record_toggle_and_read_only(fake_root: FakeRoot, tmp_path: Path) 
     path = tmp_path / "rec.db"
     app = make_app(fake_npu_smi(fake_root), record=path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.sampler.last_good is not None, what="a sample")
+        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+                       what="a sample")
         await pilot.pause(0.3)
-        assert app.recorder is not None and "REC" in app.sub_title
+        assert app.recording.recorder is not None and "REC" in app.sub_title
         await pilot.press("escape", "r")
-        assert app.recorder is None
+        assert app.recording.recorder is None
     from console.recording import Player
 
     assert len(Player(path)) >= 1
@@ -311,7 +345,7 @@ async def test_record_toggle_and_read_only(fake_root: FakeRoot, tmp_path: Path) 
     app = make_app(no_npu_host(fake_root), read_only=True)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("escape", "r")
-        assert app.recorder is None
+        assert app.recording.recorder is None
         titles = {c.title for c in app.get_system_commands(app.screen)}
         assert "Toggle recording" not in titles
 
@@ -323,11 +357,13 @@ async def test_record_toggle_without_a_file_writes_to_the_default_place(
     app = make_app(fake_npu_smi(fake_root))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("escape", "r")
-        assert app.recorder is not None and app.recorder.path.parent == recordings
-        await wait_for(pilot, lambda: app.sampler.last_good is not None, what="a sample")
+        recorder = app.recording.recorder
+        assert recorder is not None and recorder.path.parent == recordings
+        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+                       what="a sample")
         await pilot.pause(0.3)
         await pilot.press("r")
-        assert app.recorder is None
+        assert app.recording.recorder is None
     from console.recording import Player
 
     files = list(recordings.glob("*.sqlite"))
@@ -344,17 +380,17 @@ async def test_replay_plays_a_recording(fake_root: FakeRoot, tmp_path: Path) -> 
     t0 = 1_750_000_000.0
     with Recorder(path) as recorder:
         for i in range(3):
-            recorder.add(NpuSnapshot(t0 + 2 * i, (_chip(0, 40 + i), _chip(1, 97)), (), True,
-                                     None, 0.1))
+            chips = (_chip(0, 40 + i), _chip(1, 97), _chip(2, 40), _chip(3, 41))
+            recorder.add(NpuSnapshot(t0 + 2 * i, chips, (), True, None, 0.1))
             recorder.add(HostSnapshot(t0 + 2 * i, 12.0, 1000.0, 8000.0, None, None, None))
     app = make_app(no_npu_host(fake_root), replay=path, replay_speed=0.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.replay_time == t0 + 4, what="the last sample")
+        await wait_for(pilot, lambda: app.telemetry.replay_time == t0 + 4, what="the last sample")
         await pilot.pause()
         assert app.sub_title.startswith("REPLAY ")
-        assert app.sampler.last_good is not None
-        assert app.history.values("0/0:temperature_c") == [40.0, 41.0, 42.0]
-        assert "temperature:1/0" in app.alert_log.active  # 97 °C >= the policy's fail limit
+        assert app.telemetry.sampler.last_good is not None
+        assert app.telemetry.history.values("0/0:temperature_c") == [40.0, 41.0, 42.0]
+        assert "temperature:1/0" in app.telemetry.alert_log.active  # 97 °C, far above the others
         assert "STALE" not in text_of(app, "#npu-status")  # replay time, not wall time
 
 
@@ -369,7 +405,7 @@ def snapshot_app(fake_root: FakeRoot) -> ConsoleApp:
                         pinned_stats=FakeStats(ttft_s=0.085, prefill_tokens_per_s=310.0,
                                                decode_tokens_per_s=42.0, kv_tokens_used=41))
     app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=None, sample_live=False),
-                     engine=engine,
+                     backend=fake_backend(engine),
                      host=no_npu_host(fake_root), clock=lambda: FIXED_NOW)
     return app
 
@@ -379,13 +415,12 @@ async def _snapshot_state(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, ConsoleApp)
     chips = tuple(_chip(i, 40 + 3 * i) for i in range(4))
-    app._take_npu(NpuSnapshot(FIXED_NOW - 1, chips, (), True, None, 0.1))
-    app._take_host(HostSnapshot(FIXED_NOW, 7.5, 6144.0, 24576.0, "/var/log/npu", 51200.0,
+    app.telemetry.take_npu(NpuSnapshot(FIXED_NOW - 1, chips, (), True, None, 0.1))
+    app.telemetry.take_host(HostSnapshot(FIXED_NOW, 7.5, 6144.0, 24576.0, "/var/log/npu", 51200.0,
                                 102400.0))
     await send(pilot, "How much HBM does a 910B4 have?")
-    chat = app.query_one(ChatPane)
     deadline = time.monotonic() + 5
-    while len(chat.history) < 2 and time.monotonic() < deadline:
+    while len(history(app)) < 2 and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     await pilot.pause()
     # the measured footer varies run to run; pin it for the picture
@@ -397,3 +432,48 @@ async def _snapshot_state(pilot: Pilot[Any]) -> None:
 def test_main_screen_snapshot(snap_compare: Callable[..., bool], fake_root: FakeRoot) -> None:
     run_before: Callable[[Pilot[Any]], Awaitable[None]] = _snapshot_state
     assert snap_compare(snapshot_app(fake_root), terminal_size=SIZE, run_before=run_before)
+
+
+# --- an OpenAI-compatible endpoint -------------------------------------------------------------
+
+
+def endpoint_app(fake_root: FakeRoot, chat: Any) -> ConsoleApp:
+    import httpx
+
+    from console.chat.openai import EndpointBackend, EndpointSpec
+
+    serving = CORPUS_DIR / "serving"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, content=(serving / "llamacpp_models.json").read_bytes())
+        return chat(request)
+
+    spec = EndpointSpec("http://serving.test/v1")
+    backend = EndpointBackend(spec, transport=httpx.MockTransport(handler))
+    return ConsoleApp(ConsoleOptions(interval_s=0.2, npu_timeout_s=2.0, log_dir=None,
+                                     endpoint=spec), backend=backend,
+                      host=no_npu_host(fake_root))
+
+
+async def test_endpoint_chat_streams_and_an_http_error_is_one_line(fake_root: FakeRoot) -> None:
+    import httpx
+
+    stream = (CORPUS_DIR / "serving" / "llamacpp_chat_stream.sse").read_bytes()
+    answers = [httpx.Response(200, content=stream, headers={"content-type": "text/event-stream"}),
+               httpx.Response(503, json={"object": "error", "message": "server overloaded"})]
+    app = endpoint_app(fake_root, lambda request: answers.pop(0))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pane(app).ready, what="the model list")
+        assert "SmolLM2-135M-Instruct.Q4_1.gguf @ http://serving.test/v1" in app.sub_title
+        await send(pilot, "What is HBM?")
+        await wait_for(pilot, lambda: len(history(app)) == 2, what="the streamed reply")
+        await pilot.pause()
+        footer = str(last_turn(app).query_one(".turn-footer", Static).render())
+        assert "12 tokens" in footer and "length" in footer
+        assert "Serving panel" in text_of(app, "#engine-facts")
+        await send(pilot, "again")
+        await wait_for(pilot, lambda: last_turn(app).has_class("failed"), what="the failure")
+        footer = str(last_turn(app).query_one(".turn-footer", Static).render())
+        assert "HTTP 503: server overloaded" in footer and "\n" not in footer
+        assert app.query_one("#prompt", Input).value == "again"  # given back to send again

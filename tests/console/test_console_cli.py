@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from console.chat.local import DEMO_DIR_ENV
 from console.cli import main, parse_options
-from console.engine_worker import DEMO_DIR_ENV
+from console.recording import Recorder
 
 
 def test_help_reads_well() -> None:
@@ -40,7 +41,7 @@ def test_demo_dir_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 def test_model_replay_and_flags(tmp_path: Path) -> None:
     recording = tmp_path / "r.db"
-    recording.write_bytes(b"")
+    Recorder(recording).close()  # --replay refuses what is not a recording
     options = parse_options(["--model", str(tmp_path), "--replay", str(recording),
                              "--read-only", "--interval", "0.5", "--root", str(tmp_path)])
     assert options.model is not None and options.model.path == tmp_path

@@ -12,9 +12,9 @@ from textual.widgets import DataTable, Input, LoadingIndicator, Markdown, Option
 import playbooks
 from checks.model import Result, Status
 from checks.runner import Run
-from console.screens.doctor import DoctorScreen
-from console.screens.help import HelpScreen
-from console.screens.playbook import PlaybookBrowser, PlaybookScreen, playbook_markdown
+from console.ui.screens.doctor import DoctorScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.playbook import PlaybookBrowser, PlaybookScreen, playbook_markdown
 
 SIZE = (120, 40)
 

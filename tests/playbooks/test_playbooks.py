@@ -26,6 +26,9 @@ CHECK_IDS = (
     "cann.environment",
     "devices.nodes",
     "baseline.drift",
+    "endpoint.health",
+    "endpoint.smoke",
+    "endpoint.metrics",
 )
 
 SYMPTOM_IDS = (

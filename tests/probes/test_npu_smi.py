@@ -404,6 +404,7 @@ def test_a3_processes_json_contract() -> None:
         "health": "OK", "power_w": 232.5, "temperature_c": 52, "aicore_percent": 17,
         "bus_id": "0000:9D:00.0", "memory_used_mb": 0, "memory_total_mb": 0,
         "hbm_used_mb": 53444, "hbm_total_mb": 65536, "hugepages_used": 0, "hugepages_total": 0,
+        "npu_util_percent": None,
     }
     assert doc["chips"][1]["power_w"] is None and doc["chips"][1]["phy_id"] == 1
     assert doc["processes"] == [

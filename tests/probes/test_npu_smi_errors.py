@@ -29,7 +29,7 @@ def test_8005_dcmi_init_failed_behind_noise() -> None:
                                 message="dcmi module initialize failed. ret is -8005")
     assert to_json(error) == {"schema": "ascend-npu/1", "kind": "error",
                               "error": "dcmi module initialize failed. ret is -8005",
-                              "code": -8005, "error_kind": "dcmi_init_failed"}
+                              "code": -8005, "error_kind": "dcmi_init_failed", "warnings": []}
     assert detect_kind(ERROR_8005) == "error"
 
 
@@ -107,9 +107,10 @@ KINDS = {
     "mapping": ["005", "006", "007", "008", "009", "015", "026"],
     "watch": ["041", "042", "043"],
     "error": ["031", "057"],
-    # the -t family: recognised so the CLI can hand it to the kv parser (topo included)
-    "kv": ["010", "011", "012", "013", "027", "028", "029", "032", "037", "038", "047", "061",
-           "062"],
+    # the -t family: the matrix and proc-mem have their own parsers, the rest is key/value
+    "topo": ["047"],
+    "proc-mem": ["061"],
+    "kv": ["010", "011", "012", "013", "027", "028", "029", "032", "037", "038", "062"],
     "unknown": ["017", "019", "033", "058", "060"],
 }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from probes.errors import ParseError
-from probes.npu_smi_kv import (
+from probes.npu_smi import (
     HealthReport,
     KvOutput,
     Process,
@@ -68,7 +68,8 @@ def test_parse_value_keeps_identifiers_as_text() -> None:
     assert parse_value("310", "chip_name") == "310"
     assert parse_value("80818001", "error_code") == "80818001"
     assert parse_value("0012345", "serial_number") == "0012345"
-    assert parse_value("9" * 400) == "9" * 400  # no int() of a wall of digits
+    assert parse_value("9" * 5000) is None  # no int() of a wall of digits: implausible, null
+    assert parse_value("9" * 5000, "serial_number") == "9" * 5000  # identifiers stay text
 
 
 # --- -t common ---------------------------------------------------------------------------------

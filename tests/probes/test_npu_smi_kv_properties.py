@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes.errors import ParseError
-from probes.npu_smi_kv import parse_kv, parse_proc_mem, parse_topo, to_json
+from probes.npu_smi import parse_kv, parse_proc_mem, parse_topo, to_json
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
 KV_SAMPLES = ("010", "011", "012", "013", "027", "028", "029", "032", "037", "038", "061", "062")

@@ -261,7 +261,8 @@ def test_watch_placeholders_and_truncated_row() -> None:
     assert len(table.rows) == 2
     assert dict(table.rows[1].values) == {"NpuID(Idx)": 0, "ChipId(Idx)": 1, "Pwr(W)": None,
                                           "Temp(C)": None, "AI Core(%)": 3}
-    assert table.warnings == ("line 4: row cut (3 of 5 values): dropped",)
+    assert table.warnings == (
+        "line 4: row cut (3 of 5 values), not read: 1           0           175.0",)
     doc = to_json(table)
     assert doc["kind"] == "watch" and doc["columns"][2] == "Pwr(W)"
     assert doc["rows"][0] == {"npu_id": 0, "chip_id": 0,

@@ -45,7 +45,7 @@ ALL_TEXTS = st.sampled_from(sorted(TEXTS.values()))
 INFO_TEXTS = st.sampled_from([TEXTS[n] for n in INFO_SAMPLES])
 
 PARSERS: list[Callable[[str], object]] = [parse_info, parse_mapping, parse_list, parse_watch]
-KINDS = {"info", "mapping", "list", "watch", "error", "kv", "unknown"}
+KINDS = {"info", "mapping", "list", "watch", "error", "topo", "proc-mem", "kv", "unknown"}
 
 
 def check_all(text: str) -> None:

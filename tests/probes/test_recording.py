@@ -144,7 +144,7 @@ def test_manifest_and_description(machine: LiveHost, tmp_path: Path) -> None:
     recorder.read_text(f"{LINK}/vendor")
     replay = SnapshotHost(recorder.save(tmp_path / "snap"))
     manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
-    assert manifest["schema"] == SCHEMA == "ascend-snapshot/1.1"
+    assert manifest["schema"] == SCHEMA == "ascend-snapshot/1.2"
     assert manifest["created_at"].endswith("Z")
     assert replay.manifest.hostname == "atlas-800-a2"
     assert replay.manifest.root == machine.root

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.textsafe import one_line, visible, xml_text
+from probes.textsafe import json_text, one_line, visible, xml_text
 
 
 def test_escape_sequences_become_visible() -> None:
@@ -41,3 +41,15 @@ def test_xml_text_always_parses(text: str) -> None:
     element = ET.Element("failure", message=xml_text(text))
     element.text = xml_text(text)
     ET.fromstring(ET.tostring(element))
+
+
+@given(st.recursive(st.text() | st.integers() | st.none(),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=10))
+def test_json_text_is_the_same_value_with_nothing_to_obey(value: object) -> None:
+    import json
+
+    shown = json_text(json.dumps(value, ensure_ascii=False))
+    assert json.loads(shown) == value
+    assert not any((ord(ch) < 0x20 and ch != "\n") or 0x7F <= ord(ch) < 0xA0
+                   or ch in "\u202e\u2066\u2028" for ch in shown)

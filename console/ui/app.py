@@ -1,0 +1,324 @@
+"""The console app: composition, keys and the routing of worker messages to controllers.
+
+Threads never touch widgets: the chat, telemetry and replay workers post immutable values
+(console/ui/messages.py); each handler here hands its value to a controller
+(`ChatController`, `TelemetryController`, `RecordingController`) on the UI thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from typing import Any, ClassVar, TypeVar
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Header
+
+from checks.policy import Policy, load_policy
+from checks.thermal import thermal_limits
+from console.chat.backend import ChatBackend
+from console.msprof import MsprofError, OpConflict, read_conflicts
+from console.options import ConsoleOptions, backend_for
+from console.ui import messages as msg
+from console.ui.chat_controller import ChatController
+from console.ui.recording_controller import RecordingController
+from console.ui.telemetry_controller import TelemetryController
+from console.ui.widgets.alerts import AlertsPanel
+from console.ui.widgets.chat import ChatPane
+from console.ui.widgets.engine_panel import NO_MODEL, EnginePanel
+from console.ui.widgets.host import HostPanel
+from console.ui.widgets.npu import NpuPanel
+from console.ui.widgets.pressure import PressurePanel
+from console.ui.widgets.serving import ServingPanel
+from console.ui.wiring import Wiring
+from probes.host import Host
+
+Clock = Callable[[], float]
+W = TypeVar("W", bound=Widget)
+_FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
+REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
+
+
+class ConsoleApp(App[int]):
+    """ascend-console: chat beside live NPU, serving, pressure, engine and host panels."""
+
+    CSS_PATH = "console.tcss"
+    TITLE = "ascend-console"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "escape", "cancel / leave prompt", show=True),
+        Binding("d", "doctor", "doctor"),
+        Binding("slash", "playbooks", "playbooks"),
+        Binding("question_mark", "help", "help"),
+        Binding("r", "toggle_record", "record"),
+        Binding("y", "copy_reply", "copy reply"),
+        Binding("ctrl+s", "save_transcript", "save chat", priority=True),
+        Binding("i", "focus_prompt", "prompt", show=False),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, options: ConsoleOptions | None = None, *,
+                 backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
+                 clock: Clock = time.time, policy: Policy | None = None) -> None:
+        super().__init__()
+        self.options = options or ConsoleOptions()
+        self.clock = clock
+        self.policy = policy or load_policy(self.options.policy_path)
+        self.host = host if host is not None else _live_host(self.options.root)
+        self.conflicts, self.msprof_error = _read_conflicts(self.options)
+        if backend is _FROM_OPTIONS:
+            backend = backend_for(self.options)
+        wiring = Wiring(self, self.options, self.policy, clock, lambda: self._main)
+        self.telemetry = TelemetryController(wiring, self.host, self.conflicts, self._record)
+        self.recording = RecordingController(wiring, self.set_subtitle,
+                                             self.telemetry.take_recorded)
+        self.chat = ChatController(wiring, backend, self.telemetry.take_engine_from,
+                                   self.telemetry.reply_finished)
+
+    # --- composition -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        options = self.options
+        yield Header()
+        with Horizontal(id="main"):
+            yield ChatPane(options.settings)
+            with VerticalScroll(id="panels"):
+                if options.serving_metrics_url:
+                    yield ServingPanel(options.serving_metrics_url, id="serving")
+                limits = thermal_limits(self.policy)
+                for index, source in enumerate(self.telemetry.sources):
+                    yield NpuPanel(limits, source=source, id=f"npu-{index}" if index else "npu")
+                yield PressurePanel(id="pressure")
+                yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
+                                  else NO_MODEL)
+                yield HostPanel(id="host")
+        yield AlertsPanel(id="alerts")
+        yield Footer()
+
+    def _record(self, snapshot: Any) -> None:
+        self.recording.record(snapshot)
+
+    @property
+    def main(self) -> Screen[Any]:
+        """The main screen, whichever screen is on top (doctor, help, …)."""
+        return self._main
+
+    def main_widget(self, kind: type[W]) -> W:
+        return self._main.query_one(kind)
+
+    def on_mount(self) -> None:
+        self._main = self.screen
+        self.set_subtitle()
+        self.main_widget(PressurePanel).show(None, None, self.conflicts)
+        if self.msprof_error:
+            self.notify(self.msprof_error, title="--msprof", severity="error", timeout=20)
+        if self.options.record is not None and not self.options.read_only:
+            self.recording.start(self.options.record)
+        self.chat.start()
+        if self.options.replay is not None:
+            self.recording.replay(self.options.replay, self.options.replay_speed)
+        elif self.options.sample_live:
+            self.telemetry.tick()
+            self.set_interval(self.options.interval_s, self.telemetry.tick, name="telemetry")
+        self.main_widget(ChatPane).focus_prompt()
+
+    def set_subtitle(self) -> None:
+        parts = [self.chat.label]
+        if self.options.replay is not None:
+            when = self.telemetry.replay_time
+            parts.insert(0, f"REPLAY {'…' if when is None else _clock_text(when)}")
+        if self.recording.recorder is not None:
+            parts.append(f"● REC {self.recording.recorder.path.name}")
+        if self.options.read_only:
+            parts.append("read-only")
+        self.sub_title = " · ".join(p for p in parts if p)
+
+    # --- worker messages -> controllers ---------------------------------------------------------
+    # a message that lands while the app closes finds no widget: it is dropped
+
+    def on_npu_sampled(self, message: msg.NpuSampled) -> None:
+        with suppress(NoMatches):
+            self.telemetry.take_npu(message.snapshot)
+
+    def on_host_sampled(self, message: msg.HostSampled) -> None:
+        with suppress(NoMatches):
+            self.telemetry.take_host(message.snapshot)
+
+    def on_serving_sampled(self, message: msg.ServingSampled) -> None:
+        with suppress(NoMatches):
+            self.telemetry.take_serving(message.snapshot)
+
+    def on_replayed(self, message: msg.Replayed) -> None:
+        with suppress(NoMatches):
+            self.recording.replayed(message)
+
+    def on_replay_ended(self, message: msg.ReplayEnded) -> None:
+        self.recording.ended(message)
+
+    def on_backend_progress(self, message: msg.BackendProgress) -> None:
+        with suppress(NoMatches):
+            self.chat.progress(message.stage)
+
+    async def on_backend_ready(self, message: msg.BackendReady) -> None:
+        with suppress(NoMatches):
+            await self.chat.ready(message.line)
+            self.set_subtitle()
+
+    def on_backend_failed(self, message: msg.BackendFailed) -> None:
+        with suppress(NoMatches):
+            self.chat.failed(message.reason, message.remedy)
+
+    async def on_reply_event(self, message: msg.ReplyEvent) -> None:
+        with suppress(NoMatches):
+            await self.chat.reply_event(message.event)
+
+    @on(ChatPane.Send)
+    async def _send(self, message: ChatPane.Send) -> None:
+        await self.chat.send(message.prompt, message.settings)
+
+    # --- actions -------------------------------------------------------------------------------
+
+    @property
+    def generating(self) -> bool:
+        return self.chat.generating
+
+    def action_escape(self) -> None:
+        """Esc: cancel the running reply; otherwise leave the prompt so letter keys work."""
+        if self.chat.cancel():
+            return
+        if self.focused is not None:
+            self.set_focus(None)
+
+    def cancel_generation(self) -> bool:
+        return self.chat.cancel()
+
+    def action_focus_prompt(self) -> None:
+        self.main_widget(ChatPane).focus_prompt()
+
+    def action_doctor(self) -> None:
+        from console.ui.screens.doctor import DoctorScreen
+
+        self.push_screen(DoctorScreen(self.run_doctor))
+
+    def run_doctor(self) -> Any:
+        """What the doctor screen runs (in its worker): every check against this console's host."""
+        from checks.context import Context
+        from checks.registry import all_checks
+        from checks.runner import run_checks
+
+        model_dir = None
+        spec = self.options.model
+        if spec is not None and spec.path.is_dir() and self.options.root == "/":
+            model_dir = spec.path.resolve()
+        return run_checks(all_checks(), Context(self.host, self.policy, model_dir,
+                                                endpoint=self._endpoint_target()))
+
+    def _endpoint_target(self) -> Any:
+        """The console's --endpoint as the doctor's endpoint checks take it."""
+        endpoint = self.options.endpoint
+        if endpoint is None:
+            return None
+        from console.options import api_key
+        from probes.http import EndpointTarget
+
+        return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
+                              or "", api_key(endpoint, os.environ))
+
+    def action_playbooks(self) -> None:
+        from console.ui.screens.playbook import PlaybookBrowser
+
+        self.push_screen(PlaybookBrowser())
+
+    def action_help(self) -> None:
+        from console.ui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """(key, what it does) for every binding, for the help screen."""
+        out = []
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding):
+                out.append((binding.key_display or binding.key, binding.description
+                            or binding.action))
+        out.append(("ctrl+p", "command palette: every action by name"))
+        out.append(("enter", "send the prompt (queued while the model loads)"))
+        return out
+
+    def action_toggle_record(self) -> None:
+        self.recording.toggle()
+
+    def action_copy_reply(self) -> None:
+        text = self.chat.session.last_reply()
+        if text is None:
+            self.notify("no reply to copy yet", severity="warning")
+            return
+        self.copy_to_clipboard(text)  # OSC 52: works over ssh and inside tmux
+        self.notify(f"copied the last reply ({len(text)} characters)")
+
+    def action_save_transcript(self) -> None:
+        settings = self.main_widget(ChatPane).settings()
+        directory = self.options.transcript_dir
+        try:
+            md_path, json_path = self.chat.session.save_transcript(
+                directory, self.chat.label, None if isinstance(settings, str) else settings)
+        except OSError as exc:
+            self.notify(f"{directory}: cannot save the transcript ({exc})", severity="error")
+            return
+        self.notify(f"transcript saved: {md_path} (and {json_path.name})", timeout=10)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Doctor", "run every check (d)", self.action_doctor)
+        yield SystemCommand("Playbooks", "search the playbooks by symptom (/)",
+                            self.action_playbooks)
+        yield SystemCommand("Help", "every key (?)", self.action_help)
+        yield SystemCommand("Cancel generation", "stop the running reply (esc)",
+                            self.cancel_generation)
+        yield SystemCommand("Copy last reply", "to the clipboard via OSC 52 (y)",
+                            self.action_copy_reply)
+        yield SystemCommand("Save transcript", "write the chat as Markdown and JSON (ctrl+s)",
+                            self.action_save_transcript)
+        yield SystemCommand("Focus prompt", "type a message (i)", self.action_focus_prompt)
+        if not self.options.read_only:
+            yield SystemCommand("Toggle recording", "record telemetry to SQLite (r)",
+                                self.action_toggle_record)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action == "toggle_record" and self.options.read_only)
+
+    async def action_quit(self) -> None:
+        self.chat.cancel()
+        self.recording.stop()
+        self.telemetry.close()
+        self.exit(0)
+
+
+def _live_host(root: str) -> Host:
+    from probes.live import LiveHost
+
+    return LiveHost(root=root)
+
+
+def _read_conflicts(options: ConsoleOptions) -> tuple[list[OpConflict] | None, str]:
+    """The msprof bank-conflict ratios (read once: a profile does not change), or the error."""
+    if options.msprof is None:
+        return None, ""
+    try:
+        return read_conflicts(options.msprof), ""
+    except MsprofError as exc:
+        return None, str(exc)
+
+
+def _clock_text(t: float) -> str:
+    return dt.datetime.fromtimestamp(t).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")

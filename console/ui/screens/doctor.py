@@ -1,0 +1,190 @@
+"""Doctor screen: runs the checks in a thread worker, shows results grouped by category, and
+opens a result's playbook on Enter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, LoadingIndicator, Static
+
+from checks.model import STATUSES, Result, Status
+from checks.runner import Run
+from console.ui.screens.playbook import PlaybookScreen
+
+STATUS_STYLES: dict[Status, str] = {
+    "pass": "green",
+    "warn": "bold yellow",
+    "fail": "bold white on red",
+    "skip": "dim",
+    "error": "bold magenta",
+}
+STATUS_ORDER: dict[Status, int] = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
+CATEGORY_PREFIX = "category:"
+
+
+def status_cell(status: Status) -> Text:
+    return Text(status.upper(), style=STATUS_STYLES[status])
+
+
+def group_by_category(results: tuple[Result, ...]) -> dict[str, list[Result]]:
+    """Categories in order of first appearance; worst results first within each."""
+    groups: dict[str, list[Result]] = {}
+    for result in results:
+        groups.setdefault(result.category, []).append(result)
+    return {cat: sorted(rs, key=lambda r: STATUS_ORDER[r.status]) for cat, rs in groups.items()}
+
+
+def counts_text(run: Run) -> Text:
+    counts = run.counts()
+    text = Text("Doctor  ", style="bold")
+    for index, status in enumerate(STATUSES):
+        if index:
+            text.append(" · ")
+        text.append(f"{counts[status]} {status}", style=STATUS_STYLES[status] if counts[status]
+                    else "dim")
+    text.append(f"  in {run.duration_ms / 1000:.1f} s", style="dim")
+    return text
+
+
+def detail_text(result: Result) -> Text:
+    text = Text(f"{result.title} ({result.id})\n", style="bold")
+    text.append(result.summary + "\n")
+    for line in result.evidence:
+        text.append(f"  · {line}\n", style="dim")
+    if result.remedy:
+        text.append(f"fix: {result.remedy}\n", style="yellow")
+    if result.waiver:
+        text.append(f"waived: {result.waiver}\n", style="cyan")
+    text.append(f"Enter opens playbook {result.playbook or result.id}", style="italic")
+    return text
+
+
+class DoctorScreen(Screen[None]):
+    """The doctor inside the console: `run_checks` is called in a thread, never on the UI."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back"),
+        Binding("q", "close", "Back", show=False),
+        Binding("r", "rerun", "Run again"),
+    ]
+    DEFAULT_CSS = """
+    DoctorScreen #doctor-summary { height: 1; margin: 0 1; }
+    DoctorScreen #doctor-loading { height: 3; }
+    DoctorScreen #doctor-results { height: 1fr; margin: 0 1; }
+    DoctorScreen #doctor-detail {
+        height: auto;
+        max-height: 12;
+        border: round $primary;
+        margin: 0 1;
+        padding: 0 1;
+    }
+    """
+
+    class ChecksDone(Message):
+        def __init__(self, run: Run) -> None:
+            super().__init__()
+            self.run = run
+
+    class ChecksFailed(Message):
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(self, run_checks: Callable[[], Run]) -> None:
+        super().__init__()
+        self._run_checks = run_checks
+        self._results: dict[str, Result] = {}
+        self.last_run: Run | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("running the checks…", id="doctor-summary")
+        yield LoadingIndicator(id="doctor-loading")
+        table: DataTable[Text] = DataTable(id="doctor-results", cursor_type="row")
+        table.add_column("Status", key="status", width=6)
+        table.add_column("Check", key="id")
+        table.add_column("Summary", key="summary")
+        yield table
+        yield Static("", id="doctor-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "Doctor"
+        self._start()
+
+    def _start(self) -> None:
+        self.query_one("#doctor-loading").display = True
+        self.query_one("#doctor-results").display = False
+        self.query_one("#doctor-detail").display = False
+        self.query_one("#doctor-summary", Static).update(Text("running the checks…"))
+        self._work()
+
+    @work(thread=True, exclusive=True, group="doctor", exit_on_error=False)
+    def _work(self) -> None:
+        # a thread: only post messages from here, never touch widgets
+        try:
+            run = self._run_checks()
+        except Exception as exc:
+            self.post_message(self.ChecksFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(self.ChecksDone(run))
+
+    @on(ChecksDone)
+    def _show_run(self, message: ChecksDone) -> None:
+        self.last_run = message.run
+        self.query_one("#doctor-loading").display = False
+        self.query_one("#doctor-summary", Static).update(counts_text(message.run))
+        table: DataTable[Text] = self.query_one("#doctor-results", DataTable)
+        table.display = True
+        self._fill(table, message.run)
+        table.focus()
+
+    @on(ChecksFailed)
+    def _show_failure(self, message: ChecksFailed) -> None:
+        self.query_one("#doctor-loading").display = False
+        self.query_one("#doctor-summary", Static).update(
+            Text(f"the doctor could not run: {message.error} (press r to try again)",
+                 style="bold red"))
+
+    def _fill(self, table: DataTable[Text], run: Run) -> None:
+        table.clear()
+        self._results = {}
+        for category, results in group_by_category(run.results).items():
+            table.add_row(Text(""), Text(category, style="bold underline"), Text(""),
+                          key=CATEGORY_PREFIX + category)
+            for index, result in enumerate(results):
+                key = f"{category}:{index}:{result.id}"
+                self._results[key] = result
+                table.add_row(status_cell(result.status), Text(result.id), Text(result.summary),
+                              key=key)
+        if len(table.rows) > 1:
+            table.move_cursor(row=1)
+
+    def result_at(self, row_key: str | None) -> Result | None:
+        return self._results.get(row_key or "")
+
+    @on(DataTable.RowHighlighted, "#doctor-results")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        result = self.result_at(event.row_key.value)
+        detail = self.query_one("#doctor-detail", Static)
+        detail.display = result is not None
+        if result is not None:
+            detail.update(detail_text(result))
+
+    @on(DataTable.RowSelected, "#doctor-results")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        result = self.result_at(event.row_key.value)
+        if result is not None:
+            self.app.push_screen(PlaybookScreen(result.playbook or result.id))
+
+    def action_rerun(self) -> None:
+        self._start()
+
+    def action_close(self) -> None:
+        self.dismiss()

@@ -1,0 +1,106 @@
+"""Engine panel: what the in-process engine runs on and how fast its last generation went."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widget import Widget
+from textual.widgets import Sparkline, Static
+
+from console.history import History
+from console.snapshots import EngineSnapshot
+
+PREFILL_HISTORY_KEY = "engine:prefill_tokens_per_s"
+DECODE_HISTORY_KEY = "engine:decode_tokens_per_s"
+NO_MODEL = "no model loaded"
+NO_VALUE = "–"
+
+
+def format_rate(tokens_per_s: float | None) -> str:
+    return NO_VALUE if tokens_per_s is None else f"{tokens_per_s:.1f} tok/s"
+
+
+def format_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover - the loop always returns
+
+
+def kv_occupancy_text(snapshot: EngineSnapshot) -> str:
+    return (f"{snapshot.kv_occupancy:.0%} ({snapshot.kv_tokens_used} / "
+            f"{snapshot.max_seq_len} positions)")
+
+
+def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
+    ttft = NO_VALUE if snapshot.ttft_s is None else f"{snapshot.ttft_s * 1000:.0f} ms"
+    return [
+        ("device", snapshot.device),
+        ("dtype", snapshot.dtype),
+        ("architecture", snapshot.architecture),
+        ("fp8 mode", snapshot.fp8_mode),
+        ("fused ops", ", ".join(snapshot.fused_ops) or "none active (standard torch ops)"),
+        ("TTFT", ttft),
+        ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
+        ("decode", format_rate(snapshot.decode_tokens_per_s)),
+        ("KV cache", kv_occupancy_text(snapshot)),
+    ]
+
+
+def facts_table(rows: list[tuple[str, str]]) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for label, value in rows:
+        grid.add_row(label, Text(value))
+    return grid
+
+
+class EnginePanel(Widget):
+    """Engine facts plus prefill and decode tokens/s sparklines from the History."""
+
+    DEFAULT_CSS = """
+    EnginePanel {
+        height: auto;
+        border: round $primary;
+        padding: 0 1;
+    }
+    EnginePanel #engine-facts { height: auto; }
+    EnginePanel .engine-trend { height: 1; }
+    EnginePanel .engine-trend-label { width: 10; }
+    EnginePanel Sparkline { width: 1fr; height: 1; }
+    """
+
+    def __init__(
+        self, *, empty: str = NO_MODEL, name: str | None = None, id: str | None = None,
+        classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.border_title = "Engine"
+        self.empty = empty  # what the panel says with no engine in this process
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.empty, id="engine-facts")
+        with Horizontal(classes="engine-trend"):
+            yield Static("prefill", classes="engine-trend-label")
+            yield Sparkline([], id="engine-prefill-trend")
+        with Horizontal(classes="engine-trend"):
+            yield Static("decode", classes="engine-trend-label")
+            yield Sparkline([], id="engine-decode-trend")
+
+    def show(self, snapshot: EngineSnapshot | None, history: History) -> None:
+        facts = self.query_one("#engine-facts", Static)
+        if snapshot is None:
+            facts.update(Text(self.empty, style="dim"))
+        else:
+            facts.update(facts_table(engine_facts(snapshot)))
+        for trend in self.query(".engine-trend"):
+            trend.display = snapshot is not None
+        self.query_one("#engine-prefill-trend", Sparkline).data = history.values(
+            PREFILL_HISTORY_KEY)
+        self.query_one("#engine-decode-trend", Sparkline).data = history.values(
+            DECODE_HISTORY_KEY)

@@ -1,0 +1,158 @@
+"""Every kind of npu-smi output this package reads, in one registry: name, detector, parser.
+
+`parse(text)` is the one way in: it blanks the noise lines out (`probes.npu_smi.noise`), asks
+each kind in order whether the text is its output, and hands the text to the first that says
+yes. A new kind of output is one more `OutputKind` entry (and its parser module).
+
+Detectors see the non-blank lines of the noise-free text; they look for the kind's header
+or typical lines, never for widths. Order matters where outputs share features: an error
+message beats anything around it, tables come before the key/value family, and the generic
+key/value parser comes last.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from probes.errors import ParseError
+from probes.npu_smi.error import detect_error
+from probes.npu_smi.jsonform import ParseResult
+from probes.npu_smi.kv import parse_kv
+from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch, watch_columns
+from probes.npu_smi.model import NpuSmiError
+from probes.npu_smi.noise import blank_noise
+from probes.npu_smi.proc_mem import parse_proc_mem
+from probes.npu_smi.table import parse_info
+from probes.npu_smi.topo import looks_like_topo, parse_topo
+
+Lines = Sequence[str]
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """One kind of npu-smi output: `detect` sees its lines, `parse` reads its text."""
+
+    name: str
+    detect: Callable[[Lines], bool]
+    parse: Callable[[str], ParseResult]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What `parse` found: the kind's name, the parser's result, the noise lines taken out."""
+
+    kind: str
+    result: ParseResult
+    noise: tuple[str, ...]
+
+
+_INFO_TITLE = re.compile(r"^\s*\|\s*npu-smi\s+\S+\s+Version:")
+_INFO_HEADER = re.compile(r"^\s*\|.*\bHealth\b")
+_MAPPING_HEADER = re.compile(r"^\s*NPU ID\s+Chip ID\b")
+_LIST_COUNT = re.compile(r"^\s*(?:Total|Card) Count\s*:")
+# npu-smi pads keys (`\t%-30s : `), so its separator always has blank space before the colon
+_KV_LINE = re.compile(r"^\s*\S.*?\s:(?:\s|$)")
+_PROCESS_LINE = re.compile(r"^\s*(?:Process id\b|No process in device\b)", re.IGNORECASE)
+
+
+def _is_error(lines: Lines) -> bool:
+    return detect_error("\n".join(lines)) is not None
+
+
+def _parse_error(text: str) -> NpuSmiError:
+    error = detect_error(text)
+    if error is None:  # the detector said yes: only a caller skipping it can get here
+        raise ParseError("npu-smi error output", "no error message found")
+    return error
+
+
+def _is_info(lines: Lines) -> bool:
+    return any(_INFO_TITLE.match(ln) or _INFO_HEADER.match(ln) for ln in lines)
+
+
+def _is_watch(lines: Lines) -> bool:
+    return any(len(watch_columns(ln)) >= 2 for ln in lines)
+
+
+def _is_mapping(lines: Lines) -> bool:
+    return any(_MAPPING_HEADER.match(ln) for ln in lines)
+
+
+def _is_list(lines: Lines) -> bool:
+    return any(_LIST_COUNT.match(ln) for ln in lines)
+
+
+def _looks_key_value(lines: Lines) -> bool:
+    """Mostly `Key   : value` lines."""
+    kv_lines = sum(1 for ln in lines if _KV_LINE.match(ln))
+    return bool(lines) and 2 * kv_lines >= len(lines)
+
+
+def _is_proc_mem(lines: Lines) -> bool:
+    """Process lines (or `No process in device.`) and key/value lines, mostly."""
+    processes = sum(1 for ln in lines if _PROCESS_LINE.match(ln))
+    kv_lines = sum(1 for ln in lines if _KV_LINE.match(ln))
+    return processes > 0 and 2 * (processes + kv_lines) >= len(lines)
+
+
+KINDS: tuple[OutputKind, ...] = (
+    OutputKind("error", _is_error, _parse_error),
+    OutputKind("info", _is_info, parse_info),
+    OutputKind("watch", _is_watch, parse_watch),
+    OutputKind("mapping", _is_mapping, parse_mapping),
+    OutputKind("list", _is_list, parse_list),
+    OutputKind("topo", looks_like_topo, parse_topo),
+    OutputKind("proc-mem", _is_proc_mem, parse_proc_mem),
+    OutputKind("kv", _looks_key_value, parse_kv),
+)
+
+KNOWN = "info, -m, -l, watch, -t ..."
+
+# The largest real output (`npu-smi info` of a 16-die A3 with processes) is a few hundred lines
+# and tens of KB; a `watch` log grows by one line per chip and interval. These limits keep a
+# paste of anything bigger from taking minutes and gigabytes (parse time is linear below them).
+MAX_INPUT_BYTES = 8 * 1024 * 1024
+MAX_INPUT_LINES = 50_000
+
+
+def check_size(text: str, what: str) -> None:
+    """Raise ParseError when `text` is over the limits of one npu-smi output."""
+    if len(text) > MAX_INPUT_BYTES:
+        raise ParseError(what, f"more than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, larger than "
+                         "any npu-smi output; pass one command's output (`tail -n 2000 FILE` of "
+                         "a watch log)")
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if lines > MAX_INPUT_LINES:
+        raise ParseError(what, f"{lines:,} lines, more than the {MAX_INPUT_LINES:,} of any "
+                         "npu-smi output; pass one command's output (`tail -n 2000 FILE` of a "
+                         "watch log)")
+
+
+def _content_lines(clean: str) -> list[str]:
+    return [line for line in clean.splitlines() if line.strip()]
+
+
+def _kind_of(clean: str) -> OutputKind | None:
+    lines = _content_lines(clean)
+    return next((kind for kind in KINDS if kind.detect(lines)), None)
+
+
+def detect_kind(text: str) -> str:
+    """The registry name of the kind `text` is an output of, or "unknown"; ParseError for a
+    text over the limits (MAX_INPUT_BYTES, MAX_INPUT_LINES)."""
+    check_size(text, "npu-smi output")
+    kind = _kind_of(blank_noise(text)[0])
+    return "unknown" if kind is None else kind.name
+
+
+def parse(text: str, what: str = "npu-smi output") -> Parsed:
+    """Detect the kind of an npu-smi output and parse it. Raises ParseError naming `what`,
+    also for a text over MAX_INPUT_BYTES or MAX_INPUT_LINES."""
+    check_size(text, what)
+    clean, noise = blank_noise(text)
+    kind = _kind_of(clean)
+    if kind is None:
+        raise ParseError(what, f"not an npu-smi output this tool knows ({KNOWN})")
+    return Parsed(kind.name, kind.parse(clean), noise)

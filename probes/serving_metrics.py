@@ -1,0 +1,152 @@
+"""What a serving engine's /metrics says about load, KV cache, latency and throughput.
+
+Each logical metric has an ordered list of the names servers have used for it, because the
+names move: vLLM renamed `vllm:gpu_cache_usage_perc` to `vllm:kv_cache_usage_perc` and
+`vllm:time_per_output_token_seconds` to `vllm:inter_token_latency_seconds` (deprecated in 0.9,
+hidden a release later: docs.vllm.ai "Production Metrics"; vllm-project/vllm
+`vllm/v1/metrics/loggers.py`), and MindIE exports the same facts without the `vllm:` prefix on
+its management port (hiascend.com MindIE Service "服务监控指标查询接口（普罗格式）"). The first
+name found wins; a logical metric with none is "not exported", never zero.
+
+Pure reading: sums over label sets (engines, models), no judgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from probes.prometheus import Exposition, Sample
+
+# logical metric -> (kind, candidate sample base names, label filter)
+GAUGES: dict[str, tuple[str, ...]] = {
+    "running": ("vllm:num_requests_running", "num_requests_running"),
+    "waiting": ("vllm:num_requests_waiting", "num_requests_waiting"),
+    "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+                       "npu_cache_usage_perc"),
+}
+COUNTERS: dict[str, tuple[str, ...]] = {
+    "prompt_tokens": ("vllm:prompt_tokens_total", "prompt_tokens_total"),
+    "generation_tokens": ("vllm:generation_tokens_total", "generation_tokens_total"),
+    "preemptions": ("vllm:num_preemptions_total", "num_preemptions_total"),
+    "failed_requests": ("request_failed_total",),
+}
+# finished requests by reason: vLLM counts aborts as a finished_reason of request_success
+ABORTS: tuple[tuple[str, str, str], ...] = (
+    ("vllm:request_success_total", "finished_reason", "abort"),
+)
+HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds", "time_to_first_token_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+            "time_per_output_token_seconds"),
+}
+LOGICAL = (*GAUGES, *COUNTERS, "aborted_requests", *HISTOGRAMS)
+# what ascend-console's serving panel and `endpoint.metrics` need at the least
+REQUIRED = ("running", "waiting", "kv_cache_usage", "ttft", "itl", "prompt_tokens",
+            "generation_tokens")
+MINDIE_ONLY = frozenset({"request_received_total", "request_failed_total",
+                         "npu_cache_usage_perc", "failed_request_perc"})
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Cumulative bucket counts by upper bound (summed over label sets), count and sum."""
+
+    buckets: tuple[tuple[float, float], ...]  # (le, cumulative count), ascending le
+    count: float
+    sum: float
+
+
+@dataclass(frozen=True)
+class ServingReading:
+    """One scrape, read: the value of each logical metric that was exported, and the name
+    each was read from."""
+
+    server: str  # "vLLM", "MindIE" or "unknown"
+    gauges: Mapping[str, float]
+    counters: Mapping[str, float]
+    histograms: Mapping[str, Histogram]
+    names: Mapping[str, str]  # logical metric -> the sample name it was read from
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Logical metrics this server does not export."""
+        return tuple(m for m in LOGICAL if m not in self.names)
+
+
+def read_serving(expo: Exposition) -> ServingReading:
+    names: dict[str, str] = {}
+    gauges = {m: v for m, c in GAUGES.items() if (v := _summed(expo, c, m, names)) is not None}
+    counters = {m: v for m, c in COUNTERS.items()
+                if (v := _summed(expo, c, m, names)) is not None}
+    aborted = _aborts(expo, names)
+    if aborted is not None:
+        counters["aborted_requests"] = aborted
+    if "kv_cache_usage" in gauges and names["kv_cache_usage"] == "npu_cache_usage_perc":
+        # MindIE's help text says 1 means 100 %, its published samples show 30: normalise
+        value = gauges["kv_cache_usage"]
+        gauges["kv_cache_usage"] = value / 100 if value > 1 else value
+    histograms = {m: h for m, c in HISTOGRAMS.items()
+                  if (h := _histogram(expo, c, m, names)) is not None}
+    return ServingReading(_server(expo), MappingProxyType(gauges), MappingProxyType(counters),
+                          MappingProxyType(histograms), MappingProxyType(names))
+
+
+def _server(expo: Exposition) -> str:
+    present = expo.names
+    if any(name.startswith("vllm:") for name in present):
+        return "vLLM"
+    bases = {name.removesuffix("_bucket").removesuffix("_count") for name in present}
+    if present & MINDIE_ONLY or bases & {"num_requests_running", "time_to_first_token_seconds"}:
+        return "MindIE"
+    return "unknown"
+
+
+def _summed(expo: Exposition, candidates: tuple[str, ...], logical: str,
+            names: dict[str, str]) -> float | None:
+    for name in candidates:
+        samples = expo.named(name)
+        if samples:
+            names[logical] = name
+            return sum(s.value for s in samples)
+    return None
+
+
+def _aborts(expo: Exposition, names: dict[str, str]) -> float | None:
+    for name, label, value in ABORTS:
+        samples = expo.named(name)
+        if samples:
+            names["aborted_requests"] = f'{name}{{{label}="{value}"}}'
+            return sum(s.value for s in samples if s.label(label) == value)
+    return None
+
+
+def _histogram(expo: Exposition, candidates: tuple[str, ...], logical: str,
+               names: dict[str, str]) -> Histogram | None:
+    for name in candidates:
+        buckets = expo.named(f"{name}_bucket")
+        if not buckets:
+            continue
+        names[logical] = name
+        return Histogram(_cumulative(buckets), _total(expo.named(f"{name}_count")),
+                         _total(expo.named(f"{name}_sum")))
+    return None
+
+
+def _cumulative(buckets: list[Sample]) -> tuple[tuple[float, float], ...]:
+    by_le: dict[float, float] = {}
+    for sample in buckets:
+        le = sample.label("le")
+        if le is None:
+            continue
+        try:
+            bound = float(le)
+        except ValueError:
+            continue
+        by_le[bound] = by_le.get(bound, 0.0) + sample.value
+    return tuple(sorted(by_le.items()))
+
+
+def _total(samples: list[Sample]) -> float:
+    return sum(s.value for s in samples)

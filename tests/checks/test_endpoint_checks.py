@@ -1,0 +1,158 @@
+"""endpoint.health / endpoint.smoke / endpoint.metrics against a real loopback HTTP server that
+answers with recorded bodies (tests/corpus/serving; provenance in its README)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks.builtin.endpoint import endpoint_health, endpoint_metrics, endpoint_smoke
+from checks.context import Context
+from checks.policy import load_policy
+from probes.http import EndpointTarget, Secret
+from probes.live import LiveHost
+
+SERVING = Path(__file__).resolve().parents[1] / "corpus" / "serving"
+STREAM = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
+MODELS = (SERVING / "llamacpp_models.json").read_bytes()
+MODEL_ID = json.loads(MODELS)["data"][0]["id"]
+
+Reply = tuple[int, str, bytes]  # status, content type, body
+Routes = dict[str, Callable[[dict[str, str]], Reply]]
+
+
+def ok_json(body: bytes) -> Callable[[dict[str, str]], Reply]:
+    return lambda headers: (200, "application/json", body)
+
+
+def sse(body: bytes) -> Callable[[dict[str, str]], Reply]:
+    return lambda headers: (200, "text/event-stream", body)
+
+
+def text(body: bytes) -> Callable[[dict[str, str]], Reply]:
+    return lambda headers: (200, "text/plain; version=0.0.4", body)
+
+
+@pytest.fixture
+def server() -> Iterator[Callable[[Routes], str]]:
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(routes: Routes) -> str:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                route = routes.get(self.path)
+                status, kind, body = (route(dict(self.headers)) if route else
+                                      (404, "application/json", b'{"detail": "Not Found"}'))
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        made = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        servers.append(made)
+        threading.Thread(target=made.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{made.server_address[1]}"
+
+    yield start
+    for made in servers:
+        made.shutdown()
+        made.server_close()
+
+
+def ctx(url: str, model: str | None = None, key: Secret | None = None) -> Context:
+    return Context(LiveHost(), load_policy(), endpoint=EndpointTarget.of(url, model,
+                                                                         api_key=key))
+
+
+def vllm_routes(metrics: bytes) -> Routes:
+    return {"/v1/models": ok_json(MODELS), "/v1/chat/completions": sse(STREAM),
+            "/metrics": text(metrics)}
+
+
+def test_a_healthy_vllm_like_server_passes(server: Callable[[Routes], str]) -> None:
+    a = (SERVING / "vllm_v1_names_a.prom").read_bytes()
+    url = server(vllm_routes(a))
+    context = ctx(url)
+    health, smoke, metrics = (endpoint_health(context), endpoint_smoke(context),
+                              endpoint_metrics(context))
+    assert health.status == "pass" and MODEL_ID in health.summary
+    assert smoke.status == "pass" and "well-formed" in smoke.summary
+    assert metrics.status == "pass" and "vLLM exports what the console reads" in metrics.summary
+    assert any("kv_cache_usage <- vllm:kv_cache_usage_perc" in e for e in metrics.evidence)
+
+
+def test_the_named_model_must_be_served(server: Callable[[Routes], str]) -> None:
+    url = server({"/v1/models": ok_json(MODELS)})
+    finding = endpoint_health(ctx(url, "qwen3-30b-a3b"))
+    assert finding.status == "fail" and "does not serve 'qwen3-30b-a3b'" in finding.summary
+
+
+def test_auth_is_explained_and_the_key_is_sent(server: Callable[[Routes], str]) -> None:
+    def models(headers: dict[str, str]) -> Reply:
+        if headers.get("Authorization") != "Bearer sk-test":
+            return 401, "application/json", b'{"error": {"message": "Unauthorized"}}'
+        return 200, "application/json", MODELS
+
+    url = server({"/v1/models": models})
+    refused = endpoint_health(ctx(url))
+    assert refused.status == "fail" and "HTTP 401" in refused.summary
+    assert "--endpoint-api-key-env" in refused.remedy
+    assert endpoint_health(ctx(url, key=Secret("sk-test"))).status == "pass"
+
+
+def test_a_loaded_server_and_old_names_warn(server: Callable[[Routes], str]) -> None:
+    b = (SERVING / "vllm_v1_names_b.prom").read_bytes()  # 2 waiting
+    finding = endpoint_metrics(ctx(server(vllm_routes(b))))
+    assert finding.status == "warn" and "2 requests waiting" in finding.summary
+    mindie = (SERVING / "mindie_a.prom").read_bytes()
+    finding = endpoint_metrics(ctx(server(vllm_routes(mindie))))
+    assert finding.status == "pass" and finding.summary.startswith("MindIE")
+
+
+def test_no_metrics_is_a_warn_saying_so(server: Callable[[Routes], str]) -> None:
+    url = server({"/v1/models": ok_json(MODELS)})
+    finding = endpoint_metrics(ctx(url))
+    assert finding.status == "warn" and "exports no /metrics" in finding.summary
+
+
+def test_a_malformed_or_cut_stream_fails_the_smoke(server: Callable[[Routes], str]) -> None:
+    cut = STREAM[: STREAM.rindex(b"data: {") + 30]
+    finding = endpoint_smoke(ctx(server({"/v1/models": ok_json(MODELS),
+                                         "/v1/chat/completions": sse(cut)})))
+    assert finding.status == "fail" and "malformed" in finding.summary
+    assert any("cut mid-event" in e for e in finding.evidence)
+    error = b'data: {"error": {"message": "engine dead", "code": 500}}\n\n'
+    finding = endpoint_smoke(ctx(server({"/v1/models": ok_json(MODELS),
+                                         "/v1/chat/completions": sse(error)})))
+    assert finding.status == "fail" and "no text" in finding.summary
+
+
+def test_an_over_budget_first_token_warns(server: Callable[[Routes], str],
+                                          tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("endpoint:\n  ttft_budget_s: 0.0\n")
+    url = server({"/v1/models": ok_json(MODELS), "/v1/chat/completions": sse(STREAM)})
+    context = Context(LiveHost(), load_policy(policy), endpoint=EndpointTarget.of(url))
+    finding = endpoint_smoke(context)
+    assert finding.status == "warn" and "over the 0 s budget" in finding.summary
+
+
+def test_a_stopped_server_fails_each_check_with_one_line() -> None:
+    context = ctx("http://127.0.0.1:9/v1")
+    for check in (endpoint_health, endpoint_smoke, endpoint_metrics):
+        finding = check(context)
+        assert finding.status == "fail" and "connection refused" in finding.summary
+        assert "\n" not in finding.summary

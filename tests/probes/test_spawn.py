@@ -1,0 +1,65 @@
+"""probes.spawn: a timeout and an output cap bound every program the project runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from probes.spawn import spawn
+
+ENV = dict(os.environ)
+ENDLESS = "import sys\nwhile True: sys.{}.write('x' * 65536)"
+
+
+def test_a_program_that_prints_without_end_is_stopped_at_the_cap() -> None:
+    cap = 256 * 1024
+    result = spawn([sys.executable, "-c", ENDLESS.format("stdout")], 60, ENV,
+                   max_output_bytes=cap)
+    assert result.outcome == "output_limit"
+    assert len(result.stdout) == cap and result.exit_code is None
+    assert result.error == "output over 0.25 MiB; stopped"
+    assert "printed too much" in result.describe()
+
+
+def test_stderr_counts_too() -> None:
+    result = spawn([sys.executable, "-c", ENDLESS.format("stderr")], 60, ENV,
+                   max_output_bytes=100_000)
+    assert result.outcome == "output_limit"
+    assert len(result.stderr) == 100_000 and result.stdout == ""
+
+
+def test_output_within_the_cap_is_whole() -> None:
+    script = "import sys; sys.stdout.write('o' * 5000); sys.stderr.write('e' * 5000)"
+    result = spawn([sys.executable, "-c", script], 60, ENV, max_output_bytes=10_000)
+    assert result.outcome == "exited" and result.exit_code == 0
+    assert result.stdout == "o" * 5000 and result.stderr == "e" * 5000
+
+
+def test_closed_pipes_do_not_end_the_wait() -> None:
+    # the program closes its output but keeps running: still the timeout that ends it
+    script = "import os, time; os.close(1); os.close(2); time.sleep(30)"
+    result = spawn([sys.executable, "-c", script], 0.5, ENV)
+    assert result.outcome == "timeout"
+
+
+def test_exit_code_after_closed_pipes() -> None:
+    result = spawn([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"], 60, ENV)
+    assert (result.outcome, result.exit_code, result.stdout) == ("exited", 3, "hi\n")
+
+
+def test_every_host_run_has_the_cap(tmp_path: Path) -> None:
+    """The doctor, bundles and the console's sampler all run npu-smi through LiveHost.run
+    (probes.inventory): an endless one is stopped there, for all of them."""
+    from probes.inventory import read_live
+    from probes.live import LiveHost
+
+    program = tmp_path / "usr/local/bin/npu-smi"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\nexec yes '| 0 910B4 | OK |'\n")
+    program.chmod(0o755)
+    host = LiveHost(root=str(tmp_path), env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+                    max_output_bytes=64 * 1024)
+    reading = read_live(host, timeout_s=60)
+    assert reading.command is not None and reading.command.outcome == "output_limit"
+    assert "output over 0.0625 MiB" in reading.error_text
