@@ -115,6 +115,7 @@ def _npu_reading(options: HostOptions) -> NpuReading:
 
 
 def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -> Resolved:
+    from checks.secret_names import is_secret_name
     from probes.target import resolve
     from probes.target.envfile import EnvFileError
     from probes.target.proc import ProcError
@@ -126,9 +127,10 @@ def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -
         except EnvFileError as exc:
             raise UsageError(f"--env-file {exc}") from None
     if options.pid is None:
-        return resolve.from_discovery(reader, rows, known, dict(os.environ))
+        return resolve.from_discovery(reader, rows, known, dict(os.environ),
+                                      is_secret=is_secret_name)
     try:
-        return resolve.from_pid(reader, options.pid, rows, known)
+        return resolve.from_pid(reader, options.pid, rows, known, is_secret_name)
     except ProcError as exc:
         raise UsageError(f"--pid {options.pid}: {exc}") from None
 

@@ -42,7 +42,8 @@ def judged_environment(ctx: Context) -> str:
     if target.kind == "shell":
         return (f"environment judged: this shell's ({target.chosen}); name the service with "
                 "--pid PID or --env-file FILE")
-    return f"environment judged: {target.label}, from {target.environment}"
+    who = f"process {target.pid}'s" if target.pid is not None else "the service's"
+    return f"environment judged: {who}, from {target.environment}"
 
 
 def about_target(ctx: Context, finding: Finding) -> Finding:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from probes.target.model import Candidate, NpuUse
 from probes.target.proc import ProcError, ProcReader
-from probes.target.serving import display, server_kind
+from probes.target.serving import SecretName, display, masked, server_kind
 
 MAX_ANCESTRY = 64
 LABEL_CHARS = 96
@@ -65,9 +65,9 @@ def servers(reader: ProcReader, exclude: Iterable[int]) -> dict[int, tuple[tuple
     return found
 
 
-def discover(reader: ProcReader, npu_rows: Sequence[NpuUse],
-             own_pid: int | None = None) -> list[Candidate]:
-    """The candidates, best first (module docstring)."""
+def discover(reader: ProcReader, npu_rows: Sequence[NpuUse], own_pid: int | None = None,
+             is_secret: SecretName | None = None) -> list[Candidate]:
+    """The candidates, best first (module docstring); secret-looking flag values masked."""
     own = os.getpid() if own_pid is None else own_pid
     exclude = {own, *_ancestors(reader, own)}
     found = servers(reader, exclude)
@@ -79,14 +79,14 @@ def discover(reader: ProcReader, npu_rows: Sequence[NpuUse],
             continue
         owner = _owner(reader, row.pid, top)
         (held[owner] if owner is not None else loose.setdefault(row.pid, [])).append(row)
-    candidates = [Candidate(pid, label(found[pid][0]),
+    candidates = [Candidate(pid, label(masked(found[pid][0], is_secret)),
                             ", ".join([SERVER_NAMES[found[pid][1]], *_holding(held[pid])]),
                             found[pid][1], tuple(held[pid]))
                   for pid in top]
     candidates.sort(key=lambda c: (not c.npus, c.pid))
     for pid, rows in sorted(loose.items()):
-        candidates.append(Candidate(pid, _label_of(reader, pid), _holding(rows)[0], "",
-                                    tuple(rows)))
+        candidates.append(Candidate(pid, _label_of(reader, pid, is_secret),
+                                    _holding(rows)[0], "", tuple(rows)))
     return candidates
 
 
@@ -115,8 +115,8 @@ def npus_of(reader: ProcReader, pid: int, npu_rows: Sequence[NpuUse]) -> tuple[N
     return tuple(r for r in npu_rows if r.pid == pid or pid in _ancestors(reader, r.pid))
 
 
-def _label_of(reader: ProcReader, pid: int) -> str:
+def _label_of(reader: ProcReader, pid: int, is_secret: SecretName | None) -> str:
     try:
-        return label(reader.cmdline(pid), reader.status(pid).name)
+        return label(masked(reader.cmdline(pid), is_secret), reader.status(pid).name)
     except ProcError:
         return f"[pid {pid}: not readable]"

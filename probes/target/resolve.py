@@ -16,7 +16,7 @@ from probes.live import LiveHost
 from probes.target.discovery import discover, npus_of
 from probes.target.model import Candidate, NpuUse, Target, shell_target
 from probes.target.proc import ProcDenied, ProcError, ProcGone, ProcReader
-from probes.target.serving import display, serving_args
+from probes.target.serving import SecretName, display, masked, serving_args
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,11 @@ def _sudo_hint(pid: int, uid: int | None) -> str:
 
 def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[NpuUse],
                  npus_known: bool, *, env_required: bool,
-                 candidates: tuple[Candidate, ...] = ()) -> Resolved:
+                 candidates: tuple[Candidate, ...] = (),
+                 is_secret: SecretName | None = None) -> Resolved:
     """The Target of process `pid`. Raises ProcGone (not there, or gone while read) and,
-    when `env_required`, ProcDenied for an environment the kernel refuses."""
+    when `env_required`, ProcDenied for an environment the kernel refuses. The command line
+    is read whole; the Target keeps it with secret-looking flag values masked."""
     info, problems = reader.process(pid)
     env: Mapping[str, str] = {}
     env_error = ""
@@ -53,6 +55,7 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
                        "the process exited while it was being read") from None
     files = LiveHost(root=info.files_root, env=env)
     serving = serving_args(info.cmdline, files, env, info.cwd)
+    info = replace(info, cmdline=masked(info.cmdline, is_secret))
     where = "" if info.mount_ns != "other" else f"; its files under {info.files_root}"
     target = Target(
         kind="process", chosen=chosen,
@@ -71,21 +74,24 @@ def _short(command: str, limit: int = 96) -> str:
 
 
 def from_pid(reader: ProcReader, pid: int, npu_rows: Sequence[NpuUse],
-             npus_known: bool) -> Resolved:
+             npus_known: bool, is_secret: SecretName | None = None) -> Resolved:
     """`--pid PID`. Raises ProcError (ProcGone, ProcDenied) with a message to show."""
-    return read_process(reader, pid, f"--pid {pid}", npu_rows, npus_known, env_required=True)
+    return read_process(reader, pid, f"--pid {pid}", npu_rows, npus_known, env_required=True,
+                        is_secret=is_secret)
 
 
 def from_discovery(reader: ProcReader, npu_rows: Sequence[NpuUse], npus_known: bool,
-                   shell_env: Mapping[str, str], own_pid: int | None = None) -> Resolved:
+                   shell_env: Mapping[str, str], own_pid: int | None = None,
+                   is_secret: SecretName | None = None) -> Resolved:
     """The first candidate that can be read, or this shell when there is none."""
-    candidates = tuple(discover(reader, npu_rows, own_pid))
+    candidates = tuple(discover(reader, npu_rows, own_pid, is_secret))
     gone: list[str] = []
     for index, candidate in enumerate(candidates):
         chosen = _chosen(index, candidates)
         try:
             resolved = read_process(reader, candidate.pid, chosen, npu_rows, npus_known,
-                                    env_required=False, candidates=candidates)
+                                    env_required=False, candidates=candidates,
+                                    is_secret=is_secret)
         except ProcError as exc:
             gone.append(f"process {candidate.pid} not judged: {exc}")
             continue

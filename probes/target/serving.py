@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -59,6 +59,29 @@ def program_args(cmdline: Sequence[str]) -> tuple[str, tuple[str, ...]]:
             return rest[0], tuple(rest[1:])
         return args[0], tuple(rest)
     return (args[0], tuple(args[1:])) if args else ("", ())
+
+
+SecretName = Callable[[str], bool]  # does a flag name look like it holds a secret?
+MASK = "<redacted>"
+
+
+def masked(cmdline: Sequence[str], is_secret: SecretName | None) -> tuple[str, ...]:
+    """The command line with the values of secret-looking flags (`--api-key VALUE`,
+    `--hf-token=VALUE`) replaced: a report shows it, and reports travel."""
+    if is_secret is None:
+        return tuple(cmdline)
+    out = list(cmdline)
+    for index, arg in enumerate(out):
+        if not arg.startswith("-") or arg == MASK:
+            continue
+        name, sep, _ = arg.lstrip("-").partition("=")
+        if not is_secret(name):
+            continue
+        if sep:
+            out[index] = arg.split("=", 1)[0] + "=" + MASK
+        elif index + 1 < len(out) and not out[index + 1].startswith("-"):
+            out[index + 1] = MASK
+    return tuple(out)
 
 
 def display(cmdline: Sequence[str]) -> str:

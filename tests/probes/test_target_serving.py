@@ -12,6 +12,7 @@ from probes.target.model import Sourced
 from probes.target.serving import (
     display,
     human_int,
+    masked,
     mindie_args,
     model_dir,
     server_kind,
@@ -138,3 +139,14 @@ def test_model_directory_relative_hub_cache_and_missing(fake_root: FakeRoot) -> 
     assert "not in the Hugging Face cache" in absent.notes[-1]
     found, why = model_dir(host, Sourced("/models/gone", "test"), {}, None)
     assert found is None and why == "model /models/gone: not a directory on the target's machine"
+
+
+def test_secret_flag_values_are_masked_for_reports() -> None:
+    def secret(name: str) -> bool:
+        return name in ("api-key", "hf-token")
+
+    cmdline = ["vllm", "serve", "/m", "--api-key", "sk-1", "--hf-token=hf_2", "-tp", "2",
+               "--api-key"]
+    assert masked(cmdline, secret) == ("vllm", "serve", "/m", "--api-key", "<redacted>",
+                                       "--hf-token=<redacted>", "-tp", "2", "--api-key")
+    assert masked(cmdline, None) == tuple(cmdline)
