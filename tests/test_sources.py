@@ -53,7 +53,6 @@ PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
     "checks/bundle.py",
-    "console/cli.py",
     "console/msprof.py",
     "console/telemetry.py",
     "console/widgets/pressure.py",
