@@ -59,10 +59,21 @@ def _field_problem(annotation: str, value: Any) -> str | None:
         ok = isinstance(value, tuple) and len(value) <= 256 and all(map(_text, value))
         return None if ok else "not a list of short texts"
     if kind.startswith("tuple[") and kind.endswith(", ...]"):
-        if not isinstance(value, tuple):
+        if not isinstance(value, tuple) or len(value) > 4096:
             return "not a list"
-        return next((why for item in value if (why := problem(item)) is not None), None)
+        return next((why for item in value if (why := _item_problem(item)) is not None), None)
     return None if _scalar(value) else "not a plain value"
+
+
+def _item_problem(item: Any) -> str | None:
+    """An element of a tuple field: a snapshot dataclass, or a short tuple of plain values
+    (such as a (metric, name) pair)."""
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return problem(item)
+    if isinstance(item, tuple):
+        ok = len(item) <= 16 and all(map(_scalar, item))
+        return None if ok else "not a list of plain values"
+    return "not a recorded sample"
 
 
 def _integer(value: Any) -> bool:
