@@ -16,11 +16,12 @@ from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
 from probes.errors import NotRecorded, ProbeError
 from probes.host import Host
-from probes.target.model import NpuUse, Target, shell_target
+from probes.target.model import Target, shell_target
 
 if TYPE_CHECKING:
     from probes.http import EndpointTarget
     from probes.inventory import NpuReading
+    from probes.target.parts import NpuUse
     from probes.target.proc import ProcReader
     from probes.target.resolve import Resolved
 
@@ -115,24 +116,31 @@ def _npu_reading(options: HostOptions) -> NpuReading:
 
 
 def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -> Resolved:
-    from checks.secret_names import is_secret_name
     from probes.target import resolve
-    from probes.target.envfile import EnvFileError
     from probes.target.proc import ProcError
 
     rows, known = _npu_rows(npu)
     if options.env_file is not None:
+        from probes.target.envfile import EnvFileError
+
         try:
             return resolve.from_env_file(options.env_file)
         except EnvFileError as exc:
             raise UsageError(f"--env-file {exc}") from None
     if options.pid is None:
         return resolve.from_discovery(reader, rows, known, dict(os.environ),
-                                      is_secret=is_secret_name)
+                                      is_secret=_is_secret_name)
     try:
-        return resolve.from_pid(reader, options.pid, rows, known, is_secret_name)
+        return resolve.from_pid(reader, options.pid, rows, known, _is_secret_name)
     except ProcError as exc:
         raise UsageError(f"--pid {options.pid}: {exc}") from None
+
+
+def _is_secret_name(name: str) -> bool:
+    """checks.secret_names, imported only when a command line is there to mask."""
+    from checks.secret_names import is_secret_name
+
+    return is_secret_name(name)
 
 
 def _npu_rows(npu: NpuReading | None) -> tuple[tuple[NpuUse, ...], bool]:
@@ -140,6 +148,8 @@ def _npu_rows(npu: NpuReading | None) -> tuple[tuple[NpuUse, ...], bool]:
     info = npu.info if npu is not None else None
     if info is None:
         return (), False
+    from probes.target.parts import NpuUse
+
     rows = tuple(NpuUse(p.npu_id, p.chip_id, p.pid, p.memory_mb) for p in info.processes)
     return rows, bool(info.processes_known)
 

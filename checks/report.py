@@ -12,7 +12,6 @@ from checks.model import Result
 from checks.runner import Run
 from probes.target.model import Target, shell_target
 from probes.target.model import to_json as target_json
-from probes.target.proc import format_cpu_list
 from probes.textsafe import xml_text
 
 if TYPE_CHECKING:
@@ -48,6 +47,8 @@ def target_lines(target: Target) -> list[str]:
     else:
         facts = [f"environment: {target.environment}"]
         if proc is not None and proc.cpus_allowed is not None:
+            from probes.target.proc import format_cpu_list
+
             facts.append(f"CPUs: {format_cpu_list(proc.cpus_allowed)}")
         if target.npus:
             facts.append("NPUs: " + ", ".join(str(n) for n in sorted({u.npu_id

@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checks.builtin.affinity import REMEDY as AFFINITY_REMEDY
-from checks.builtin.affinity import target_affinity
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
@@ -150,6 +148,9 @@ def pcie_contention(ctx: Context) -> Finding:
     for npu in npus:
         problems += _sharing(npu, others) + _aer_problems(npu, ctx)
     evidence = [_describe(n) for n in npus]
+    from checks.builtin.affinity import REMEDY as AFFINITY_REMEDY
+    from checks.builtin.affinity import target_affinity
+
     pinned = target_affinity(ctx, npus)  # the target's CPUs against its NPUs' NUMA nodes
     evidence += pinned.evidence
     if problems or pinned.problems:

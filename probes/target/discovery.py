@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from probes.target.model import Candidate, NpuUse
+from probes.target.cmdline import SecretName, display, masked, server_kind
 from probes.target.proc import ProcError, ProcReader
-from probes.target.serving import SecretName, display, masked, server_kind
+
+if TYPE_CHECKING:
+    from probes.target.parts import Candidate, NpuUse
 
 MAX_ANCESTRY = 64
 LABEL_CHARS = 96
@@ -71,6 +74,10 @@ def discover(reader: ProcReader, npu_rows: Sequence[NpuUse], own_pid: int | None
     own = os.getpid() if own_pid is None else own_pid
     exclude = {own, *_ancestors(reader, own)}
     found = servers(reader, exclude)
+    if not found and not npu_rows:
+        return []
+    from probes.target.parts import Candidate
+
     top = _top_servers(reader, found)
     held: dict[int, list[NpuUse]] = {pid: [] for pid in top}
     loose: dict[int, list[NpuUse]] = {}

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from probes.errors import NotRecorded
 
-V = TypeVar("V", str, int, float)
+if TYPE_CHECKING:
+    from probes.target.parts import Candidate, NpuUse, ProcessInfo, Sourced
+
 TargetKind = Literal["process", "env_file", "shell"]
-MountNs = Literal["same", "other", "unknown"]
 TARGET_KINDS: tuple[TargetKind, ...] = ("process", "env_file", "shell")
-MOUNT_NS: tuple[MountNs, ...] = ("same", "other", "unknown")
 
 
 class TargetUnreadable(NotRecorded):
@@ -36,14 +36,6 @@ class TargetUnreadable(NotRecorded):
 
 
 @dataclass(frozen=True)
-class Sourced(Generic[V]):
-    """One setting and where it was read (a flag of the command line, a config file key)."""
-
-    value: V
-    source: str
-
-
-@dataclass(frozen=True)
 class ServingArgs:
     """What the server's command line (or MindIE's config.json) says it serves, and how."""
 
@@ -59,51 +51,6 @@ class ServingArgs:
     npu_mem_size_gb: Sourced[int] | None = None  # MindIE npuMemSize: KV cache cap per NPU, GB
     config_file: str | None = None  # MindIE's config.json that was read
     notes: tuple[str, ...] = ()  # what was seen but not read (a --config file, "auto")
-
-
-@dataclass(frozen=True)
-class ProcessInfo:
-    """One process, as /proc shows it. Paths are in the process's own mount namespace."""
-
-    pid: int
-    cmdline: tuple[str, ...]
-    name: str = ""  # the kernel's short name (status `Name`)
-    exe: str | None = None  # /proc/PID/exe; None when it could not be read
-    cwd: str | None = None
-    uid: int | None = None  # real uid
-    ppid: int | None = None
-    ns_pid: int | None = None  # its pid inside its own pid namespace, when that differs
-    cpus_allowed: tuple[int, ...] | None = None  # status Cpus_allowed_list
-    mems_allowed: tuple[int, ...] | None = None  # status Mems_allowed_list (NUMA nodes)
-    mount_ns: MountNs = "same"  # relative to the doctor's own mount namespace
-    files_root: str = "/"  # where its files are read on this machine (/proc/PID/root)
-    start_ticks: int | None = None  # /proc/PID/stat starttime: a reused pid differs
-
-    @property
-    def command(self) -> str:
-        """The command line as one line (arguments joined by spaces)."""
-        return " ".join(self.cmdline) or f"[{self.name or self.pid}]"
-
-
-@dataclass(frozen=True)
-class NpuUse:
-    """A row of npu-smi's process table that belongs to the target (it or a child)."""
-
-    npu_id: int
-    chip_id: int | None
-    pid: int
-    memory_mb: int | None = None
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A process discovery found: a known server, or a holder of an NPU."""
-
-    pid: int
-    label: str  # its command line, shortened
-    why: str  # why it is a candidate
-    server: str = ""
-    npus: tuple[NpuUse, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -226,6 +173,8 @@ def from_json(doc: Any) -> Target:
 
 
 def _process(obj: Mapping[str, Any]) -> ProcessInfo:
+    from probes.target.parts import MOUNT_NS, ProcessInfo
+
     mount_ns = _str(obj, "mount_namespace", "unknown")
     if mount_ns not in MOUNT_NS:
         raise ValueError(f"target.process.mount_namespace: {mount_ns!r} is not one of "
@@ -242,6 +191,8 @@ def _process(obj: Mapping[str, Any]) -> ProcessInfo:
 
 
 def _serving(obj: Mapping[str, Any]) -> ServingArgs:
+    from probes.target.parts import Sourced
+
     kinds: dict[str, type] = {
         "model": str, "model_dir": str, "gpu_memory_utilization": float}
     values: dict[str, Any] = {}
@@ -262,12 +213,16 @@ def _serving(obj: Mapping[str, Any]) -> ServingArgs:
 
 
 def _npu(raw: Any) -> NpuUse:
+    from probes.target.parts import NpuUse
+
     obj = _obj(raw, "target.npus[]")
     return NpuUse(_int(obj, "npu"), _opt(obj, "chip", int), _int(obj, "pid"),
                   _opt(obj, "memory_mb", int))
 
 
 def _candidate(raw: Any) -> Candidate:
+    from probes.target.parts import Candidate
+
     obj = _obj(raw, "target.candidates[]")
     return Candidate(_int(obj, "pid"), _str(obj, "label"), _str(obj, "why"),
                      _str(obj, "server", ""), tuple(_npu(n) for n in _list(obj, "npus")))

@@ -12,8 +12,10 @@ from __future__ import annotations
 import errno
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from probes.target.model import MountNs, ProcessInfo
+if TYPE_CHECKING:
+    from probes.target.parts import MountNs, ProcessInfo
 
 PROC = "/proc"
 OWN_MOUNT_NS = "/proc/self/ns/mnt"  # the doctor's own, always from the real /proc
@@ -221,6 +223,8 @@ class ProcReader:
         Raises ProcGone when the process is not there, ProcDenied when even its status is
         refused.
         """
+        from probes.target.parts import ProcessInfo
+
         status = self.status(pid)
         start = self.start_ticks(pid)
         problems: list[str] = []

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from probes.live import LiveHost
+from probes.target.cmdline import SecretName, display, masked
 from probes.target.discovery import discover, npus_of
-from probes.target.model import Candidate, NpuUse, Target, shell_target
+from probes.target.model import Target, shell_target
 from probes.target.proc import ProcDenied, ProcError, ProcGone, ProcReader
-from probes.target.serving import SecretName, display, masked, serving_args
+
+if TYPE_CHECKING:
+    from probes.target.parts import Candidate, NpuUse
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
     except ProcGone:
         raise ProcGone(pid, reader.path(pid, "environ"),
                        "the process exited while it was being read") from None
+    from probes.target.serving import serving_args
+
     files = LiveHost(root=info.files_root, env=env)
     serving = serving_args(info.cmdline, files, env, info.cwd)
     info = replace(info, cmdline=masked(info.cmdline, is_secret))

@@ -1,5 +1,6 @@
-"""What a serving command line says: which server, which model, how many chips, how long a
-context. MindIE keeps these in its config.json, read through the target's files.
+"""What a server's command line says it serves: which model, how many chips, how long a
+context (probes.target.cmdline says which server it is). MindIE keeps these in its
+config.json, read through the target's files.
 
 Sources a reader can open:
 - vLLM: `vllm/engine/arg_utils.py` (EngineArgs.add_cli_args: `--tensor-parallel-size/-tp`,
@@ -20,96 +21,19 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from probes.errors import HostError
 from probes.host import Host
-from probes.target.model import ServingArgs, Sourced
+from probes.target.cmdline import base_name, program_args, server_kind
+from probes.target.model import ServingArgs
+from probes.target.parts import Sourced
 
-MINDIE_BINARIES = ("mindieservice_daemon", "mindie")
 MINDIE_DEFAULT_HOME = "/usr/local/Ascend/mindie/latest/mindie-service"
 MAX_CONFIG_BYTES = 1024 * 1024
-_PYTHON = re.compile(r"^python[0-9.]*$")
 _SUFFIXED = re.compile(r"^(\d+(?:\.\d+)?)(k|K|Ki)$")
-
-
-def _base(arg: str) -> str:
-    return posixpath.basename(arg)
-
-
-def is_python(path: str) -> bool:
-    """`python`, `python3`, `python3.11`: the names CPython installs itself under."""
-    return bool(_PYTHON.match(_base(path)))
-
-
-def program_args(cmdline: Sequence[str]) -> tuple[str, tuple[str, ...]]:
-    """(the program, its arguments): `python3 /venv/bin/vllm serve x` is vllm with
-    `serve x`, `python -m vllm.entrypoints.openai.api_server --model x` is that module."""
-    args = list(cmdline)
-    if args and is_python(args[0]):
-        rest = args[1:]
-        while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
-            takes_value = rest[0] in ("-W", "-X", "--check-hash-based-pycs")
-            rest = rest[2:] if takes_value else rest[1:]
-        if len(rest) >= 2 and rest[0] == "-m":
-            return rest[1], tuple(rest[2:])
-        if rest and rest[0] != "-c":
-            return rest[0], tuple(rest[1:])
-        return args[0], tuple(rest)
-    return (args[0], tuple(args[1:])) if args else ("", ())
-
-
-SecretName = Callable[[str], bool]  # does a flag name look like it holds a secret?
-MASK = "<redacted>"
-
-
-def masked(cmdline: Sequence[str], is_secret: SecretName | None) -> tuple[str, ...]:
-    """The command line with the values of secret-looking flags (`--api-key VALUE`,
-    `--hf-token=VALUE`) replaced: a report shows it, and reports travel."""
-    if is_secret is None:
-        return tuple(cmdline)
-    out = list(cmdline)
-    for index, arg in enumerate(out):
-        if not arg.startswith("-") or arg == MASK:
-            continue
-        name, sep, _ = arg.lstrip("-").partition("=")
-        if not is_secret(name):
-            continue
-        if sep:
-            out[index] = arg.split("=", 1)[0] + "=" + MASK
-        elif index + 1 < len(out) and not out[index + 1].startswith("-"):
-            out[index + 1] = MASK
-    return tuple(out)
-
-
-def display(cmdline: Sequence[str]) -> str:
-    """The command as a person would type it: `vllm serve /models/m ...` rather than the
-    interpreter running the `vllm` script."""
-    if not cmdline:
-        return ""
-    program, args = program_args(cmdline)
-    if is_python(cmdline[0]) and program != cmdline[0]:
-        where = list(cmdline).index(program)
-        head = f"python -m {program}" if cmdline[where - 1] == "-m" else _base(program)
-        return " ".join([head, *args])
-    return " ".join(cmdline)
-
-
-def server_kind(cmdline: Sequence[str]) -> str:
-    """vllm, mindie, torchrun, or "" for a command line that is none of the known servers."""
-    program, args = program_args(cmdline)
-    name = _base(program)
-    if name == "vllm" and args[:1] == ("serve",):
-        return "vllm"
-    if program.startswith("vllm.entrypoints"):
-        return "vllm"
-    if name in MINDIE_BINARIES:
-        return "mindie"
-    if name == "torchrun" or program in ("torch.distributed.run", "torch.distributed.launch"):
-        return "torchrun"
-    return ""
 
 
 # -- flags ---------------------------------------------------------------------------------------
@@ -189,7 +113,7 @@ def vllm_args(cmdline: Sequence[str]) -> ServingArgs:
     program, args = program_args(cmdline)
     notes: list[str] = []
     model: Sourced[str] | None = None
-    if _base(program) == "vllm" and len(args) > 1 and not args[1].startswith("-"):
+    if base_name(program) == "vllm" and len(args) > 1 and not args[1].startswith("-"):
         model = Sourced(args[1], f"`vllm serve {args[1]}` on the command line")
     elif (given := flag(args, ["--model"])) is not None:
         model = Sourced(given[0], f"`{given[1]}` on the command line")

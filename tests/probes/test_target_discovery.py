@@ -12,7 +12,7 @@ from pathlib import Path
 from target_fixtures import running, write_script
 
 from probes.target.discovery import discover
-from probes.target.model import NpuUse
+from probes.target.parts import NpuUse
 from probes.target.proc import ProcReader
 from probes.target.resolve import from_discovery, from_pid
 

@@ -7,17 +7,8 @@ from typing import Any
 
 import pytest
 
-from probes.target.model import (
-    Candidate,
-    NpuUse,
-    ProcessInfo,
-    ServingArgs,
-    Sourced,
-    Target,
-    from_json,
-    shell_target,
-    to_json,
-)
+from probes.target.model import ServingArgs, Target, from_json, shell_target, to_json
+from probes.target.parts import Candidate, NpuUse, ProcessInfo, Sourced
 
 TARGET = Target(
     kind="process", label="process 4242 (vllm serve /models/m)", chosen="--pid 4242",

@@ -8,17 +8,9 @@ import pytest
 from conftest import FakeRoot
 
 from probes.live import LiveHost
-from probes.target.model import Sourced
-from probes.target.serving import (
-    display,
-    human_int,
-    masked,
-    mindie_args,
-    model_dir,
-    server_kind,
-    serving_args,
-    vllm_args,
-)
+from probes.target.cmdline import display, masked, server_kind
+from probes.target.parts import Sourced
+from probes.target.serving import human_int, mindie_args, model_dir, serving_args, vllm_args
 
 VENV = "/opt/venv/bin/python3"
 
