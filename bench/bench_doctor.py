@@ -103,19 +103,21 @@ def main() -> int:
     doctor_s: dict[str, list[float]] = {name: [] for name in runs}
     heavy: set[str] = set()
     target_s: dict[str, list[float]] = {name: [] for name in TARGET_ROWS}
-    where = Path(tempfile.mkdtemp(prefix="bench-doctor-"))
     for args in runs.values():  # warm-up: writes bytecode, fills the page cache
         timed([sys.executable, "-c", doctor(*args)])
-    target_rounds(where)
-    for _ in range(RUNS):
-        rich_s.append(timed([sys.executable, "-c", "import rich"])[0])
-        for name, args in runs.items():
-            elapsed, err = timed([sys.executable, "-c", doctor(*args)])
-            doctor_s[name].append(elapsed)
-            line = next((ln for ln in err.splitlines() if ln.startswith("heavy=")), "heavy=?")
-            heavy.update(m for m in line.removeprefix("heavy=").split(",") if m)
-        for name, elapsed in target_rounds(where).items():
-            target_s[name].append(elapsed)
+    with tempfile.TemporaryDirectory(prefix="bench-doctor-") as tmp:
+        where = Path(tmp)
+        target_rounds(where)
+        for _ in range(RUNS):
+            rich_s.append(timed([sys.executable, "-c", "import rich"])[0])
+            for name, args in runs.items():
+                elapsed, err = timed([sys.executable, "-c", doctor(*args)])
+                doctor_s[name].append(elapsed)
+                line = next((ln for ln in err.splitlines() if ln.startswith("heavy=")),
+                            "heavy=?")
+                heavy.update(m for m in line.removeprefix("heavy=").split(",") if m)
+            for name, elapsed in target_rounds(where).items():
+                target_s[name].append(elapsed)
     doctor_s.update(target_s)
     base = statistics.median(rich_s)
     print(f"{'python -c import rich':34s} median {base * 1000:7.1f} ms  (n={RUNS})")
