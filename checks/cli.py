@@ -88,6 +88,12 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
                         "inspect` JSON or KEY=VALUE lines) of a service not running yet")
 
 
+def _tp(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= 4096:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a tensor-parallel size (1 to 4096)")
+    return int(text)
+
+
 def _csv(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -97,6 +103,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     _add_target_options(parser)
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")
+    parser.add_argument("--tp", type=_tp, metavar="N",
+                        help="tensor-parallel size npu.hbm-fit plans for (default: the "
+                        "target's -tp / MindIE worldSize, else the policy's, 1)")
     parser.add_argument("--policy", metavar="FILE", help="policy overrides (YAML)")
     parser.add_argument("--only", type=_csv, default=[], metavar="ID,...",
                         help="run only these checks")
@@ -234,7 +243,7 @@ def host_options(args: argparse.Namespace) -> HostOptions:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
-        host=host_options(args), model=args.model, policy=_path(args.policy),
+        host=host_options(args), model=args.model, tp=args.tp, policy=_path(args.policy),
         only=tuple(args.only), skip=tuple(args.skip), json=args.json, junit=_path(args.junit),
         verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus),
         endpoint=_endpoint(args))

@@ -89,7 +89,7 @@ def cmd_run(options: RunOptions) -> int:
     observed = inputs.observe(options.host)
     apply_output_cap(observed.host, policy)
     ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline,
-                         endpoint=endpoint)
+                         endpoint=endpoint, tensor_parallel=options.tp)
     run = run_checks(checks, ctx)
     ctx.target = inputs.still_there(observed)
     info = inputs.host_info(ctx, options.model, policy.source)
