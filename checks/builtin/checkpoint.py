@@ -202,15 +202,17 @@ def checkpoint_format(ctx: Context) -> Finding:
 def _deployability(ctx: Context, model: ModelDir, verdict: Verdict) -> Fp8Gate | None:
     if not is_fp8(model):
         return None
-    from checks.builtin.fp8_gate import REMEDY, fp8_gate
+    from checks.builtin.fp8_gate import ALTERNATIVES, REMEDY, fp8_gate
 
     gate = fp8_gate(ctx)
     if gate.status == "no-fp8":
+        broken = bool(verdict.fails)
         verdict.fails.append(Problem("fp8-not-servable", gate.reason))
-        verdict.remedies.append(REMEDY)
+        verdict.remedies.append("once it is complete, it still cannot be served as FP8 on "
+                                f"this chip: {ALTERNATIVES}" if broken else REMEDY)
     elif gate.status == "unknown":
         verdict.warns.append(Problem("fp8-unknown-chip", f"FP8 checkpoint: {gate.reason}"))
-        verdict.remedies.append(REMEDY.replace("on this chip", "on a chip without FP8"))
+        verdict.remedies.append(f"on a chip without FP8 compute, {ALTERNATIVES}")
     return gate
 
 

@@ -34,10 +34,11 @@ FAMILY_NAMES: Mapping[str, str] = {
     "A2": "A2", "A3": "A3", "A5_950": "Ascend 950", "A1_910": "first-generation 910",
     "310P": "310P", "310B": "310B", "310": "310",
 }
-REMEDY = ("keep this checkpoint, it is not broken: on this chip serve the model's BF16 release "
-          "or an msModelSlim W8A8 checkpoint (vllm-ascend --quantization ascend), or convert "
-          "this one to BF16 offline as MindIE does (twice the weight memory, see npu.hbm-fit); "
-          "FP8 is served as FP8 only on Ascend 950")
+ALTERNATIVES = ("serve the model's BF16 release or an msModelSlim W8A8 checkpoint (vllm-ascend "
+                "--quantization ascend), or convert this one to BF16 offline as MindIE does "
+                "(twice the weight memory, see npu.hbm-fit); FP8 is served as FP8 only on "
+                "Ascend 950")
+REMEDY = "keep this checkpoint, it is not broken: on this chip " + ALTERNATIVES
 
 
 def chip_family(name: str) -> str | None:
@@ -94,7 +95,8 @@ def judge_names(names: Iterable[str], server: str = "") -> Fp8Gate:
     families = {name: chip_family(name) for name in counted}
     chips = ", ".join(f"{n} x {_label(name, families[name])}" for name, n in counted.items())
     table = fp8_table()
-    blocked = [name for name, fam in families.items() if fam in table and not table[fam]]
+    blocked = [name for name, fam in families.items()
+               if fam is not None and fam in table and not table[fam]]
     unknown = [name for name, fam in families.items() if fam is None or fam not in table]
     if blocked:
         where = "/".join(_label(name, families[name]) for name in blocked)

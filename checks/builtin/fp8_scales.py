@@ -5,11 +5,12 @@ meant:
 - block FP8 (`quant_method: fp8` with `weight_block_size`; Qwen3/3.5/3.6-FP8, DeepSeek-V3):
   `X.weight_scale_inv`, one per tile, shape `[ceil(out/b), ceil(in/b)]` (huggingface/
   transformers src/transformers/integrations/finegrained_fp8.py @ v5.24.0);
-- compressed-tensors float8 (llm-compressor) and `fp8` without a block size: `X.weight_scale`
-  of shape `[out, 1]` (per channel) or `[1]` / `[]` (per tensor), or a block grid for the
-  `block` strategy; `X.input_scale` too when activations are static (vllm-project/
-  llm-compressor#1758 shows the layout; vllm-project/vllm-ascend vllm_ascend/quantization/ @
-  182b75ea84ff reads it).
+- compressed-tensors float8 (llm-compressor): `X.weight_scale` of shape `[1]` (tensor),
+  `[out, 1]` (channel) or a block grid, `X.input_scale` when activations are static
+  (vllm-project/compressed-tensors src/compressed_tensors/quantization/lifecycle/
+  initialize.py @ 027d00c87ca6);
+- `fp8` without a block size: one `X.weight_scale` per weight, `X.input_scale` when static
+  (vllm-project/vllm vllm/model_executor/layers/quantization/fp8.py @ 0071b24bf8fe).
 Without a usable `quantization_config` the layout is read from the tensor names beside the
 FP8 weights, and said so.
 

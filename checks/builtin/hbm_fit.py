@@ -40,7 +40,7 @@ from checks.builtin.hbm_inputs import (
     weights,
 )
 from checks.context import Context
-from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
+from checks.model import NO_MODEL, Finding, failed, skipped
 from probes.errors import HostError, NotRecorded
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def rounded_tokens(tokens: int, block: int) -> int:
     return math.ceil(tokens / max(block, 1)) * max(block, 1)
 
 
-# -- the plan per chip ------------------------------------------------------------------------------
+# -- the plan per chip ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -164,9 +164,14 @@ class Plan:
     kv_cap_bytes: int | None = None  # MindIE npuMemSize
 
     @property
+    def room_bytes(self) -> int:
+        """What is left after weights, reserve and state (<0: they do not fit)."""
+        return self.free_bytes - self.weight_bytes - self.reserve_bytes - self.state_bytes
+
+    @property
     def kv_room_bytes(self) -> int:
-        """What is left for the KV cache after weights, reserve and state (<0: no room)."""
-        room = self.free_bytes - self.weight_bytes - self.reserve_bytes - self.state_bytes
+        """What the KV cache may take: the room, or MindIE's npuMemSize when smaller."""
+        room = self.room_bytes
         return min(room, self.kv_cap_bytes) if self.kv_cap_bytes is not None else room
 
     @property
@@ -178,8 +183,18 @@ class Plan:
         return self.kv_bytes_per_token * self.kv_tokens * self.batch_size
 
     @property
+    def kv_allocated_bytes(self) -> int:
+        """What the KV cache occupies: npuMemSize when MindIE is told one, else what it needs."""
+        return self.kv_cap_bytes if self.kv_cap_bytes is not None else self.kv_bytes
+
+    @property
     def headroom_bytes(self) -> int:
-        return self.kv_room_bytes - self.kv_bytes
+        """HBM left on the chip after everything (<0: something does not fit)."""
+        return self.room_bytes - self.kv_allocated_bytes
+
+    @property
+    def context_fits(self) -> bool:
+        return self.kv_bytes <= self.kv_room_bytes
 
     @property
     def largest_context(self) -> int:
@@ -198,7 +213,7 @@ def weight_share_bytes(weight_bytes: int, chips: int) -> int:
 
 def judge(plan: Plan, warn_free_mb: float) -> str:
     """fail / warn / pass for one plan."""
-    if plan.kv_room_bytes < 0 or plan.headroom_bytes < 0:
+    if plan.room_bytes < 0 or plan.headroom_bytes < 0 or not plan.context_fits:
         return "fail"
     if plan.headroom_bytes < warn_free_mb * MB:
         return "warn"

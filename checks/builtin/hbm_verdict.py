@@ -151,12 +151,13 @@ def _lines(model: Model, settings: Deployment, plan: Plan, tightest: ChipBudget,
                      f"{plan.batch_size} (fixed per sequence, on the "
                      f"{(config.num_hidden_layers or 0) - config.full_attention_layers()} "
                      "Gated DeltaNet layers)")
+    kv = "" if note else f" + {mb(plan.kv_allocated_bytes)} KV"
     lines += [
         f"runtime reserve {mb(plan.reserve_bytes)} per chip (policy hbm_fit.runtime_reserve_mb)",
         f"per chip: {mb(plan.weight_bytes)} weights + {mb(plan.reserve_bytes)} reserve"
         + (f" + {mb(plan.state_bytes)} state" if plan.state_bytes else "")
-        + ("" if note else f" + {mb(plan.kv_bytes)} KV") + f" of {mb(plan.free_bytes)} -> "
-        f"{mb(plan.headroom_bytes if not note else plan.kv_room_bytes)} left"]
+        + kv + f" of {mb(plan.free_bytes)} -> "
+        f"{mb(plan.headroom_bytes if not note else plan.room_bytes)} left"]
     if not note:
         lines.append(f"largest context that fits: {tokens(plan.largest_context)} at batch "
                      f"{plan.batch_size}")
@@ -181,7 +182,7 @@ def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
     where = _where(settings, chips)
     fp8_note = _resident_note(resident)
     weight_text = f"{mb(plan.weight_bytes)} weights ({weights.origin})"
-    if plan.kv_room_bytes < 0:
+    if plan.room_bytes < 0:
         state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
         return failed(
             f"weights + reserve do not fit on {where}: {weight_text} + "
@@ -191,10 +192,18 @@ def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
     note = kv_note(model.config)
     if note:
         return warned(f"weights fit on {where} ({weight_text}, "
-                      f"{mb(plan.kv_room_bytes)} left per chip); {note}",
+                      f"{mb(plan.room_bytes)} left per chip); {note}",
                       "size the KV cache with the serving engine's own estimate before "
                       "serving long contexts", *evidence)
     status = judge(plan, float(ctx.policy.get("npu", "hbm_free_warn_mb")))
+    cap = settings.kv_cap_bytes
+    if status == "fail" and cap is not None and plan.context_fits:
+        return failed(
+            f"the KV cache MindIE is told to allocate does not fit on {where}: "
+            f"{mb(cap.value)} ({cap.source}) beside {weight_text}, "
+            f"{mb(plan.reserve_bytes)} reserve; {mb(plan.room_bytes)} is left for it",
+            f"lower npuMemSize to {plan.room_bytes // 2**30} or less, or use more chips",
+            *evidence)
     if status == "fail":
         return failed(
             f"{_context(settings)} does not fit on {where}: largest context that fits is "
