@@ -180,7 +180,8 @@ def _recordings_dir() -> Path:
 
 
 def _cann_log_dir() -> str | None:
-    # CANN never rotates application logs: their disk is the one that fills (PATHS.md §5)
+    # the disk that fills: CANN caps each process's log files but keeps those of processes that
+    # ended (CANN environment-variable reference, page envref_07_0126)
     import os
 
     from probes.environment import resolve_log_dir

@@ -235,7 +235,8 @@ async def test_the_console_replays_a_damaged_recording_and_shows_the_count(
     (tmp_path / "root").mkdir()
     app = ConsoleApp(ConsoleOptions(interval_s=0.2, npu_timeout_s=2.0, log_dir=None,
                                     replay=path, replay_speed=0.0),
-                     backend=fake_backend(FakeEngine()), host=LiveHost(root=str(tmp_path / "root"), env={}))
+                     backend=fake_backend(FakeEngine()),
+                     host=LiveHost(root=str(tmp_path / "root"), env={}))
     async with app.run_test(size=(160, 50)) as pilot:
         deadline = time.monotonic() + 10
         while not any("damaged row" in n.message for n in app._notifications):
