@@ -56,10 +56,12 @@ class ZeroCauses:
 
     `profilers`: (pid, name) of profiler processes seen, None when not looked for (no chip
     read AI-core 0) or not knowable (an NPU-Exporter's host, a replay). `virt`: the hypervisor
-    reading, None when not knowable."""
+    reading, None when not knowable. `processes_read` is False when /proc could not be read
+    whole (then "none seen" proves nothing)."""
 
     profilers: tuple[tuple[int, str], ...] | None
     virt: VirtReading | None
+    processes_read: bool = True
 
     @property
     def profiling(self) -> bool:
@@ -77,7 +79,8 @@ def zero_causes(host: Host, snapshot: NpuSnapshot, virt: VirtReading) -> ZeroCau
     """Look for a profiler only when a chip reads AI-core 0: that is when it matters."""
     if not any(chip.aicore_percent == 0 for chip in snapshot.chips):
         return ZeroCauses(None, virt)
-    return ZeroCauses(processes_named(host, PROFILER_NAMES).found, virt)
+    scan = processes_named(host, PROFILER_NAMES)
+    return ZeroCauses(scan.found, virt, scan.complete)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +148,7 @@ def _profiling_text(causes: ZeroCauses) -> str:
     if causes.profilers is None:
         return "no chip reads AI-core 0"
     if not causes.profilers:
-        return "no msprof process"
+        return "no msprof process" if causes.processes_read else "processes not readable"
     pids = ", ".join(str(pid) for pid, _ in causes.profilers[:3])
     return f"msprof running (pid {pids})"
 

@@ -6,7 +6,8 @@ node on ARM (`/proc/device-tree/hypervisor/compatible`), and the `hypervisor` CP
 kernels print in `/proc/cpuinfo`. Vendor prefixes and file order follow systemd's
 `detect_vm_dmi_vendor` and `detect_vm_device_tree` (systemd/systemd `src/basic/virt.c` @
 0099e5589762), less "Amazon EC2", which names bare-metal instances too; the flag is the
-kernel's `X86_FEATURE_HYPERVISOR` (torvalds/linux `arch/x86/include/asm/cpufeatures.h`).
+kernel's `X86_FEATURE_HYPERVISOR` (torvalds/linux `arch/x86/include/asm/cpufeatures.h` @
+v6.6).
 A machine without any marker is reported as such, not as proven bare metal.
 """
 

@@ -78,6 +78,7 @@ def test_the_note_says_what_this_machine_shows() -> None:
         "Virtual Machine)")
     assert causes_note([ZeroCauses(None, BARE)]).endswith(
         "here: no chip reads AI-core 0, no hypervisor marker")
+    assert "here: processes not readable," in causes_note([ZeroCauses((), BARE, False)])
 
 
 def chip(aicore: int | None) -> ChipSample:
@@ -92,6 +93,8 @@ def test_the_profiler_is_looked_for_only_when_a_chip_reads_ai_core_0(
     idle = NpuSnapshot(0.0, (chip(0),), (), True, None, 0.1)
     assert zero_causes(host, busy, BARE).profilers is None
     assert zero_causes(host, idle, BARE).profilers == ((4242, "msprof"),)
+    unreadable = LiveHost(root=str(fake_root.path / "nothing"), env={})
+    assert not zero_causes(unreadable, idle, BARE).processes_read
 
 
 # -- in the app: the fake npu-smi's usages read AI-core 0 and HBM-BW 0 -------------------------
