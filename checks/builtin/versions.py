@@ -107,7 +107,8 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "firmware-driver-fields": "warn",  # judge_driver_firmware (derived)
         "driver-hdk-table": "warn/fail",  # _driver_by_table
         "innerversion-family": "warn",  # _driver_by_family (derived)
-        "not-in-the-data": "policy",  # judge_driver_cann, _torch_npu_cann, _vllm, _mindie
+        # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
+        "not-in-the-data": "policy",
         "nnal-equals-cann": "fail",  # judge_nnal
         "torch-npu-build": "warn/fail",  # judge_torch
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range

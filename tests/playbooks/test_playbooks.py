@@ -9,7 +9,14 @@ import pytest
 
 import playbooks
 from playbooks import Playbook, PlaybookError, PlaybookNotFound
-from playbooks._loader import CHECK_SECTIONS, SECTIONS, load_dir, parse_playbook
+from playbooks._loader import (
+    CHECK_SECTIONS,
+    RULES_SECTION,
+    SECTIONS,
+    load_dir,
+    parse_playbook,
+    rule_list,
+)
 from playbooks._search import stem, tokenize
 
 CHECK_IDS = (
@@ -394,3 +401,19 @@ def test_import_pulls_in_no_heavy_packages() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == ""
+
+
+def test_a_check_playbook_may_say_what_the_check_does() -> None:
+    rules = ("- `npu-smi-hung` (fail): it hung.\n- `no-npu` (skip): none.\n"
+             "- `health-word` (warn/fail): a word\n  over two lines.\n")
+    body = "".join(f"## {name}\n\n{rules if name == RULES_SECTION else 'x'}\n\n"
+                   for name in CHECK_SECTIONS)
+    text = f"---\nid: a.check\ntitle: T\nkind: check\nsources: [s]\n---\n{body}"
+    book = parse_playbook(text, "a.check.md")
+    assert book.rules() == {"npu-smi-hung": "fail", "no-npu": "skip", "health-word": "warn/fail"}
+    assert rule_list("- `x` (warn) no colon\n* `y` (fail): not a dash\n") == {}
+    symptom = text.replace("kind: check", "kind: symptom")
+    with pytest.raises(PlaybookError, match="exactly these '## ' sections"):
+        parse_playbook(symptom, "a.check.md")
+    assert parse_playbook(text.replace(f"## {RULES_SECTION}\n\n{rules}\n\n", ""),
+                          "a.check.md").rules() == {}
