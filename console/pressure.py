@@ -17,7 +17,9 @@ says so instead of "idle".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,7 +27,7 @@ from checks.policy import Policy
 from console.snapshots import NpuSnapshot
 from probes.host import Host
 from probes.processes import processes_named
-from probes.virt import VirtReading
+from probes.virt import VirtReading, read_virt
 
 # the profiler's launcher (CANN toolkit `msprof`); a profiler inside the serving process
 # (torch_npu.profiler) has no process of its own and is not seen
@@ -81,6 +83,31 @@ def zero_causes(host: Host, snapshot: NpuSnapshot, virt: VirtReading) -> ZeroCau
         return ZeroCauses(None, virt)
     scan = processes_named(host, PROFILER_NAMES)
     return ZeroCauses(scan.found, virt, scan.complete)
+
+
+class CauseReader:
+    """The zero causes of one machine, for its NPU sampler (one worker at a time): the
+    hypervisor markers once, the process table at most every `rescan_s` (~30 µs a process,
+    so a box with thousands costs tens of ms a scan)."""
+
+    def __init__(self, host: Host, rescan_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.host, self.rescan_s, self._clock = host, rescan_s, clock
+        self._virt: VirtReading | None = None
+        self._last: ZeroCauses | None = None
+        self._scanned_at = -math.inf
+
+    def read(self, snapshot: NpuSnapshot) -> ZeroCauses:
+        if self._virt is None:
+            self._virt = read_virt(self.host)
+        now = self._clock()
+        if self._last is None or self._last.profilers is None or \
+                now - self._scanned_at >= self.rescan_s:
+            self._last = zero_causes(self.host, snapshot, self._virt)
+            self._scanned_at = now
+        if not any(chip.aicore_percent == 0 for chip in snapshot.chips):
+            return ZeroCauses(None, self._virt)
+        return self._last
 
 
 @dataclass(frozen=True, slots=True)

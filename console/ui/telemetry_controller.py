@@ -35,7 +35,6 @@ from console.ui.widgets.npu import NpuPanel, hbm_history_key, temperature_histor
 from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
-from probes.virt import VirtReading, read_virt
 
 if TYPE_CHECKING:
     import httpx
@@ -60,7 +59,7 @@ class TelemetryController:
         self.alert_log = AlertLog()
         self.pressure_limits = pressure.pressure_limits(policy)
         self.causes: dict[str, pressure.ZeroCauses] = {}  # per source, from its last sample
-        self._virt: VirtReading | None = None  # read once, by the first NPU worker
+        self._causes = pressure.CauseReader(host)  # used by the NPU worker only
         self.host_snapshot: HostSnapshot | None = None
         self.engine_snapshot: EngineSnapshot | None = None
         self.serving_snapshot: ServingSnapshot | None = None
@@ -115,10 +114,7 @@ class TelemetryController:
 
     def _sample_npu(self) -> None:
         snapshot = telemetry.sample_npu(self.host, self.w.options.npu_timeout_s, self.w.clock)
-        if self._virt is None:
-            self._virt = read_virt(self.host)
-        self.app.post_message(NpuSampled(snapshot,
-                                         pressure.zero_causes(self.host, snapshot, self._virt)))
+        self.app.post_message(NpuSampled(snapshot, self._causes.read(snapshot)))
 
     def _sample_exporter(self, url: str) -> None:
         self.app.post_message(NpuSampled(

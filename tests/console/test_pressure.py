@@ -11,6 +11,7 @@ from textual.widgets import DataTable
 from checks.policy import load_policy
 from console.pressure import (
     UNKNOWN_CAUSES,
+    CauseReader,
     PressureLimits,
     ZeroCauses,
     causes_note,
@@ -137,3 +138,19 @@ async def test_without_either_cause_zero_reads_idle(fake_root: FakeRoot) -> None
     shown, line = await pressure_readings(fake_root)
     assert shown[0] == "idle, or host/launch-bound"
     assert "here: no msprof process, no hypervisor marker" in line
+
+
+def test_the_process_table_is_read_at_most_every_rescan_interval(fake_root: FakeRoot) -> None:
+    comm = fake_root.file("/proc/4242/comm", "msprof\n")
+    fake_root.file("/sys/class/dmi/id/product_name", "KVM Virtual Machine\n")
+    now = [100.0]
+    reader = CauseReader(LiveHost(root=str(fake_root.path), env={}), rescan_s=10.0,
+                         clock=lambda: now[0])
+    idle = NpuSnapshot(0.0, (chip(0),), (), True, None, 0.1)
+    assert reader.read(idle).profilers == ((4242, "msprof"),) and reader.read(idle).in_vm
+    comm.unlink()
+    now[0] += 5.0
+    assert reader.read(idle).profilers == ((4242, "msprof"),)  # not read again yet
+    now[0] += 5.0
+    assert reader.read(idle).profilers == ()
+    assert reader.read(NpuSnapshot(0.0, (chip(50),), (), True, None, 0.1)).profilers is None
