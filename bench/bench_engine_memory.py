@@ -1,6 +1,6 @@
 """Resident weight memory of smollm2-moe-fp8 with fp8="dequantize" against fp8="resident".
 
-Builds the demo if it is missing (`python -m engine.demo build --kind smollm2-moe-fp8`), then
+Builds the demo if it is missing (`python -m demo_models build --kind smollm2-moe-fp8`), then
 loads it once per mode, each in its own subprocess so the allocator state and RSS of one load
 cannot leak into the other. Prints, side by side: the engine's `stats.weight_bytes` (tied
 tensors counted once; FP8 bytes + scales when resident), the process RSS growth over the load,
@@ -42,7 +42,7 @@ def ensure_demo() -> None:
     if (DEMO / "config.json").exists():
         return
     print(f"building {DEMO} ...", flush=True)
-    subprocess.run([sys.executable, "-m", "engine.demo", "build", "--out", str(DEMO),
+    subprocess.run([sys.executable, "-m", "demo_models", "build", "--out", str(DEMO),
                     "--kind", "smollm2-moe-fp8"], cwd=ROOT, check=True)
 
 

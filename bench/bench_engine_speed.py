@@ -91,7 +91,7 @@ def ensure_demos() -> None:
     for out, kind in ((MOE, "smollm2-moe-fp8"), (DENSE_DIR, "smollm2")):
         if not (out / "demo.json").exists():
             print(f"building {out} ...", flush=True)
-            subprocess.run([sys.executable, "-m", "engine.demo", "build", "--out", str(out),
+            subprocess.run([sys.executable, "-m", "demo_models", "build", "--out", str(out),
                             "--kind", kind], cwd=ROOT, check=True)
 
 

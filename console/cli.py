@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir
+from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import (
     Player,
     RecordingError,
@@ -58,7 +58,7 @@ examples:
 
 demo models are looked for in demo-assets/KIND next to the source, or in
 $ASCEND_CONSOLE_DEMO_DIR; build one with
-  python -m engine.demo build --out demo-assets/KIND --kind KIND"""
+  python -m demo_models build --out demo-assets/KIND --kind KIND"""
 
 
 class _DefaultPlace(str):
@@ -214,8 +214,10 @@ def _validate(args: argparse.Namespace) -> None:
     if args.msprof and not Path(args.msprof).is_dir():
         raise UsageError(f"--msprof {args.msprof}: not a directory (give msprof's PROF_* "
                          "output folder)")
-    if args.model and not args.endpoint and not Path(args.model).exists():
-        raise UsageError(f"--model {args.model}: no such directory or .gguf file")
+    if args.model and not args.endpoint:
+        problem = model_problem(Path(args.model))
+        if problem is not None:
+            raise UsageError(f"--model {one_line(problem)}")
     _validate_remote(args)
 
 

@@ -1,13 +1,18 @@
-"""The KV cache: one aligned buffer allocated at load, BSND per layer, written in place.
+"""The cache: aligned buffers allocated once at load, written in place.
 
-Layout per layer: keys and values `[batch, max_seq, kv_heads, head_dim]`. With int8 KV each
-(token, head) row keeps a float32 scale (`[batch, max_seq, kv_heads, 1]`) so that
-`value ~= int8 * scale`. Nothing here allocates after `KVCache.allocate` except the
-dequantised read of an int8 cache (a temporary, not cache storage).
+Full-attention layers keep keys and values `[batch, max_seq, kv_heads, head_dim]` (BSND)
+views of one buffer. With int8 KV each (token, head) row keeps a float32 scale
+(`[batch, max_seq, kv_heads, 1]`) so that `value ~= int8 * scale`. Linear-attention (Gated
+DeltaNet) layers keep a fixed-size `LinearState` instead: the causal conv's last inputs
+`[batch, conv_dim, kernel - 1]` (compute dtype) and the recurrent state
+`[batch, value_heads, key_dim, value_dim]` (float32), views of two more buffers. `layers`
+lists one entry per decoder layer, in order. Nothing here allocates after `KVCache.allocate`
+except the dequantised read of an int8 cache (a temporary, not cache storage).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +40,30 @@ class CacheShape:
         return self.batch * self.max_seq_len * self.kv_heads
 
 
+@dataclass(frozen=True)
+class StateShape:
+    """The linear-attention layers' state: conv inputs and float32 recurrent state."""
+
+    layers: int
+    batch: int
+    conv_dim: int
+    conv_width: int  # kernel - 1 inputs kept
+    value_heads: int
+    key_dim: int
+    value_dim: int
+
+    @property
+    def conv_elements(self) -> int:
+        return self.batch * self.conv_dim * self.conv_width
+
+    @property
+    def recurrent_elements(self) -> int:
+        return self.batch * self.value_heads * self.key_dim * self.value_dim
+
+
+RECURRENT_DTYPE = torch.float32
+
+
 def element_bytes(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
@@ -45,6 +74,14 @@ def kv_cache_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool) -> int:
         scale_bytes = element_bytes(INT8_SCALE_DTYPE)
         return 2 * shape.num_layers * (shape.layer_elements + shape.layer_rows * scale_bytes)
     return 2 * shape.num_layers * shape.layer_elements * element_bytes(dtype)
+
+
+def state_bytes(shape: StateShape | None, dtype: torch.dtype) -> int:
+    """Bytes of every linear-attention layer's conv (dtype) and recurrent (float32) state."""
+    if shape is None:
+        return 0
+    return shape.layers * (shape.conv_elements * element_bytes(dtype)
+                           + shape.recurrent_elements * element_bytes(RECURRENT_DTYPE))
 
 
 def alignment_of(address: int, cap: int = ALIGNMENT_REPORT_CAP_BYTES) -> int:
@@ -112,40 +149,102 @@ def _quantize_into(x: torch.Tensor, q_out: torch.Tensor, scale_out: torch.Tensor
     q_out.copy_(torch.round(x.float() / scale).clamp_(-127, 127))
 
 
-class KVCache:
-    """All layers' caches in one aligned allocation; `tokens_used` is the filled length."""
+class LinearState:
+    """One linear-attention layer's conv inputs and recurrent state (views, updated in place)."""
 
-    def __init__(self, shape: CacheShape, layers: list[LayerCache], buffers: list[torch.Tensor],
-                 dtype: torch.dtype, int8: bool) -> None:
-        self.shape, self.layers, self.buffers = shape, layers, buffers
+    def __init__(self, conv: torch.Tensor, recurrent: torch.Tensor) -> None:
+        self.conv, self.recurrent = conv, recurrent
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.conv, self.recurrent
+
+
+CacheLayer = LayerCache | LinearState
+
+
+def _kv_layers(shape: CacheShape, dtype: torch.dtype, device: torch.device,
+               int8: bool) -> tuple[list[LayerCache], list[torch.Tensor]]:
+    storage_dtype = torch.int8 if int8 else dtype
+    data = aligned_empty(2 * shape.num_layers * shape.layer_elements, storage_dtype, device)
+    data.zero_()
+    per_layer = data.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
+                          shape.kv_heads, shape.head_dim)
+    if not int8:
+        return [LayerCache(per_layer[i, 0], per_layer[i, 1])
+                for i in range(shape.num_layers)], [data]
+    scales = aligned_empty(2 * shape.num_layers * shape.layer_rows, INT8_SCALE_DTYPE, device)
+    scales.zero_()
+    per_scale = scales.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
+                            shape.kv_heads, 1)
+    return [Int8LayerCache(per_layer[i, 0], per_layer[i, 1], per_scale[i, 0], per_scale[i, 1],
+                           dtype) for i in range(shape.num_layers)], [data, scales]
+
+
+def _linear_states(shape: StateShape, dtype: torch.dtype,
+                   device: torch.device) -> tuple[list[LinearState], list[torch.Tensor]]:
+    conv = aligned_empty(shape.layers * shape.conv_elements, dtype, device)
+    recurrent = aligned_empty(shape.layers * shape.recurrent_elements, RECURRENT_DTYPE, device)
+    convs = conv.view(shape.layers, shape.batch, shape.conv_dim, shape.conv_width)
+    states = recurrent.view(shape.layers, shape.batch, shape.value_heads, shape.key_dim,
+                            shape.value_dim)
+    return [LinearState(convs[i], states[i]) for i in range(shape.layers)], [conv, recurrent]
+
+
+class KVCache:
+    """Every layer's cache, allocated once and aligned; `tokens_used` is the filled length.
+
+    `layers[i]` is the LayerCache (KV, BSND) of a full-attention layer or the LinearState of a
+    linear-attention layer."""
+
+    def __init__(self, shape: CacheShape, layers: Sequence[CacheLayer],
+                 buffers: list[torch.Tensor], dtype: torch.dtype, int8: bool,
+                 state_shape: StateShape | None = None, state_buffers: int = 0) -> None:
+        self.shape, self.layers, self.buffers = shape, list(layers), buffers
         self.dtype, self.int8 = dtype, int8
+        self.state_shape = state_shape
+        self._state_buffers = state_buffers  # the last N buffers hold the linear states
         self.tokens_used = 0
 
     @classmethod
     def allocate(cls, shape: CacheShape, dtype: torch.dtype, device: torch.device,
-                 int8: bool = False) -> KVCache:
-        storage_dtype = torch.int8 if int8 else dtype
-        data = aligned_empty(2 * shape.num_layers * shape.layer_elements, storage_dtype, device)
-        data.zero_()
-        per_layer = data.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
-                              shape.kv_heads, shape.head_dim)
-        if not int8:
-            layers = [LayerCache(per_layer[i, 0], per_layer[i, 1])
-                      for i in range(shape.num_layers)]
-            return cls(shape, layers, [data], dtype, int8=False)
-        scales = aligned_empty(2 * shape.num_layers * shape.layer_rows, INT8_SCALE_DTYPE, device)
-        scales.zero_()
-        per_scale = scales.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
-                                shape.kv_heads, 1)
-        int8_layers: list[LayerCache] = [
-            Int8LayerCache(per_layer[i, 0], per_layer[i, 1], per_scale[i, 0], per_scale[i, 1],
-                           dtype)
-            for i in range(shape.num_layers)]
-        return cls(shape, int8_layers, [data, scales], dtype, int8=True)
+                 int8: bool = False, state: StateShape | None = None,
+                 kinds: Sequence[bool] | None = None) -> KVCache:
+        """`kinds[i]` is True where decoder layer i keeps KV (default: every layer)."""
+        kv_layers, buffers = _kv_layers(shape, dtype, device, int8)
+        if state is None:
+            return cls(shape, kv_layers, buffers, dtype, int8)
+        linear, state_buffers = _linear_states(state, dtype, device)
+        kv_iter, linear_iter = iter(kv_layers), iter(linear)
+        kinds = kinds if kinds is not None else [True] * len(kv_layers)
+        layers: list[CacheLayer] = [next(kv_iter) if is_kv else next(linear_iter)
+                                    for is_kv in kinds]
+        cache = cls(shape, layers, buffers + state_buffers, dtype, int8, state,
+                    len(state_buffers))
+        cache.reset()
+        return cache
 
     @property
     def nbytes(self) -> int:
         return sum(b.numel() * b.element_size() for b in self.buffers)
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of the linear-attention states (0 without linear layers)."""
+        held = self.buffers[len(self.buffers) - self._state_buffers:] if self._state_buffers \
+            else []
+        return sum(b.numel() * b.element_size() for b in held)
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.nbytes - self.state_bytes
+
+    @property
+    def kv_layers(self) -> int:
+        return self.shape.num_layers
+
+    @property
+    def linear_layers(self) -> int:
+        return 0 if self.state_shape is None else self.state_shape.layers
 
     @property
     def base_alignment_bytes(self) -> int:
@@ -156,5 +255,10 @@ class KVCache:
         return self.buffers[0].dtype
 
     def reset(self) -> None:
-        """Forget the contents (the memory stays); stale rows are never read past tokens_used."""
+        """Forget the contents (the memory stays): stale KV rows are never read past
+        tokens_used; linear states are zeroed, as a new sequence starts from none."""
         self.tokens_used = 0
+        for layer in self.layers:
+            if isinstance(layer, LinearState):
+                layer.conv.zero_()
+                layer.recurrent.zero_()

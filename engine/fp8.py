@@ -215,12 +215,25 @@ def _dequantize_table(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, 
     return torch.index_select(tables, 0, index.reshape(-1)).view(rows, cols)
 
 
-def quantize_block(
-    weight: torch.Tensor, block: tuple[int, int] = BLOCK
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Quantise [out, in] to (float8_e4m3fn, float32 scale_inv) with scale = amax / 448 per tile.
+def round_up(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float32 -> `dtype`, each value rounded to the next representable one at or above it."""
+    rounded = values.to(dtype)
+    low = rounded.float() < values
+    if bool(low.any()):
+        rounded[low] = torch.nextafter(rounded[low], torch.full_like(rounded[low], math.inf))
+    return rounded
 
-    The writer side of the format, used to build FP8 checkpoints for tests and demos.
+
+def quantize_block(
+    weight: torch.Tensor, block: tuple[int, int] = BLOCK,
+    scale_dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quantise [out, in] to (float8_e4m3fn, scale_inv in `scale_dtype`), scale = amax / 448
+    per tile (1 for an all-zero tile).
+
+    The writer side of the format (tests and the demo builder). The scale is rounded *up* to
+    `scale_dtype` before dividing, so dequantising with the stored scale never needs a code
+    past 448.
     """
     rows, cols = int(weight.shape[0]), int(weight.shape[1])
     grid = scale_grid((rows, cols), block)
@@ -228,10 +241,10 @@ def quantize_block(
     padded[:rows, :cols] = weight.float()
     tiles = padded.view(grid[0], block[0], grid[1], block[1])
     amax = tiles.abs().amax(dim=(1, 3))
-    scale = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
-    quant = (tiles / scale[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
+    stored = round_up(torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax)), scale_dtype)
+    quant = (tiles / stored.float()[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
     quant = quant.reshape(padded.shape)[:rows, :cols].to(torch.float8_e4m3fn)
-    return quant.contiguous(), scale
+    return quant.contiguous(), stored
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -13,15 +12,21 @@ from typing import Any
 import torch
 
 from engine.cache import KV_LAYOUT
-from engine.config import load_config
-from engine.errors import EngineError, ModelFormatError
-from engine.runner import ModelRunner, cache_shape, check_kv_plan, parse_dtype, pick_device
+from engine.errors import EngineError, ModelFormatError, OutOfMemoryPlan
+from engine.runner import (
+    ModelRunner,
+    cache_shape,
+    check_kv_plan,
+    check_model_plan,
+    parse_dtype,
+    pick_device,
+    state_shape,
+)
 from engine.sampling import SamplingParams, make_generator, next_token
 
 Events = Generator["GenerationEvent", None, None]
 FP8_MODES = ("dequantize", "resident")
 KV_CACHE_MODES = ("auto", "int8")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,11 @@ class EngineStats:
     decode_tokens: int = 0
     decode_tokens_per_s: float | None = None
     finish_reason: str | None = None  # "stop" | "length" | "cancelled"
+    architecture: str = ""
+    kv_layers: int = 0  # full-attention layers holding KV
+    state_layers: int = 0  # linear-attention layers holding conv + recurrent state
+    state_bytes: int = 0  # part of kv_cache_bytes: the linear-attention states
+    ignored_tensors: tuple[str, ...] = ()  # checkpoint parts not loaded (vision tower, MTP)
 
     @property
     def kv_occupancy(self) -> float:
@@ -122,34 +132,30 @@ class TextStream:
         return new_text[len(prefix_text):]
 
 
-def load_tokenizer(path: Path, required: bool) -> Any:
-    """The transformers tokenizer next to the weights (HF dir or the .gguf file itself)."""
+def load_tokenizer(path: Path, files: Sequence[str], required: bool) -> Any:
+    """The transformers tokenizer next to the weights (HF dir or the .gguf file itself);
+    `files` are the tokenizer files the model-directory reader found."""
     from transformers import AutoTokenizer
 
     try:
         if path.suffix == ".gguf":
             return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        if any((path / name).exists() for name in TOKENIZER_FILES):
+        if files:
             return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:
         raise ModelFormatError(f"{path}: the tokenizer failed to load "
                                f"({type(exc).__name__}: {exc}); re-download the tokenizer "
                                "files") from None
     if required:
-        raise ModelFormatError(f"{path}: no tokenizer files ({', '.join(TOKENIZER_FILES)}); "
-                               "copy them next to the weights, or pass require_tokenizer=False")
+        raise ModelFormatError(f"{path}: no tokenizer files (tokenizer.json, "
+                               "tokenizer_config.json, vocab.json, ...); copy them next to the "
+                               "weights, or pass require_tokenizer=False")
     return None
 
 
-def generation_eos_ids(path: Path) -> tuple[int, ...]:
+def generation_eos_ids(generation_config: Mapping[str, Any]) -> tuple[int, ...]:
     """eos ids from generation_config.json (what transformers' generate stops on)."""
-    file = path / "generation_config.json"
-    if path.suffix == ".gguf" or not file.exists():
-        return ()
-    try:
-        value = json.loads(file.read_text(encoding="utf-8")).get("eos_token_id")
-    except (OSError, ValueError, AttributeError):
-        return ()
+    value = generation_config.get("eos_token_id")
     values = value if isinstance(value, list) else [value]
     return tuple(int(v) for v in values if isinstance(v, int) and not isinstance(v, bool))
 
@@ -158,8 +164,9 @@ class Engine:
     """A model in this process: `Engine.load(path)`, then `generate`, `chat`, `logits`."""
 
     def __init__(self, config: Any, tokenizer: Any, runner: ModelRunner, fp8_mode: str,
-                 eos_token_ids: Iterable[int]) -> None:
+                 eos_token_ids: Iterable[int], ignored_tensors: tuple[str, ...] = ()) -> None:
         self.config = config
+        self.ignored_tensors = ignored_tensors
         self.tokenizer = tokenizer
         self.runner = runner
         self.fp8_mode = fp8_mode
@@ -172,28 +179,58 @@ class Engine:
     def load(cls, path: str | Path, device: str = "auto", dtype: str | torch.dtype = "bfloat16",
              max_seq_len: int = 4096, fp8: str = "dequantize", kv_cache: str = "auto",
              require_tokenizer: bool = True) -> Engine:
-        from engine.weights import load_checkpoint
-
+        """Read the model once, plan its memory, then load. Every problem a user can fix is
+        an EngineError naming the file or field."""
         if fp8 not in FP8_MODES:
             raise EngineError(f"fp8={fp8!r}: use one of {', '.join(FP8_MODES)}")
         if kv_cache not in KV_CACHE_MODES:
             raise EngineError(f"kv_cache={kv_cache!r}: use one of {', '.join(KV_CACHE_MODES)}")
         if max_seq_len < 1:
             raise EngineError(f"max_seq_len must be >= 1, got {max_seq_len}")
-        model_path = Path(path)
-        if not model_path.exists():
-            raise ModelFormatError(f"{model_path}: no such model directory or .gguf file")
+        try:
+            return cls._load(Path(path), device, dtype, max_seq_len, fp8, kv_cache == "int8",
+                             require_tokenizer)
+        except MemoryError:
+            raise OutOfMemoryPlan(f"{path}: ran out of memory while loading; use a smaller "
+                                  "max_seq_len, fp8='resident' or a larger device") from None
+        except RecursionError:
+            raise ModelFormatError(f"{path}: a model file is nested too deeply to read; "
+                                   "re-download it") from None
+        except OSError as exc:
+            raise ModelFormatError(f"{exc.filename or path}: {exc.strerror or exc}; check the "
+                                   "file and its permissions") from None
+
+    @classmethod
+    def _load(cls, path: Path, device: str, dtype: str | torch.dtype, max_seq_len: int,
+              fp8: str, int8_kv: bool, require_tokenizer: bool) -> Engine:
+        from engine.config import from_facts
+        from engine.gguf import load_gguf
+        from engine.weights import load_model_dir, locate, read_model
+
+        model_path, kind = locate(path)
         torch_device, torch_dtype = pick_device(device), parse_dtype(dtype)
-        tokenizer = load_tokenizer(model_path, require_tokenizer)
-        if model_path.is_dir():  # fail before reading gigabytes of weights
-            check_kv_plan(cache_shape(load_config(model_path), max_seq_len), torch_dtype,
-                          kv_cache == "int8", torch_device)
-        config, weights = load_checkpoint(model_path, device=torch_device, dtype=torch_dtype,
-                                          fp8=fp8)
+        if kind == "gguf":
+            tokenizer = load_tokenizer(model_path, (), require_tokenizer)
+            config, weights = load_gguf(model_path, device=torch_device, dtype=torch_dtype)
+            ignored: dict[str, int] = {}
+            eos: tuple[int, ...] = config.eos_token_ids
+        else:
+            model = read_model(model_path)  # config.json and every header, read once
+            config = from_facts(model.config)
+            check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device,
+                             weights_only=True)
+            check_kv_plan(cache_shape(config, max_seq_len), torch_dtype, int8_kv, torch_device,
+                          state=state_shape(config))
+            check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device)
+            tokenizer = load_tokenizer(model_path, model.tokenizer_files, require_tokenizer)
+            weights, ignored = load_model_dir(model, config, device=torch_device,
+                                              dtype=torch_dtype, fp8=fp8)
+            eos = (*config.eos_token_ids, *generation_eos_ids(model.generation_config))
         runner = ModelRunner(config, weights, torch_device, torch_dtype, max_seq_len,
-                             int8_kv=kv_cache == "int8")
-        eos = (*config.eos_token_ids, *generation_eos_ids(model_path))
-        return cls(config, tokenizer, runner, fp8, eos)
+                             int8_kv=int8_kv)
+        from engine.weights import ignored_note
+
+        return cls(config, tokenizer, runner, fp8, eos, ignored_note(ignored))
 
     # --- public calls ----------------------------------------------------------------------
 
@@ -214,13 +251,25 @@ class Engine:
     def chat(self, messages: Sequence[Mapping[str, Any]],
              config: GenerationConfig | None = None,
              **template_kwargs: Any) -> Events:
-        """Generate the assistant reply to OpenAI-style messages via the chat template."""
-        if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
+        """Generate the assistant reply to OpenAI-style messages via the chat template.
+
+        The template is the model's code: it runs as transformers runs it (Jinja's immutable
+        sandbox) under probes.chat_template's budget of steps, output and time, so a template
+        that loops or builds huge strings is one EngineError, not a hang."""
+        from probes.chat_template import render
+        from probes.textsafe import one_line
+
+        template = getattr(self.tokenizer, "chat_template", None)
+        if self.tokenizer is None or not isinstance(template, str) or not template:
             raise EngineError("this model has no tokenizer chat template; use generate(ids)")
-        text = self.tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True,
-            **template_kwargs)
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        variables = {**_special_tokens(self.tokenizer), **template_kwargs,
+                     "messages": [dict(m) for m in messages], "add_generation_prompt": True}
+        rendered = render(template, variables)
+        if rendered.text is None:
+            raise EngineError(f"the model's chat template cannot be used "
+                              f"({one_line(rendered.error)[:200]}); fix chat_template in "
+                              "tokenizer_config.json or call generate(ids)")
+        ids = self.tokenizer.encode(rendered.text, add_special_tokens=False)
         return self.generate(ids, config)
 
     def cancel(self) -> None:
@@ -235,14 +284,16 @@ class Engine:
             fp8_mode=self.fp8_mode if self.config.fp8 is not None else "none",
             max_seq_len=runner.max_seq_len, kv_cache_bytes=runner.cache.nbytes,
             kv_cache_dtype=str(runner.cache.storage_dtype).removeprefix("torch."),
-            kv_layout=KV_LAYOUT, kv_alignment_bytes=runner.cache.base_alignment_bytes,
+            kv_layout=_layout(runner), kv_alignment_bytes=runner.cache.base_alignment_bytes,
             kv_tokens_used=runner.cache.tokens_used, weight_bytes=runner.weight_bytes,
             fused_ops=tuple(runner.fused.active), ttft_s=times.ttft_s,
             prefill_tokens=times.prefill_tokens,
             prefill_tokens_per_s=_rate(times.prefill_tokens, times.prefill_s),
             decode_tokens=times.decode_tokens,
             decode_tokens_per_s=_rate(times.decode_tokens, times.decode_s),
-            finish_reason=times.finish_reason)
+            finish_reason=times.finish_reason, architecture=self.config.architecture,
+            kv_layers=runner.cache.kv_layers, state_layers=runner.cache.linear_layers,
+            state_bytes=runner.cache.state_bytes, ignored_tensors=self.ignored_tensors)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -326,6 +377,21 @@ def _append(seen: torch.Tensor, token: int, params: SamplingParams) -> torch.Ten
     if params.repetition_penalty == 1.0:
         return seen
     return torch.cat((seen, seen.new_tensor([token])))
+
+
+def _special_tokens(tokenizer: Any) -> dict[str, str]:
+    """bos_token, eos_token, ... as transformers hands them to chat templates."""
+    found = getattr(tokenizer, "special_tokens_map", None) or {}
+    return {key: value for key, value in found.items() if isinstance(value, str)}
+
+
+def _layout(runner: ModelRunner) -> str:
+    """"BSND", or for a hybrid where the KV lives and what the other layers keep."""
+    cache = runner.cache
+    if not cache.linear_layers:
+        return KV_LAYOUT
+    return (f"{KV_LAYOUT} on {cache.kv_layers} of {cache.kv_layers + cache.linear_layers} "
+            f"layers + DeltaNet state on {cache.linear_layers}")
 
 
 def _rate(count: int, seconds: float) -> float | None:

@@ -1,69 +1,56 @@
-"""One decoder for llama, qwen3, qwen3_moe and mixtral, chosen by config switches.
+"""The decoder every family runs: embed -> blocks -> norm -> lm_head.
 
-Switches: q/k norm (qwen3*), attention biases, dense SwiGLU or sparse MoE per layer, router
-style. Weights come from `engine.weights.load_checkpoint` under canonical names.
+A block is pre-norm: a token mixer (attention over its KV cache, or a Gated DeltaNet over its
+linear state) then a feed-forward (dense SwiGLU or sparse MoE), each added to the residual.
+Which mixer and feed-forward a layer has, and which RMSNorm, is the family's to say
+(engine.models); weights come from `engine.weights` under canonical names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
-from engine.cache import KVCache
-from engine.errors import ModelFormatError
+from engine.cache import KVCache, LayerCache, LinearState
+from engine.deltanet import GatedDeltaNet
 from engine.layers import (
     Attention,
-    AttentionWeights,
     MlpWeights,
     NormFn,
     Rotary,
-    Transposed,
     Weight,
     linear,
     materialize,
-    prefer_layout,
     rms_norm,
     swiglu,
 )
-from engine.moe import MoeWeights, SparseMoe
+from engine.moe import SparseMoe
+from engine.weight_table import WeightTable
 
-
-class WeightTable:
-    """Canonical-name lookup that names the missing tensor in its error."""
-
-    def __init__(self, weights: Mapping[str, Any], device: torch.device,
-                 dtype: torch.dtype) -> None:
-        self.weights = weights
-        self.device, self.dtype = device, dtype
-        self.relayout_bytes = 0  # copies made for a faster layout (tied lm_head)
-
-    def get(self, name: str) -> Any:
-        if name not in self.weights:
-            raise ModelFormatError(f"checkpoint has no tensor for {name!r} (canonical name)")
-        return self.weights[name]
-
-    def optional(self, name: str) -> Any:
-        return self.weights.get(name)
-
-    def linear(self, name: str, shared: bool = False) -> Weight:
-        """A projection weight in the device's preferred layout."""
-        weight = prefer_layout(self.get(name), self.device, self.dtype)
-        if shared and isinstance(weight, Transposed):
-            self.relayout_bytes += weight.nbytes
-        return weight
+if TYPE_CHECKING:
+    from engine.models.base import Family
 
 
 @dataclass
 class Block:
     attn_norm: torch.Tensor
-    attn: Attention
     mlp_norm: torch.Tensor
+    attn: Attention | None  # full-attention layers
+    linear: GatedDeltaNet | None  # linear-attention layers
     mlp: MlpWeights | None
     moe: SparseMoe | None
+
+    def mix(self, x: torch.Tensor, cache: LayerCache | LinearState, rotary: Rotary,
+            start: int) -> torch.Tensor:
+        if self.attn is not None:
+            assert isinstance(cache, LayerCache)
+            return self.attn.forward(x, rotary, cache, start)
+        assert self.linear is not None and isinstance(cache, LinearState)
+        return self.linear.forward(x, cache)
 
     def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.moe is not None:
@@ -73,48 +60,43 @@ class Block:
 
 
 class Decoder:
-    """embed -> blocks (pre-norm attention, pre-norm MLP/MoE) -> norm -> lm_head."""
+    """embed -> blocks (pre-norm mixer, pre-norm MLP/MoE) -> norm -> lm_head."""
 
     def __init__(self, config: Any, weights: Mapping[str, Any], max_seq_len: int,
-                 device: torch.device, dtype: torch.dtype, norm: NormFn = rms_norm) -> None:
+                 device: torch.device, dtype: torch.dtype, family: Family,
+                 norm: NormFn = rms_norm) -> None:
         table = WeightTable(weights, device, dtype)
         self.config = config
         self.eps = float(config.rms_norm_eps)
-        self.norm = norm
+        self.norm = family.norm(norm)
         self.embed: torch.Tensor = materialize(table.get("embed.weight"), dtype)
         self.final_norm: torch.Tensor = table.get("norm.weight")
         tied = weights.get("lm_head.weight") is weights.get("embed.weight")
         self.lm_head: Weight = table.linear("lm_head.weight", shared=tied)
-        self.rotary = Rotary(config.head_dim, float(config.rope_theta), max_seq_len,
-                             config.rope_scaling, device, dtype)
-        self.blocks = [self._block(table, i) for i in range(config.num_layers)]
+        self.rotary = Rotary(config.rotary_dim or config.head_dim, float(config.rope_theta),
+                             max_seq_len, config.rope_scaling, device, dtype)
+        context = family.context(table, config, self.norm)
+        self.blocks = [self._block(context, family, i) for i in range(config.num_layers)]
         self.relayout_bytes = table.relayout_bytes
 
-    def _block(self, table: WeightTable, i: int) -> Block:
-        cfg = self.config
+    @staticmethod
+    def _block(ctx: Any, family: Family, i: int) -> Block:
+        mixer, ffn = family.mixer(ctx, i), family.feed_forward(ctx, i)
         p = f"layers.{i}."
-        attn = AttentionWeights(
-            q=table.linear(p + "attn.q.weight"), k=table.linear(p + "attn.k.weight"),
-            v=table.linear(p + "attn.v.weight"), o=table.linear(p + "attn.o.weight"),
-            q_bias=table.optional(p + "attn.q.bias"), k_bias=table.optional(p + "attn.k.bias"),
-            v_bias=table.optional(p + "attn.v.bias"), o_bias=table.optional(p + "attn.o.bias"),
-            q_norm=table.get(p + "attn.q_norm.weight") if cfg.qk_norm else None,
-            k_norm=table.get(p + "attn.k_norm.weight") if cfg.qk_norm else None)
-        attention = Attention(attn, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, self.eps,
-                              self.norm)
-        is_moe = cfg.num_experts > 0 and i in tuple(cfg.moe_layers)
-        return Block(attn_norm=table.get(p + "attn_norm.weight"), attn=attention,
-                     mlp_norm=table.get(p + "mlp_norm.weight"),
-                     mlp=None if is_moe else _mlp(table, p + "mlp."),
-                     moe=_moe(table, p + "moe.", cfg) if is_moe else None)
+        return Block(attn_norm=ctx.table.get(p + "attn_norm.weight"),
+                     mlp_norm=ctx.table.get(p + "mlp_norm.weight"),
+                     attn=mixer if isinstance(mixer, Attention) else None,
+                     linear=mixer if isinstance(mixer, GatedDeltaNet) else None,
+                     mlp=ffn if isinstance(ffn, MlpWeights) else None,
+                     moe=ffn if isinstance(ffn, SparseMoe) else None)
 
     def forward(self, ids: torch.Tensor, cache: KVCache, start: int,
                 last_only: bool) -> torch.Tensor:
         """Logits for ids [B, T] at positions start..start+T-1; float32 [B, T or 1, vocab]."""
         h = F.embedding(ids, self.embed)
         for block, layer_cache in zip(self.blocks, cache.layers, strict=True):
-            h = h + block.attn.forward(self.norm(h, block.attn_norm, self.eps), self.rotary,
-                                       layer_cache, start)
+            h = h + block.mix(self.norm(h, block.attn_norm, self.eps), layer_cache, self.rotary,
+                              start)
             h = h + block.feed_forward(self.norm(h, block.mlp_norm, self.eps))
         if last_only:
             h = h[:, -1:]
@@ -130,15 +112,3 @@ class Decoder:
     def decode(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """One new token [B, 1] at position cache.tokens_used; logits [B, vocab]."""
         return self.forward(token, cache, cache.tokens_used, last_only=True)[:, -1]
-
-
-def _mlp(table: WeightTable, prefix: str) -> MlpWeights:
-    return MlpWeights(gate=table.linear(prefix + "gate.weight"),
-                      up=table.linear(prefix + "up.weight"),
-                      down=table.linear(prefix + "down.weight"))
-
-
-def _moe(table: WeightTable, prefix: str, cfg: Any) -> SparseMoe:
-    experts = [_mlp(table, f"{prefix}experts.{e}.") for e in range(cfg.num_experts)]
-    weights = MoeWeights(router=table.linear(prefix + "router.weight"), experts=experts)
-    return SparseMoe(weights, cfg.num_experts_per_tok, cfg.router, bool(cfg.norm_topk_prob))

@@ -1,4 +1,5 @@
-"""Sparse mixture-of-experts block: routers as the checkpoints define them, grouped experts.
+"""Sparse mixture-of-experts block: routers as the checkpoints define them, grouped experts,
+and (Qwen3-Next, Qwen3.5/3.6) an always-on shared expert gated by sigmoid(shared_expert_gate(x)).
 
 Prefill sorts the (token, slot) pairs by expert and runs each hit expert once on its group of
 tokens; decode runs only the experts the router picked. Resident FP8 experts are therefore
@@ -18,9 +19,19 @@ ROUTERS = ("softmax_topk", "topk_softmax")
 
 
 @dataclass
+class SharedExpert:
+    mlp: MlpWeights
+    gate: Weight  # [1, hidden]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(linear(x, self.gate)) * swiglu(x, self.mlp)
+
+
+@dataclass
 class MoeWeights:
     router: Weight  # [num_experts, hidden]
     experts: list[MlpWeights]
+    shared: SharedExpert | None = None
 
 
 def route(logits: torch.Tensor, top_k: int, style: str,
@@ -58,6 +69,8 @@ class SparseMoe:
                              self.norm_topk_prob)
         out = self._decode(flat, weights, ids) if flat.shape[0] == 1 else \
             self._grouped(flat, weights, ids)
+        if self.w.shared is not None:
+            out = out + self.w.shared.forward(flat)
         return out.view(shape)
 
     def _decode(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Device choice and the memory plan: what the KV cache needs, checked before allocating."""
+"""Device choice and the memory plan: what the weights and the cache need, checked before
+anything is allocated (the arithmetic is probes.model_memory, shared with the doctor)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Any
 
 import torch
 
-from engine.cache import CacheShape, KVCache, element_bytes, kv_cache_bytes
+from engine.cache import CacheShape, KVCache, StateShape, element_bytes, kv_cache_bytes, state_bytes
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
+from engine.models import FAMILIES
 from engine.ops import select_fused_ops
+from probes.model_config import FULL_ATTENTION
+from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
+from probes.model_tensors import InventoryError
 
 DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -20,8 +25,6 @@ DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
 }
 DEVICES = ("auto", "npu", "cuda", "cpu")
-# Room left for activations, logits and the allocator after the cache is placed.
-HEADROOM_FRACTION = 0.10
 
 
 def parse_dtype(name: str | torch.dtype) -> torch.dtype:
@@ -77,26 +80,29 @@ def available_memory_bytes(device: torch.device) -> int:
     return int(psutil.virtual_memory().available)
 
 
-def plan_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool) -> int:
-    """What the runner allocates per max_seq_len: the KV cache plus the rotary cos/sin tables."""
+def plan_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool,
+               state: StateShape | None = None) -> int:
+    """What the runner allocates for the cache: KV (full-attention layers) plus the rotary
+    cos/sin tables per max_seq_len, plus the fixed linear-attention state."""
     rotary = 2 * shape.max_seq_len * shape.head_dim * element_bytes(dtype)
-    return kv_cache_bytes(shape, dtype, int8) + rotary
+    return kv_cache_bytes(shape, dtype, int8) + rotary + state_bytes(state, dtype)
 
 
 def largest_fitting_seq_len(shape: CacheShape, dtype: torch.dtype, int8: bool,
-                            budget_bytes: int) -> int:
+                            budget_bytes: int, state: StateShape | None = None) -> int:
+    fixed = state_bytes(state, dtype)
     per_token = plan_bytes(replace(shape, max_seq_len=1), dtype, int8)
-    return max(0, budget_bytes // per_token)
+    return max(0, (budget_bytes - fixed) // per_token)
 
 
 def check_kv_plan(shape: CacheShape, dtype: torch.dtype, int8: bool, device: torch.device,
-                  free_bytes: int | None = None) -> int:
+                  free_bytes: int | None = None, state: StateShape | None = None) -> int:
     """Bytes the cache needs; OutOfMemoryPlan (with the largest max_seq_len) if it won't fit."""
-    need = plan_bytes(shape, dtype, int8)
+    need = plan_bytes(shape, dtype, int8, state)
     free = available_memory_bytes(device) if free_bytes is None else free_bytes
     budget = int(free * (1 - HEADROOM_FRACTION))
     if need > budget:
-        fits = largest_fitting_seq_len(shape, dtype, int8, budget)
+        fits = largest_fitting_seq_len(shape, dtype, int8, budget, state)
         raise OutOfMemoryPlan(
             f"KV cache for max_seq_len={shape.max_seq_len} needs {need / 2**20:.1f} MiB but "
             f"only {budget / 2**20:.1f} MiB of {device} memory is usable "
@@ -107,7 +113,46 @@ def check_kv_plan(shape: CacheShape, dtype: torch.dtype, int8: bool, device: tor
 
 
 def cache_shape(config: Any, max_seq_len: int) -> CacheShape:
-    return CacheShape(config.num_layers, 1, max_seq_len, config.num_kv_heads, config.head_dim)
+    """KV on the full-attention layers only (all layers of a non-hybrid model)."""
+    layers = config.full_attention_layers or config.num_layers
+    return CacheShape(layers, 1, max_seq_len, config.num_kv_heads, config.head_dim)
+
+
+def state_shape(config: Any) -> StateShape | None:
+    """The linear-attention layers' state, None when the model has none."""
+    if config.linear is None or config.full_attention_layers >= config.num_layers:
+        return None
+    d = config.linear
+    return StateShape(config.num_layers - config.full_attention_layers, 1, d.conv_dim,
+                      d.kernel - 1, d.value_heads, d.key_dim, d.value_dim)
+
+
+def check_model_plan(config: Any, max_seq_len: int, dtype: torch.dtype, fp8: str, int8: bool,
+                     device: torch.device, free_bytes: int | None = None,
+                     weights_only: bool = False) -> int:
+    """Refuse a model whose weights (+ cache), as its config implies them, exceed the device
+    memory -- before a byte is allocated or a tensor read ("needs 4.1 TiB, 22.0 GiB
+    available"). Returns the planned bytes."""
+    facts = getattr(config, "facts", None)
+    if facts is None:
+        return 0
+    try:
+        plan = plan_memory(facts, max_seq_len, element_bytes(dtype), int8_kv=int8)
+    except InventoryError:
+        return 0  # the config resolution already named the missing field
+    need = plan.weight_bytes(fp8) if weights_only else plan.total_bytes(fp8)
+    free = available_memory_bytes(device) if free_bytes is None else free_bytes
+    usable = int(free * (1 - HEADROOM_FRACTION))
+    if need > usable:
+        raise OutOfMemoryPlan(
+            f"{facts.source}: this model needs {human_bytes(need)} (weights "
+            f"{human_bytes(plan.weight_bytes(fp8))} as {str(dtype).removeprefix('torch.')}"
+            f"{', fp8=' + fp8 if plan.is_fp8 else ''}, KV + state "
+            f"{human_bytes(plan.sequence_bytes)} for max_seq_len {max_seq_len:,}) but "
+            f"{human_bytes(usable)} of {device} memory is usable ({human_bytes(free)} free, "
+            f"{HEADROOM_FRACTION:.0%} kept as headroom); check config.json, or use a "
+            "smaller model, fp8='resident', a lower max_seq_len or a larger device")
+    return need
 
 
 def weight_bytes(weights: Mapping[str, Any]) -> int:
@@ -131,12 +176,15 @@ class ModelRunner:
                  free_bytes: int | None = None) -> None:
         self.device, self.dtype, self.max_seq_len = device, dtype, max_seq_len
         self.weight_bytes = weight_bytes(weights)
-        shape = cache_shape(config, max_seq_len)
-        check_kv_plan(shape, dtype, int8_kv, device, free_bytes)
+        shape, state = cache_shape(config, max_seq_len), state_shape(config)
+        check_kv_plan(shape, dtype, int8_kv, device, free_bytes, state)
         self.fused = select_fused_ops(device, dtype)
-        self.model = Decoder(config, weights, max_seq_len, device, dtype, self.fused.rms_norm)
+        family = FAMILIES[config.architecture]
+        self.model = Decoder(config, weights, max_seq_len, device, dtype, family,
+                             self.fused.rms_norm)
         self.weight_bytes += self.model.relayout_bytes
-        self.cache = KVCache.allocate(shape, dtype, device, int8_kv)
+        kinds = [config.layer_kind(i) == FULL_ATTENTION for i in range(config.num_layers)]
+        self.cache = KVCache.allocate(shape, dtype, device, int8_kv, state, kinds)
         self._token = torch.zeros(1, 1, dtype=torch.int64, device=device)
 
     @torch.inference_mode()

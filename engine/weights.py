@@ -1,60 +1,366 @@
-"""Load checkpoints (HF safetensors directories, llama GGUF files) into canonical tensor names.
+"""Load checkpoints (HF safetensors directories; llama GGUF files: engine.gguf) under
+canonical names.
 
-The model code only ever sees these CANONICAL_NAMES (engine-internal, architecture-neutral):
+The model code only ever sees these canonical names (engine-internal, family-neutral):
 
-    embed.weight                              [vocab, hidden]
-    lm_head.weight                            [vocab, hidden]; tied -> the same object as embed
-    norm.weight                               [hidden]
-    layers.{i}.attn_norm.weight               [hidden]         HF input_layernorm
-    layers.{i}.mlp_norm.weight                [hidden]         HF post_attention_layernorm
-    layers.{i}.attn.{q,k,v,o}.weight          q [heads*head_dim, hidden], o [hidden, heads*head_dim]
-    layers.{i}.attn.{q,k,v,o}.bias            only when config.attention_bias (o too, as in HF)
-    layers.{i}.attn.{q,k}_norm.weight         [head_dim], only when config.qk_norm
-    layers.{i}.mlp.{gate,up,down}.weight      dense layers
-    layers.{i}.moe.router.weight              [num_experts, hidden]; Qwen3-MoE mlp.gate,
-                                              Mixtral block_sparse_moe.gate
-    layers.{i}.moe.experts.{e}.{gate,up,down}.weight
-                                              Qwen3-MoE {gate,up,down}_proj, Mixtral w1/w3/w2
+    embed.weight, norm.weight, lm_head.weight (tied -> the embedding object)
+    layers.{i}.attn_norm.weight / mlp_norm.weight       input_ / post_attention_layernorm
+    layers.{i}.attn.{q,k,v,o}.weight (.bias)            self_attn.*_proj (full attention)
+    layers.{i}.attn.{q,k}_norm.weight                   self_attn.*_norm
+    layers.{i}.linear.{qkv,z,b,a | qkvz,ba}.weight      linear_attn.in_proj_* (Gated DeltaNet)
+    layers.{i}.linear.{conv.weight,A_log,dt_bias,norm.weight,out.weight}
+    layers.{i}.mlp.{gate,up,down}.weight                dense layers
+    layers.{i}.moe.router.weight                        mlp.gate / block_sparse_moe.gate
+    layers.{i}.moe.experts.{e}.{gate,up,down}.weight    per-expert tensors, Mixtral w1/w3/w2,
+                                                        or sliced from fused 3-D experts
+    layers.{i}.moe.shared.{gate,up,down}.weight, layers.{i}.moe.shared_gate.weight
 
-Values are tensors on the requested device, floating ones cast to the requested dtype, except
-block-FP8 linears loaded with fp8="resident": those are `Fp8Weight` (FP8 bytes + scales).
-
-Safetensors headers are validated before any tensor is read (shards present, header length
-sane, offsets inside the file, index consistent), so a corrupt or hostile file gives one
-ModelFormatError naming the shard and tensor instead of a crash or a giant allocation.
+Which tensors a config needs, with which shapes, is `probes.model_tensors`; the directory and
+its headers are read (and validated) once by `probes.checkpoint`. Before any tensor is read
+every needed one is found in the headers with its shape and FP8 scale, so a wrong or hostile
+checkpoint is one ModelFormatError naming the tensor, not a crash or a giant allocation.
+Tensors the language model does not use (a vision tower, an MTP head) are counted and skipped.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
-import struct
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
-import numpy as np
 import torch
-from safetensors import safe_open
 
-from engine.config import ModelConfig, config_from_gguf, load_config
+from engine.config import ModelConfig, from_facts
 from engine.errors import EngineError, ModelFormatError, UnsupportedArchitecture
 from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
+from engine.tensor_io import ShardReader
+from probes.checkpoint import CheckpointError, ModelDir, TensorInfo, locate_model, read_model_dir
+from probes.errors import HostError
+from probes.model_tensors import LayerKind, TensorSpec, expected_tensors, layer_tensors
 
 Weight: TypeAlias = torch.Tensor | Fp8Weight
 FP8_MODES = ("dequantize", "resident")
-MAX_HEADER_BYTES = 100 * 1024 * 1024  # real headers are a few MB even for 37k tensors
-SCALE_SUFFIX = "_scale_inv"
-INDEX_FILE = "model.safetensors.index.json"
-SINGLE_FILE = "model.safetensors"
 
-_DTYPE_BYTES = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-    "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1,
-}
+_LAYER_RENAMES = [(re.compile(pattern), template) for pattern, template in (
+    (r"input_layernorm\.weight", "attn_norm.weight"),
+    (r"post_attention_layernorm\.weight", "mlp_norm.weight"),
+    (r"self_attn\.([qkvo])_proj\.(weight|bias)", r"attn.\1.\2"),
+    (r"self_attn\.([qk])_norm\.weight", r"attn.\1_norm.weight"),
+    (r"linear_attn\.in_proj_(qkvz|qkv|z|ba|b|a)\.weight", r"linear.\1.weight"),
+    (r"linear_attn\.conv1d\.weight", "linear.conv.weight"),
+    (r"linear_attn\.(A_log|dt_bias)", r"linear.\1"),
+    (r"linear_attn\.norm\.weight", "linear.norm.weight"),
+    (r"linear_attn\.out_proj\.weight", "linear.out.weight"),
+    (r"mlp\.(gate|up|down)_proj\.weight", r"mlp.\1.weight"),
+    (r"(?:mlp|block_sparse_moe)\.gate\.weight", "moe.router.weight"),
+    (r"mlp\.experts\.(\d+|\{e\})\.(gate|up|down)_proj\.weight", r"moe.experts.\1.\2.weight"),
+    (r"block_sparse_moe\.experts\.(\d+|\{e\})\.w1\.weight", r"moe.experts.\1.gate.weight"),
+    (r"block_sparse_moe\.experts\.(\d+|\{e\})\.w3\.weight", r"moe.experts.\1.up.weight"),
+    (r"block_sparse_moe\.experts\.(\d+|\{e\})\.w2\.weight", r"moe.experts.\1.down.weight"),
+    (r"mlp\.shared_expert\.(gate|up|down)_proj\.weight", r"moe.shared.\1.weight"),
+    (r"mlp\.shared_expert_gate\.weight", "moe.shared_gate.weight"),
+)]
+_FUSED_EXPERTS = re.compile(r"mlp\.experts\.(gate_up_proj|down_proj)")
+_EXPERT = re.compile(r"experts\.(\d+)\.")
+
+
+# --- names ---------------------------------------------------------------------------------
+
+
+def _rename_layer_part(rest: str) -> str | None:
+    for regex, template in _LAYER_RENAMES:
+        if regex.fullmatch(rest):
+            return regex.sub(template, rest)
+    return None
+
+
+def rename(name: str, prefix: str) -> str | None:
+    """HF checkpoint name -> canonical name, by spelling only (None when unknown)."""
+    if name == "lm_head.weight":
+        return name
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    if rest in ("embed_tokens.weight", "norm.weight"):
+        return "embed.weight" if rest.startswith("embed") else "norm.weight"
+    match = re.fullmatch(r"layers\.(\d+)\.(.+)", rest)
+    if match is None:
+        return None
+    part = _rename_layer_part(match.group(2))
+    return None if part is None else f"layers.{match.group(1)}.{part}"
+
+
+def _layer_templates(config: ModelConfig, kind: LayerKind) -> frozenset[str]:
+    assert config.facts is not None
+    return frozenset(filter(None, (_rename_layer_part(spec.name)
+                                   for spec in layer_tensors(config.facts, kind))))
+
+
+def hf_to_canonical(name: str, config: ModelConfig,
+                    templates: dict[LayerKind, frozenset[str]] | None = None) -> str | None:
+    """HF checkpoint name -> canonical name; None for tensors this config does not use.
+    `templates` caches the per-layer-kind names across calls."""
+    canonical = rename(name, config.weight_prefix)
+    if canonical is None or not canonical.startswith("layers."):
+        if canonical == "lm_head.weight" and config.tie_word_embeddings:
+            return None
+        return canonical
+    _, layer, part = canonical.split(".", 2)
+    if int(layer) >= config.num_layers:
+        return None
+    expert = _EXPERT.search(part)
+    if expert is not None and int(expert.group(1)) >= config.num_experts:
+        return None
+    template = _EXPERT.sub("experts.{e}.", part)
+    assert config.facts is not None
+    kind = LayerKind(config.layer_kind(int(layer)), config.is_moe_layer(int(layer)))
+    cache = {} if templates is None else templates
+    if kind not in cache:
+        cache[kind] = _layer_templates(config, kind)
+    return canonical if template in cache[kind] else None
+
+
+# --- what to read -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one canonical tensor comes from: a header entry, or a slice of a fused one."""
+
+    info: TensorInfo
+    expert: int | None = None  # fused experts: which [E, ...] row
+    rows: tuple[int, int] | None = None  # fused gate_up: the gate or the up half
+
+
+@dataclass
+class Plan:
+    """Every tensor to load, found and checked in the headers before anything is read."""
+
+    sources: dict[str, Source] = field(default_factory=dict)
+    ignored: dict[str, int] = field(default_factory=dict)  # group -> tensors not loaded
+
+
+def _fused_sources(model: ModelDir, config: ModelConfig, layer: int) -> dict[str, Source]:
+    """Per-expert sources sliced out of `mlp.experts.gate_up_proj` [E, 2I, H] and
+    `mlp.experts.down_proj` [E, H, I] (how Qwen3.5/3.6 BF16 checkpoints store experts)."""
+    p = f"{config.weight_prefix}layers.{layer}.mlp.experts."
+    gate_up, down = model.tensors.get(p + "gate_up_proj"), model.tensors.get(p + "down_proj")
+    if gate_up is None or down is None:
+        return {}
+    experts, width = config.num_experts, config.moe_intermediate_size
+    want = {gate_up.name: (experts, 2 * width, config.hidden_size),
+            down.name: (experts, config.hidden_size, width)}
+    for info in (gate_up, down):
+        if info.shape != want[info.name]:
+            raise ModelFormatError(f"{model.file(info.shard)}: tensor {info.name} has shape "
+                                   f"{list(info.shape)} but config.json implies "
+                                   f"{list(want[info.name])}; config.json does not match")
+    sources = {}
+    for e in range(experts):
+        c = f"layers.{layer}.moe.experts.{e}."
+        sources[c + "gate.weight"] = Source(gate_up, e, (0, width))
+        sources[c + "up.weight"] = Source(gate_up, e, (width, 2 * width))
+        sources[c + "down.weight"] = Source(down, e)
+    return sources
+
+
+def _expected(config: ModelConfig) -> Iterator[tuple[str, str, TensorSpec]]:
+    """(HF name, canonical name, spec) for every tensor the config needs, lazily."""
+    assert config.facts is not None
+    for hf_name, spec in expected_tensors(config.facts):
+        canonical = rename(hf_name, config.weight_prefix)
+        if canonical is not None:
+            yield hf_name, canonical, spec
+
+
+def plan_load(model: ModelDir, config: ModelConfig) -> Plan:
+    """Find every needed tensor with its expected shape, stopping at the first one missing
+    (so a config claiming 10**12 experts costs as many steps as the headers have tensors)."""
+    plan = Plan()
+    _check_fp8_scales(model, config)
+    fused: dict[int, dict[str, Source]] = {}
+    for hf_name, canonical, spec in _expected(config):
+        info = model.tensors.get(hf_name)
+        if info is not None:
+            _check_shape(model, info, canonical, spec.shape)
+            plan.sources[canonical] = Source(info)
+            continue
+        layer = int(canonical.split(".")[1]) if canonical.startswith("layers.") else -1
+        if ".moe.experts." in canonical and layer not in fused:
+            fused[layer] = _fused_sources(model, config, layer)
+        if canonical not in fused.get(layer, {}):
+            raise ModelFormatError(
+                f"{model.path}: checkpoint lacks tensor {hf_name} ({canonical}) that "
+                "config.json needs; the download is incomplete or config.json belongs to "
+                "another model")
+        plan.sources[canonical] = fused[layer][canonical]
+    used = {s.info.name for s in plan.sources.values()}
+    for name in model.tensors:
+        if name not in used and not name.endswith(("_scale_inv", "_scale", ".input_scale")):
+            group = _group(name)
+            plan.ignored[group] = plan.ignored.get(group, 0) + 1
+    return plan
+
+
+def _check_fp8_scales(model: ModelDir, config: ModelConfig) -> None:
+    """Every FP8 tensor the config uses has its scale, of the right grid and dtype."""
+    templates: dict[LayerKind, frozenset[str]] = {}
+    for info in model.tensors.values():
+        if not info.dtype.startswith("F8_") or hf_to_canonical(info.name, config,
+                                                                templates) is None:
+            continue
+        if info.dtype != "F8_E4M3":
+            raise UnsupportedArchitecture(f"{model.file(info.shard)}: tensor {info.name} is "
+                                          f"{info.dtype}; only e4m3 FP8 checkpoints are "
+                                          "supported")
+        fp8_scale(model, config, info)
+
+
+def _group(name: str) -> str:
+    """The part of the checkpoint an unused tensor belongs to, for the stats."""
+    if name.startswith("model.visual."):
+        return "model.visual.* (vision tower)"
+    if name.startswith("mtp."):
+        return "mtp.* (multi-token prediction head)"
+    return "other tensors"
+
+
+def _check_shape(model: ModelDir, info: TensorInfo, canonical: str,
+                 want: tuple[int, ...]) -> None:
+    if info.shape != want:
+        raise ModelFormatError(
+            f"{model.file(info.shard)}: tensor {canonical!r} ({info.name}) has shape "
+            f"{list(info.shape)} but config.json implies {list(want)}; config.json does not "
+            "match these weights")
+
+
+# --- FP8 -----------------------------------------------------------------------------------
+
+
+def fp8_block(config: ModelConfig, weight: TensorInfo) -> tuple[int, int]:
+    """The tile one scale covers: the config's block, the whole matrix (per tensor) or one
+    row (per channel)."""
+    rows, cols = weight.shape[-2], weight.shape[-1]
+    assert config.fp8 is not None
+    if config.fp8.scheme == "tensor":
+        return rows, cols
+    if config.fp8.scheme == "channel":
+        return 1, cols
+    return config.fp8.block_size
+
+
+def fp8_scale(model: ModelDir, config: ModelConfig, weight: TensorInfo) -> TensorInfo:
+    """The weight's scale entry, checked against its grid before anything is read."""
+    suffix = config.fp8.scale_suffix if config.fp8 is not None else "weight_scale_inv"
+    name = weight.name.removesuffix("weight") + suffix
+    scale = model.tensors.get(name)
+    where = model.file(weight.shard)
+    if scale is None:
+        raise ModelFormatError(f"{where}: FP8 tensor {weight.name} has no {name}; the checkpoint "
+                               "is incomplete")
+    if len(weight.shape) != 2:
+        raise UnsupportedArchitecture(f"{where}: FP8 tensor {weight.name} is {len(weight.shape)}"
+                                      "-D; only 2-D FP8 weights load (per-expert tensors)")
+    block = fp8_block(config, weight)
+    grid = scale_grid((weight.shape[0], weight.shape[1]), block)
+    if scale.numel != grid[0] * grid[1] or scale.dtype not in ("BF16", "F16", "F32"):
+        raise ModelFormatError(f"{model.file(scale.shard)}: {name} is {scale.dtype}"
+                               f"{list(scale.shape)}, expected a BF16/F16/F32 {list(grid)} grid "
+                               f"for weight {list(weight.shape)} in {list(block)} blocks")
+    return scale
+
+
+def _stays_fp8(hf_name: str, canonical: str, config: ModelConfig) -> bool:
+    """Resident mode keeps linears FP8, except skip-listed modules and the embedding
+    (a lookup table, not a matmul)."""
+    if canonical == "embed.weight" or config.facts is None:
+        return False
+    return not config.facts.quant.skips(hf_name.removesuffix(".weight"))
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _place(tensor: torch.Tensor, device: torch.device | str, dtype: torch.dtype) -> torch.Tensor:
+    """A copy on `device`; floating tensors in `dtype`, integer ones keep theirs."""
+    target = dtype if tensor.is_floating_point() else tensor.dtype
+    return tensor.to(device=device, dtype=target, copy=True)
+
+
+class _Loader:
+    def __init__(self, model: ModelDir, config: ModelConfig, device: torch.device | str,
+                 dtype: torch.dtype, fp8: str) -> None:
+        self.model, self.config = model, config
+        self.device, self.dtype, self.fp8 = device, dtype, fp8
+        self.reader = ShardReader(model)
+        self._fused: tuple[str, torch.Tensor] | None = None
+
+    def load(self, canonical: str, source: Source) -> Weight:
+        info = source.info
+        if source.expert is not None:
+            return _place(self._expert_slice(source), self.device, self.dtype)
+        if info.dtype != "F8_E4M3":
+            return _place(self.reader.read(info), self.device, self.dtype)
+        scale_info = fp8_scale(self.model, self.config, info)
+        block = fp8_block(self.config, info)
+        weight = self.reader.read(info)
+        grid = scale_grid((info.shape[0], info.shape[1]), block)
+        scale = self.reader.read(scale_info).reshape(grid).clone()
+        if self.fp8 == "resident" and _stays_fp8(info.name, canonical, self.config):
+            return Fp8Weight.from_tensors(weight.clone(), scale, block, self.device)
+        return dequantize_block(weight.to(self.device), scale.to(self.device), block,
+                                self.dtype)
+
+    def _expert_slice(self, source: Source) -> torch.Tensor:
+        """One expert of a fused 3-D tensor (the tensor is read once per layer)."""
+        if source.info.dtype not in ("BF16", "F16", "F32"):
+            raise UnsupportedArchitecture(f"{self.model.file(source.info.shard)}: fused experts "
+                                          f"{source.info.name} are {source.info.dtype}; only "
+                                          "BF16/F16/F32 fused experts load")
+        if self._fused is None or self._fused[0] != source.info.name:
+            self._fused = (source.info.name, self.reader.read(source.info))
+        tensor = self._fused[1][source.expert]
+        return tensor if source.rows is None else tensor[source.rows[0]:source.rows[1]]
+
+
+def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device | str = "cpu",
+                   dtype: torch.dtype = torch.bfloat16,
+                   fp8: str = "dequantize") -> tuple[dict[str, Weight], dict[str, int]]:
+    """(canonical name -> weight, unused tensor groups) of a read model directory."""
+    problems = model.problems()
+    if problems:
+        raise ModelFormatError(problems[0])
+    plan = plan_load(model, config)
+    loader = _Loader(model, config, device, dtype, fp8)
+    weights: dict[str, Weight] = {name: loader.load(name, source)
+                                  for name, source in plan.sources.items()}
+    if config.tie_word_embeddings:
+        weights["lm_head.weight"] = weights["embed.weight"]
+    return weights, plan.ignored
+
+
+def read_model(path: Path | str) -> ModelDir:
+    """The model directory as probes.checkpoint reads it; its errors as ModelFormatError."""
+    from probes.live import LiveHost
+
+    try:
+        return read_model_dir(LiveHost(root="/", env={}), str(Path(path).absolute()))
+    except (CheckpointError, HostError) as exc:
+        raise ModelFormatError(f"{exc}; point at a Hugging Face model directory "
+                               "(config.json and safetensors shards)") from None
+
+
+def locate(path: Path | str) -> tuple[Path, str]:
+    """(absolute path, "directory" | "gguf"), or the ModelFormatError saying why not."""
+    from probes.live import LiveHost
+
+    absolute = Path(path).absolute()
+    where = locate_model(LiveHost(root="/", env={}), str(absolute))
+    if where.problem is not None:
+        raise ModelFormatError(where.problem)
+    return absolute, where.kind
 
 
 def load_checkpoint(
@@ -65,412 +371,20 @@ def load_checkpoint(
     fp8: str = "dequantize",
 ) -> tuple[ModelConfig, dict[str, Weight]]:
     """Load a HF directory or a `.gguf` file -> (config, canonical name -> weight)."""
-    path = Path(path)
     if fp8 not in FP8_MODES:
         raise EngineError(f"fp8={fp8!r} is not a mode; use one of {', '.join(FP8_MODES)}")
-    if path.is_file() and path.suffix == ".gguf":
-        return load_gguf(path, device=device, dtype=dtype)
-    if not path.is_dir():
-        raise ModelFormatError(f"{path}: no such model directory or .gguf file; check the path")
-    config = load_config(path)
-    weights = load_safetensors_dir(path, config, device=device, dtype=dtype, fp8=fp8)
+    absolute, kind = locate(path)
+    if kind == "gguf":
+        from engine.gguf import load_gguf
+
+        return load_gguf(absolute, device=device, dtype=dtype)
+    model = read_model(absolute)
+    config = from_facts(model.config)
+    weights, _ = load_model_dir(model, config, device=device, dtype=dtype, fp8=fp8)
     return config, weights
 
 
-# --- names ---------------------------------------------------------------------------------
-
-_PROJ = {"gate": "gate", "up": "up", "down": "down", "w1": "gate", "w3": "up", "w2": "down"}
-_GLOBAL_NAMES = {
-    "model.embed_tokens.weight": "embed.weight",
-    "lm_head.weight": "lm_head.weight",
-    "model.norm.weight": "norm.weight",
-}
-# (pattern, canonical template, kind); kind says which configs the tensor belongs to.
-_LAYER_PATTERNS = [
-    (r"input_layernorm\.weight", "attn_norm.weight", "any"),
-    (r"post_attention_layernorm\.weight", "mlp_norm.weight", "any"),
-    (r"self_attn\.(?P<p>[qkvo])_proj\.weight", "attn.{p}.weight", "any"),
-    (r"self_attn\.(?P<p>[qkvo])_proj\.bias", "attn.{p}.bias", "bias"),
-    (r"self_attn\.(?P<p>[qk])_norm\.weight", "attn.{p}_norm.weight", "qk_norm"),
-    (r"mlp\.(?P<p>gate|up|down)_proj\.weight", "mlp.{p}.weight", "dense"),
-    (r"(?:mlp|block_sparse_moe)\.gate\.weight", "moe.router.weight", "moe"),
-    (r"mlp\.experts\.(?P<e>\d+)\.(?P<p>gate|up|down)_proj\.weight",
-     "moe.experts.{e}.{p}.weight", "moe"),
-    (r"block_sparse_moe\.experts\.(?P<e>\d+)\.(?P<p>w[123])\.weight",
-     "moe.experts.{e}.{p}.weight", "moe"),
-]
-_LAYER_RE = [(re.compile(rf"model\.layers\.(?P<i>\d+)\.{pattern}"), template, kind)
-             for pattern, template, kind in _LAYER_PATTERNS]
-
-
-def hf_to_canonical(name: str, config: ModelConfig) -> str | None:
-    """HF checkpoint name -> canonical name; None for tensors this config does not use."""
-    if name in _GLOBAL_NAMES:
-        return _GLOBAL_NAMES[name]
-    for regex, template, kind in _LAYER_RE:
-        match = regex.fullmatch(name)
-        if match is None:
-            continue
-        groups = match.groupdict()
-        layer = int(groups["i"])
-        if layer >= config.num_layers or not _kind_applies(kind, layer, config):
-            return None
-        if groups.get("e") is not None and int(groups["e"]) >= config.num_experts:
-            return None
-        parts = {"p": _PROJ.get(groups.get("p") or "", groups.get("p")), "e": groups.get("e")}
-        return f"layers.{layer}." + template.format(**parts)
-    return None
-
-
-def _kind_applies(kind: str, layer: int, config: ModelConfig) -> bool:
-    if kind == "bias":
-        return config.attention_bias
-    if kind == "qk_norm":
-        return config.qk_norm
-    if kind == "dense":
-        return not config.is_moe_layer(layer)
-    if kind == "moe":
-        return config.is_moe_layer(layer)
-    return True
-
-
-def expected_names(config: ModelConfig) -> list[str]:
-    """Every canonical name a complete checkpoint for `config` provides."""
-    names = ["embed.weight", "norm.weight", "lm_head.weight"]
-    for i in range(config.num_layers):
-        pre = f"layers.{i}."
-        names += [pre + "attn_norm.weight", pre + "mlp_norm.weight"]
-        names += [f"{pre}attn.{p}.weight" for p in "qkvo"]
-        if config.attention_bias:
-            names += [f"{pre}attn.{p}.bias" for p in "qkvo"]  # transformers biases o_proj too
-        if config.qk_norm:
-            names += [pre + "attn.q_norm.weight", pre + "attn.k_norm.weight"]
-        if config.is_moe_layer(i):
-            names.append(pre + "moe.router.weight")
-            names += [f"{pre}moe.experts.{e}.{p}.weight"
-                      for e in range(config.num_experts) for p in ("gate", "up", "down")]
-        else:
-            names += [f"{pre}mlp.{p}.weight" for p in ("gate", "up", "down")]
-    return names
-
-
-def expected_shape(name: str, config: ModelConfig) -> tuple[int, ...] | None:
-    """The shape `name` must have under `config` (None for names without a fixed rule)."""
-    hidden, q_rows = config.hidden_size, config.num_heads * config.head_dim
-    kv_rows = config.num_kv_heads * config.head_dim
-    tail = name.split(".", 2)[-1] if name.startswith("layers.") else name
-    if name.startswith("layers.") and ".experts." in name:
-        tail = "experts." + name.rsplit(".", 2)[-2]
-    table: dict[str, tuple[int, ...]] = {
-        "embed.weight": (config.vocab_size, hidden), "lm_head.weight": (config.vocab_size, hidden),
-        "norm.weight": (hidden,), "attn_norm.weight": (hidden,), "mlp_norm.weight": (hidden,),
-        "attn.q.weight": (q_rows, hidden), "attn.k.weight": (kv_rows, hidden),
-        "attn.v.weight": (kv_rows, hidden), "attn.o.weight": (hidden, q_rows),
-        "attn.q.bias": (q_rows,), "attn.k.bias": (kv_rows,), "attn.v.bias": (kv_rows,),
-        "attn.o.bias": (hidden,),
-        "attn.q_norm.weight": (config.head_dim,), "attn.k_norm.weight": (config.head_dim,),
-        "mlp.gate.weight": (config.intermediate_size, hidden),
-        "mlp.up.weight": (config.intermediate_size, hidden),
-        "mlp.down.weight": (hidden, config.intermediate_size),
-        "moe.router.weight": (config.num_experts, hidden),
-        "experts.gate": (config.moe_intermediate_size, hidden),
-        "experts.up": (config.moe_intermediate_size, hidden),
-        "experts.down": (hidden, config.moe_intermediate_size),
-    }
-    return table.get(tail)
-
-
-def _finish(weights: dict[str, Weight], config: ModelConfig, source: Path) -> dict[str, Weight]:
-    """Tie lm_head, then refuse an incomplete checkpoint or one that disagrees with its config."""
-    if config.tie_word_embeddings and "embed.weight" in weights:
-        weights["lm_head.weight"] = weights["embed.weight"]
-    missing = [name for name in expected_names(config) if name not in weights]
-    if missing:
-        raise ModelFormatError(
-            f"{source}: checkpoint lacks {len(missing)} tensor(s) the config needs, first "
-            f"{missing[0]!r}; the download is incomplete or config.json belongs to another model"
-        )
-    for name, weight in weights.items():
-        want = expected_shape(name, config)
-        if want is not None and tuple(weight.shape) != want:
-            raise ModelFormatError(
-                f"{source}: tensor {name!r} has shape {list(weight.shape)} but config.json "
-                f"implies {list(want)}; config.json does not match these weights"
-            )
-    return weights
-
-
-# --- safetensors: validation ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TensorEntry:
-    """One tensor as a validated safetensors header describes it."""
-
-    shard: Path
-    dtype: str
-    shape: tuple[int, ...]
-
-
-def shard_files(directory: Path) -> tuple[list[Path], dict[str, str]]:
-    """(shard paths, index weight_map) for a directory; every listed shard must exist."""
-    index_path = directory / INDEX_FILE
-    if not index_path.exists():
-        single = directory / SINGLE_FILE
-        if not single.is_file():
-            raise ModelFormatError(f"{directory}: neither {SINGLE_FILE} nor {INDEX_FILE} found; "
-                                   "download the weights into this directory")
-        return [single], {}
-    weight_map = _read_index(index_path)
-    shards: list[Path] = []
-    for file in sorted(set(weight_map.values())):
-        if Path(file).name != file:  # refuse "../x" and absolute paths in a hostile index
-            raise ModelFormatError(f"{index_path}: shard name {file!r} is not a plain file name")
-        shard = directory / file
-        if not shard.is_file():
-            raise ModelFormatError(f"{index_path}: shard {file} is missing; download it "
-                                   "(the index lists it)")
-        shards.append(shard)
-    return shards, weight_map
-
-
-def _read_index(index_path: Path) -> dict[str, str]:
-    try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{index_path}: unreadable index ({exc}); re-download it") from None
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
-    ):
-        raise ModelFormatError(f"{index_path}: no weight_map of tensor name -> shard file; "
-                               "re-download it")
-    return weight_map
-
-
-def read_header(shard: Path) -> dict[str, TensorEntry]:
-    """Validate one shard's header against the file size; name -> entry."""
-    file_bytes = shard.stat().st_size
-    with shard.open("rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) < 8:
-            raise ModelFormatError(f"{shard}: {file_bytes} bytes is too short for a safetensors "
-                                   "file; re-download it")
-        (header_bytes,) = struct.unpack("<Q", prefix)
-        if header_bytes > MAX_HEADER_BYTES:
-            raise ModelFormatError(f"{shard}: header length {header_bytes} bytes is implausible "
-                                   f"(limit {MAX_HEADER_BYTES}); the file is corrupt")
-        if 8 + header_bytes > file_bytes:
-            raise ModelFormatError(f"{shard}: header runs past the end of the file; the file is "
-                                   "truncated, re-download it")
-        raw = handle.read(header_bytes)
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelFormatError(f"{shard}: header is not valid JSON; the file is corrupt") from None
-    if not isinstance(header, dict):
-        raise ModelFormatError(f"{shard}: header is not a JSON object; the file is corrupt")
-    data_bytes = file_bytes - 8 - header_bytes
-    return {name: _entry(shard, name, meta, data_bytes)
-            for name, meta in header.items() if name != "__metadata__"}
-
-
-def _entry(shard: Path, name: str, meta: Any, data_bytes: int) -> TensorEntry:
-    """Check one header entry: known dtype, sane shape, offsets inside the data section."""
-    if not isinstance(meta, dict):
-        raise ModelFormatError(f"{shard}: tensor {name!r} has a malformed header entry")
-    dtype, shape, offsets = meta.get("dtype"), meta.get("shape"), meta.get("data_offsets")
-    if dtype not in _DTYPE_BYTES:
-        raise ModelFormatError(f"{shard}: tensor {name!r} has unknown dtype {dtype!r}")
-    if not (isinstance(shape, list) and all(_is_count(d) for d in shape)):
-        raise ModelFormatError(f"{shard}: tensor {name!r} has a malformed shape {shape!r}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))
-            and offsets[0] <= offsets[1]):
-        raise ModelFormatError(f"{shard}: tensor {name!r} has malformed data_offsets {offsets!r}")
-    if offsets[1] > data_bytes:
-        raise ModelFormatError(
-            f"{shard}: tensor {name!r} claims bytes {offsets[0]}..{offsets[1]} but the file holds "
-            f"{data_bytes} data bytes; the file is truncated or its header is corrupt"
-        )
-    if offsets[1] - offsets[0] != math.prod(shape) * _DTYPE_BYTES[dtype]:
-        raise ModelFormatError(f"{shard}: tensor {name!r} byte range does not match its shape "
-                               f"{shape} and dtype {dtype}; the header is corrupt")
-    return TensorEntry(shard, dtype, tuple(shape))
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def index_checkpoint(directory: Path) -> dict[str, TensorEntry]:
-    """All tensors of a directory, validated; the index must agree with the shard headers."""
-    shards, weight_map = shard_files(directory)
-    entries: dict[str, TensorEntry] = {}
-    for shard in shards:
-        entries.update(read_header(shard))
-    for name, file in weight_map.items():
-        entry = entries.get(name)
-        if entry is None or entry.shard.name != file:
-            raise ModelFormatError(f"{directory / file}: tensor {name!r} listed in {INDEX_FILE} "
-                                   "is not in this shard; re-download the checkpoint")
-    return entries
-
-
-# --- safetensors: loading ------------------------------------------------------------------
-
-
-def load_safetensors_dir(
-    directory: Path,
-    config: ModelConfig,
-    *,
-    device: torch.device | str = "cpu",
-    dtype: torch.dtype = torch.bfloat16,
-    fp8: str = "dequantize",
-) -> dict[str, Weight]:
-    """Validate every header first, then read tensor by tensor (mmap) and place each one."""
-    entries = index_checkpoint(directory)
-    weights: dict[str, Weight] = {}
-    with ExitStack() as stack:
-        handles = {shard: stack.enter_context(safe_open(str(shard), framework="pt"))
-                   for shard in {entry.shard for entry in entries.values()}}
-
-        def read(name: str) -> torch.Tensor:
-            tensor: torch.Tensor = handles[entries[name].shard].get_tensor(name)
-            return tensor
-
-        for hf_name, canonical in _mapped(entries, config):
-            weights[canonical] = _load_one(hf_name, canonical, entries, read, config,
-                                           device, dtype, fp8)
-    return _finish(weights, config, directory)
-
-
-def _mapped(entries: Mapping[str, TensorEntry], config: ModelConfig) -> Iterator[tuple[str, str]]:
-    for hf_name in entries:
-        if hf_name.endswith(SCALE_SUFFIX):
-            continue  # read together with its weight
-        canonical = hf_to_canonical(hf_name, config)
-        if canonical is not None:
-            yield hf_name, canonical
-
-
-def _load_one(
-    hf_name: str, canonical: str, entries: Mapping[str, TensorEntry],
-    read: Callable[[str], torch.Tensor],
-    config: ModelConfig, device: torch.device | str, dtype: torch.dtype, fp8: str,
-) -> Weight:
-    entry = entries[hf_name]
-    if entry.dtype == "F8_E5M2":
-        raise UnsupportedArchitecture(f"{entry.shard}: tensor {hf_name!r} is float8_e5m2; only "
-                                      "e4m3 block-FP8 checkpoints are supported")
-    if entry.dtype != "F8_E4M3":
-        return _place(read(hf_name), device, dtype)
-    block = config.fp8.block_size if config.fp8 else (128, 128)
-    _check_scale(hf_name, entries, block)
-    weight, scale_inv = read(hf_name), read(hf_name + SCALE_SUFFIX)
-    if fp8 == "resident" and _stays_fp8(hf_name, canonical, config):
-        return Fp8Weight.from_tensors(weight, scale_inv, block, device)
-    return dequantize_block(weight.to(device), scale_inv.to(device), block, dtype)
-
-
-def _check_scale(hf_name: str, entries: Mapping[str, TensorEntry],
-                 block: tuple[int, int]) -> None:
-    """The `_scale_inv` companion of an FP8 weight, with its grid checked against the weight."""
-    entry = entries[hf_name]
-    scale = entries.get(hf_name + SCALE_SUFFIX)
-    if scale is None:
-        raise ModelFormatError(f"{entry.shard}: FP8 tensor {hf_name!r} has no "
-                               f"{hf_name + SCALE_SUFFIX!r}; the checkpoint is incomplete")
-    if len(entry.shape) != 2 or scale.shape != scale_grid((entry.shape[0], entry.shape[1]), block):
-        raise ModelFormatError(
-            f"{scale.shard}: {hf_name + SCALE_SUFFIX!r} has shape {list(scale.shape)}, expected "
-            f"{list(scale_grid((entry.shape[0], entry.shape[-1]), block))} for weight "
-            f"{list(entry.shape)} in {list(block)} blocks"
-        )
-    if scale.dtype not in ("BF16", "F16", "F32"):
-        raise ModelFormatError(f"{scale.shard}: {hf_name + SCALE_SUFFIX!r} has dtype "
-                               f"{scale.dtype}; expected BF16, F16 or F32")
-
-
-def _stays_fp8(hf_name: str, canonical: str, config: ModelConfig) -> bool:
-    """Resident mode keeps linears FP8, except skip-listed modules and the embedding
-    (a lookup table, not a matmul)."""
-    if canonical == "embed.weight":
-        return False
-    module = hf_name.removesuffix(".weight")
-    skip = config.fp8.modules_to_not_convert if config.fp8 else ()
-    return not any(module == name or module.startswith(name + ".") for name in skip)
-
-
-def _place(tensor: torch.Tensor, device: torch.device | str, dtype: torch.dtype) -> torch.Tensor:
-    """Floating tensors go to `dtype`; integer ones (token ids, counts) keep theirs."""
-    if tensor.is_floating_point():
-        return tensor.to(device=device, dtype=dtype)
-    return tensor.to(device=device)
-
-
-# --- GGUF ----------------------------------------------------------------------------------
-
-_GGUF_GLOBAL = {"token_embd.weight": "embed.weight", "output_norm.weight": "norm.weight",
-                "output.weight": "lm_head.weight"}
-_GGUF_LAYER = {"attn_q": "attn.q", "attn_k": "attn.k", "attn_v": "attn.v", "attn_output": "attn.o",
-               "ffn_gate": "mlp.gate", "ffn_up": "mlp.up", "ffn_down": "mlp.down",
-               "attn_norm": "attn_norm", "ffn_norm": "mlp_norm"}
-_GGUF_LAYER_RE = re.compile(r"blk\.(\d+)\.(\w+)\.(weight|bias)")
-
-
-def gguf_to_canonical(name: str) -> str | None:
-    """llama.cpp tensor name -> canonical name (None for tensors the engine does not use)."""
-    if name in _GGUF_GLOBAL:
-        return _GGUF_GLOBAL[name]
-    match = _GGUF_LAYER_RE.fullmatch(name)
-    if match is None or match.group(2) not in _GGUF_LAYER:
-        return None
-    return f"layers.{match.group(1)}.{_GGUF_LAYER[match.group(2)]}.{match.group(3)}"
-
-
-def unpermute_rows(weight: torch.Tensor, heads: int) -> torch.Tensor:
-    """Undo llama.cpp's Q/K row permutation: within each head rows are stored as interleaved
-    pairs (for its interleaved RoPE); even rows become the first half, odd rows the second
-    (HF rotate-half layout)."""
-    rows, cols = weight.shape
-    return weight.reshape(heads, rows // heads // 2, 2, cols).transpose(1, 2).reshape(rows, cols)
-
-
-def load_gguf(
-    path: Path, *, device: torch.device | str = "cpu", dtype: torch.dtype = torch.bfloat16
-) -> tuple[ModelConfig, dict[str, Weight]]:
-    """Read a llama GGUF with the `gguf` package, dequantising every tensor at load."""
-    import gguf
-
-    try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as exc:  # gguf raises ValueError, struct/IndexError... for damaged files
-        raise ModelFormatError(f"{path}: not a readable GGUF file ({type(exc).__name__}: "
-                               f"{exc}); re-download it") from None
-    config = config_from_gguf(reader)
-    weights: dict[str, Weight] = {}
-    for tensor in reader.tensors:
-        canonical = gguf_to_canonical(tensor.name)
-        if canonical is None:
-            continue
-        values = _gguf_tensor(gguf, tensor, path)
-        if canonical.endswith("attn.q.weight"):
-            values = unpermute_rows(values, config.num_heads)
-        elif canonical.endswith("attn.k.weight"):
-            values = unpermute_rows(values, config.num_kv_heads)
-        weights[canonical] = values.to(device=device, dtype=dtype)
-    return config, _finish(weights, config, path)
-
-
-def _gguf_tensor(gguf: Any, tensor: Any, path: Path) -> torch.Tensor:
-    """Dequantise one GGUF tensor to float32 [out, in] (GGUF lists dims innermost first)."""
-    shape = tuple(int(d) for d in reversed(tensor.shape))
-    try:
-        values = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type))
-        values = values.reshape(shape)
-    except (NotImplementedError, ValueError) as exc:
-        raise ModelFormatError(f"{path}: tensor {tensor.name!r} cannot be dequantised "
-                               f"({exc}); use a GGUF with standard quant types") from None
-    if not values.flags.writeable:  # unquantised tensors come back as views of the mmap
-        values = values.copy()
-    return torch.from_numpy(values.astype(np.float32, copy=False))
+def ignored_note(ignored: Mapping[str, int]) -> tuple[str, ...]:
+    """Lines for the stats: which checkpoint tensors were not loaded, and why."""
+    return tuple(f"{group}: {count} tensors not loaded" for group, count in
+                 sorted(ignored.items()))

@@ -1,99 +1,117 @@
-"""Read a model directory through a Host: config.json, the shard index, safetensors headers.
+"""The one reader of a model directory, through a Host: where the model is, config.json, the
+shard index, every safetensors header (validated once), generation_config.json and which
+tokenizer files are there. The doctor's checks and the engine's loader both read through it.
 
-Only headers and the byte ranges of tensors a caller asks for are read, never whole shards:
-a 31 GB FP8 checkpoint is judged from a few MB. Every read goes through the Host, so a
-recording of the box answers the same questions later.
-
-safetensors layout: 8-byte little-endian header length N, N bytes of JSON
-({name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}), then the data;
-data_offsets are relative to the first byte after the header.
+Only headers and the byte ranges a caller asks for are read, never whole shards: a 31 GB FP8
+checkpoint is judged from a few MB. Every file is read only when it is a regular file of
+bounded size (a config.json linked to /dev/zero or a FIFO is refused in one line, it never
+hangs or fills memory), and every read goes through the Host, so a recording of the box
+answers the same questions later.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import struct
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from probes.errors import HostError, NotRecorded
+from probes.host import Host
+from probes.model_config import FieldProblem, ModelConfig, QuantFormat, parse_config
+from probes.safetensors_header import (
+    DTYPE_BYTES,
+    MAX_HEADER_BYTES,
+    CheckpointError,
+    TensorInfo,
+    header_length,
+    parse_header,
+    shown,
+)
+
 if TYPE_CHECKING:
     import numpy as np
 
-from probes.errors import HostError, NotRecorded, ProbeError
-from probes.host import Host
+__all__ = [
+    "DTYPE_BYTES",
+    "MAX_HEADER_BYTES",
+    "CheckpointError",
+    "FieldProblem",
+    "ModelConfig",
+    "ModelDir",
+    "ModelLocation",
+    "QuantFormat",
+    "ShardInfo",
+    "TensorInfo",
+    "load_tensor",
+    "locate_model",
+    "parse_config",
+    "read_header",
+    "read_json",
+    "read_model_dir",
+    "read_tensor",
+]
 
+CONFIG_FILE = "config.json"
+GENERATION_CONFIG_FILE = "generation_config.json"
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
-# The Rust safetensors reader refuses headers over 100 MB (MAX_HEADER_SIZE); so do we, before
-# reading them, so a corrupt length cannot make us allocate gigabytes.
-MAX_HEADER_BYTES = 100_000_000
-
-# bytes per element of every dtype the safetensors format names
-DTYPE_BYTES: Mapping[str, int] = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
-}
-
+# Real config.json files are a few KB (Qwen3.5-FP8's skip list makes ~100 KB); indexes of
+# 37k tensors are ~4 MB. Anything far larger is not a model file.
+MAX_JSON_BYTES = 16 * 2**20
+MAX_INDEX_BYTES = 128 * 2**20
+# The files transformers' tokenizers load from a model directory.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
+                   "merges.txt", "special_tokens_map.json", "added_tokens.json",
+                   "chat_template.jinja", "chat_template.json")
 
 E4M3_MAX = 448.0  # largest finite float8_e4m3fn value
 E4M3_MIN_SUBNORMAL = 2.0**-9  # smallest positive float8_e4m3fn value
 
 
-class CheckpointError(ProbeError):
-    """A model file cannot be used; the message is one line naming the file."""
+# -- where the model is -----------------------------------------------------------------------
 
-
-# -- facts --------------------------------------------------------------------------------
+KIND_WORDS = {"dir": "a directory", "file": "a file", "char_device": "a character device",
+              "block_device": "a block device", "other": "a FIFO, socket or other special file",
+              "missing": "missing"}
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    architecture: str  # architectures[0], e.g. Qwen3MoeForCausalLM; "" when absent
-    model_type: str
-    dtype: str  # torch_dtype (v4) or dtype (v5), e.g. bfloat16
-    quantization: Mapping[str, Any] | None
-    vocab_size: int | None = None
-    num_hidden_layers: int | None = None
-    hidden_size: int | None = None
-    num_attention_heads: int | None = None
-    num_key_value_heads: int | None = None
-    head_dim: int | None = None
-    num_experts: int | None = None  # num_experts (Hub) or num_local_experts (v5, Mixtral)
-    layer_types: tuple[str, ...] = ()  # hybrids: linear_attention / full_attention per layer
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+class ModelLocation:
+    """The answer to "is the model on this machine, and what is it?" (one Host question)."""
+
+    path: str
+    kind: str  # "directory" | "gguf" | "missing" | "other"
+    detail: str = ""  # what else is there, for "other"
 
     @property
-    def quant_method(self) -> str:
-        return str((self.quantization or {}).get("quant_method", "") or "")
-
-    @property
-    def weight_block_size(self) -> tuple[int, int] | None:
-        block = (self.quantization or {}).get("weight_block_size")
-        if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) for b in block):
-            return (block[0], block[1])
+    def problem(self) -> str | None:
+        """One line saying why this is not a model to load, or None."""
+        if self.kind == "missing":
+            return f"{self.path}: no such model directory or .gguf file; check the path"
+        if self.kind == "other":
+            return (f"{self.path}: {self.detail}, not a model directory or .gguf file; point "
+                    "at the folder holding config.json")
         return None
 
-    @property
-    def modules_to_not_convert(self) -> tuple[str, ...]:
-        quant = self.quantization or {}
-        names = quant.get("modules_to_not_convert") or quant.get("ignored_layers") or []
-        return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+def locate_model(host: Host, path: str) -> ModelLocation:
+    """A model directory, a .gguf file, or why neither (host.kind follows links)."""
+    try:
+        kind = host.kind(path)
+    except HostError as exc:
+        return ModelLocation(path, "other", f"unreadable ({exc.reason})")
+    if kind == "dir":
+        return ModelLocation(path, "directory")
+    if kind == "file" and path.endswith(".gguf"):
+        return ModelLocation(path, "gguf")
+    if kind == "missing":
+        return ModelLocation(path, "missing")
+    return ModelLocation(path, "other", KIND_WORDS.get(kind, kind))
 
 
-@dataclass(frozen=True)
-class TensorInfo:
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    shard: str  # file name inside the model directory
-    offset_begin: int  # relative to the end of the header, as in data_offsets
-    offset_end: int
-
-    @property
-    def nbytes(self) -> int:
-        return self.offset_end - self.offset_begin
+# -- facts ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -123,6 +141,9 @@ class ModelDir:
     header_errors: tuple[str, ...] = ()  # one line per unreadable shard, naming it
     unreadable_shards: tuple[str, ...] = ()  # the names of those shards
     weight_map: Mapping[str, str] = field(default_factory=dict)  # from the index; {} without
+    index_total_size: int | None = None  # metadata.total_size of the index
+    generation_config: Mapping[str, Any] = field(default_factory=dict)
+    tokenizer_files: tuple[str, ...] = ()  # which of TOKENIZER_FILES are present
 
     def shard(self, name: str) -> ShardInfo | None:
         return next((s for s in self.shards if s.name == name), None)
@@ -134,130 +155,162 @@ class ModelDir:
     def total_bytes(self) -> int:
         return sum(s.size_bytes for s in self.shards)
 
+    def problems(self) -> list[str]:
+        """Why a loader could not read every tensor, one line each (empty when it can)."""
+        found = [f"{self.file(name)}: shard is missing; download it (the index lists it)"
+                 for name in self.missing_shards]
+        found += list(self.header_errors)
+        for shard in self.shards:
+            if not shard.size_ok:
+                how = "truncated" if shard.size_bytes < shard.expected_bytes else "longer"
+                found.append(f"{self.file(shard.name)}: {shard.size_bytes} bytes, the header "
+                             f"says {shard.expected_bytes}; the file is {how} than its header "
+                             "says, re-download it")
+        broken = set(self.missing_shards) | set(self.unreadable_shards)
+        for name, file in self.weight_map.items():
+            entry = self.tensors.get(name)
+            if file not in broken and (entry is None or entry.shard != file):
+                found.append(f"{self.file(file)}: tensor {shown(name)} listed in {INDEX_FILE} "
+                             "is not in this shard; re-download the checkpoint")
+                break
+        return found
 
-# -- reading ------------------------------------------------------------------------------
+
+# -- reading ----------------------------------------------------------------------------------
 
 
 def join(directory: str, name: str) -> str:
     return directory.rstrip("/") + "/" + name
 
 
-def read_json(host: Host, path: str) -> Any:
+def read_limited(host: Host, path: str, limit: int) -> bytes:
+    """A regular file's bytes, refused when it is something else or larger than `limit`."""
+    kind = host.kind(path)
+    if kind == "missing":
+        raise CheckpointError(f"{path}: no such file")
+    if kind != "file":
+        raise CheckpointError(f"{path}: is {KIND_WORDS.get(kind, kind)}, not a regular file; "
+                              "replace it with the real file")
+    size = host.file_size(path)
+    if size > limit:
+        raise CheckpointError(f"{path}: {size:,} bytes is over the {limit:,}-byte limit for "
+                              "this file; it is not the file a model directory holds")
+    data = host.read_bytes(path, 0, limit + 1)
+    if len(data) > limit:  # it grew since it was measured
+        raise CheckpointError(f"{path}: over the {limit:,}-byte limit for this file")
+    return data
+
+
+def read_json(host: Host, path: str, limit: int = MAX_JSON_BYTES) -> Any:
+    """A bounded JSON file; CheckpointError names the file for every way it can be bad."""
+    raw = read_limited(host, path, limit)
     try:
-        return json.loads(host.read_text(path))
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path}: not UTF-8 text; re-download it") from None
     except json.JSONDecodeError as exc:
         raise CheckpointError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: JSON nested too deeply; re-download it") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise CheckpointError(f"{path}: unreadable JSON value ({str(exc)[:80]})") from None
 
 
-def _int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def parse_config(data: Any, path: str = "config.json") -> ModelConfig:
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    # Qwen3.5/3.6 keep the language model's fields in text_config; top level wins when both.
-    nested = data.get("text_config")
-    text: dict[str, Any] = nested if isinstance(nested, dict) else {}
-    merged = {**text, **data}
-    archs = data.get("architectures")
-    experts = _int(merged, "num_experts")
-    layer_types = merged.get("layer_types")
-    quant = data.get("quantization_config")
-    return ModelConfig(
-        architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
-        model_type=str(data.get("model_type", "") or ""),
-        dtype=str(merged.get("torch_dtype") or merged.get("dtype") or ""),
-        quantization=quant if isinstance(quant, dict) else None,
-        vocab_size=_int(merged, "vocab_size"),
-        num_hidden_layers=_int(merged, "num_hidden_layers"),
-        hidden_size=_int(merged, "hidden_size"),
-        num_attention_heads=_int(merged, "num_attention_heads"),
-        num_key_value_heads=_int(merged, "num_key_value_heads"),
-        head_dim=_int(merged, "head_dim"),
-        num_experts=experts if experts is not None else _int(merged, "num_local_experts"),
-        layer_types=tuple(str(t) for t in layer_types) if isinstance(layer_types, list) else (),
-        raw=data,
-    )
+def read_config(host: Host, directory: str) -> ModelConfig:
+    """config.json of a model directory as facts (malformed fields listed in `problems`)."""
+    path = join(directory, CONFIG_FILE)
+    document = read_json(host, path)
+    if not isinstance(document, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(document).__name__}")
+    return parse_config(document, path)
 
 
 def read_header(host: Host, path: str) -> tuple[int, dict[str, Any]]:
-    """(header length, parsed header JSON) of one safetensors file, reading only the header."""
-    head = host.read_bytes(path, 0, 8)
-    if len(head) < 8:
-        raise CheckpointError(f"{path}: header truncated (file is {len(head)} bytes)")
-    (size,) = struct.unpack("<Q", head)
-    if size > MAX_HEADER_BYTES:
-        raise CheckpointError(f"{path}: header length {size} bytes is over the 100 MB limit "
-                              "(not a safetensors file, or corrupt)")
+    """(N, header JSON) of one safetensors file, reading only the header (kept for callers
+    that want the raw document; read_shard validates it)."""
+    size = header_length(host.read_bytes(path, 0, 8), path)
     raw = host.read_bytes(path, 8, size)
     if len(raw) < size:
         raise CheckpointError(f"{path}: header truncated ({len(raw)} of {size} bytes)")
-    try:
-        header = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path}: header is not valid JSON ({exc})") from None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{path}: header is not a JSON object")
-    return size, header
-
-
-def _tensor(name: str, entry: Any, shard: str, path: str) -> TensorInfo:
-    if not isinstance(entry, dict):
-        raise CheckpointError(f"{path}: tensor {name} has no dtype/shape/data_offsets")
-    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if (not isinstance(dtype, str) or not isinstance(shape, list)
-            or not all(isinstance(d, int) and d >= 0 for d in shape)
-            or not isinstance(offsets, list) or len(offsets) != 2
-            or not all(isinstance(o, int) for o in offsets) or not 0 <= offsets[0] <= offsets[1]):
-        raise CheckpointError(f"{path}: tensor {name} has a malformed entry {entry!r:.120}")
-    info = TensorInfo(name, dtype, tuple(shape), shard, offsets[0], offsets[1])
-    itemsize = DTYPE_BYTES.get(dtype)
-    if itemsize is not None and info.nbytes != math.prod(info.shape) * itemsize:
-        raise CheckpointError(f"{path}: tensor {name} spans {info.nbytes} bytes but "
-                              f"{dtype}{list(shape)} needs {math.prod(shape) * itemsize}")
-    return info
+    header = parse_header(raw, posixpath.basename(path), path)
+    document: dict[str, Any] = {t.name: {"dtype": t.dtype, "shape": list(t.shape),
+                                         "data_offsets": [t.offset_begin, t.offset_end]}
+                                for t in header.tensors}
+    if header.metadata:
+        document["__metadata__"] = dict(header.metadata)
+    return size, document
 
 
 def read_shard(host: Host, directory: str, shard: str) -> tuple[ShardInfo, list[TensorInfo]]:
+    """One shard's validated header and its size on disk."""
     path = join(directory, shard)
-    size, header = read_header(host, path)
-    meta = header.pop("__metadata__", None) or {}
-    tensors = [_tensor(name, entry, shard, path) for name, entry in header.items()]
-    data_end = max((t.offset_end for t in tensors), default=0)
+    kind = host.kind(path)
+    if kind != "file":
+        raise CheckpointError(f"{path}: is {KIND_WORDS.get(kind, kind)}, not a regular file")
     actual = host.file_size(path)
-    metadata = {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
-    return ShardInfo(shard, size, data_end, actual, metadata), tensors
+    size = header_length(host.read_bytes(path, 0, 8), path)
+    if 8 + size > actual:
+        raise CheckpointError(f"{path}: header truncated ({actual - 8} of {size} bytes); "
+                              "re-download it")
+    raw = host.read_bytes(path, 8, size)
+    if len(raw) < size:
+        raise CheckpointError(f"{path}: header truncated ({len(raw)} of {size} bytes)")
+    header = parse_header(raw, shard, path)
+    info = ShardInfo(shard, size, header.data_end, actual, dict(header.metadata))
+    return info, list(header.tensors)
 
 
-def _shard_names(host: Host, path: str) -> tuple[list[str], dict[str, str]]:
-    """Shard file names and the index's weight_map ({} without an index)."""
+def _plain_name(name: str, index_path: str) -> str:
+    if posixpath.basename(name) != name or name in ("", ".", ".."):
+        raise CheckpointError(f"{index_path}: shard name {shown(name)} is not a plain file "
+                              "name in the model directory")
+    return name
+
+
+def read_index(host: Host, path: str) -> tuple[dict[str, str], int | None]:
+    """(weight_map, metadata.total_size) of a model.safetensors.index.json."""
+    index = read_json(host, path, MAX_INDEX_BYTES)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise CheckpointError(f"{path}: no weight_map of tensor name -> shard file; "
+                              "re-download it")
+    mapping = {k: _plain_name(v, path) for k, v in weight_map.items()}
+    meta = index.get("metadata")
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    return mapping, total if isinstance(total, int) and not isinstance(total, bool) \
+        and total >= 0 else None
+
+
+def _shard_names(host: Host, path: str) -> tuple[list[str], dict[str, str], int | None]:
+    """Shard file names, the index's weight_map ({} without an index) and its total_size."""
     index_path = join(path, INDEX_FILE)
     if host.exists(index_path):
-        index = read_json(host, index_path)
-        weight_map = index.get("weight_map") if isinstance(index, dict) else None
-        if not isinstance(weight_map, dict) or not weight_map:
-            raise CheckpointError(f"{index_path}: no weight_map")
-        mapping = {str(k): str(v) for k, v in weight_map.items()}
-        return sorted(set(mapping.values())), mapping
+        mapping, total = read_index(host, index_path)
+        return sorted(set(mapping.values())), mapping, total
     if host.exists(join(path, SINGLE_FILE)):
-        return [SINGLE_FILE], {}
+        return [SINGLE_FILE], {}, None
     found = [n for n in host.list_dir(path) if n.endswith(".safetensors")]
     if not found:
-        raise CheckpointError(f"{path}: no {INDEX_FILE}, {SINGLE_FILE} or *.safetensors files")
-    return found, {}
+        raise CheckpointError(f"{path}: no {INDEX_FILE}, {SINGLE_FILE} or *.safetensors files; "
+                              "download the weights into this directory")
+    return found, {}, None
 
 
-def read_model_dir(host: Host, path: str) -> ModelDir:
-    """Everything the headers say about a model directory. Raises CheckpointError/HostError.
+def _generation_config(host: Host, path: str) -> dict[str, Any]:
+    """generation_config.json when present and readable ({} otherwise: it is optional)."""
+    file = join(path, GENERATION_CONFIG_FILE)
+    if not host.exists(file):
+        return {}
+    try:
+        document = read_json(host, file)
+    except (CheckpointError, HostError):
+        return {}
+    return document if isinstance(document, dict) else {}
 
-    A missing or unreadable shard does not raise: it is listed in missing_shards or
-    header_errors so one report can name every broken file.
-    """
-    config_path = join(path, "config.json")
-    config = parse_config(read_json(host, config_path), config_path)
-    names, weight_map = _shard_names(host, path)
+
+def _read_shards(host: Host, path: str, names: list[str]) -> tuple[
+        list[ShardInfo], dict[str, TensorInfo], list[str], list[str], list[str]]:
     shards: list[ShardInfo] = []
     tensors: dict[str, TensorInfo] = {}
     missing: list[str] = []
@@ -277,18 +330,35 @@ def read_model_dir(host: Host, path: str) -> ModelDir:
             continue
         shards.append(shard)
         tensors.update((t.name, t) for t in found)
+    return shards, tensors, missing, errors, unreadable
+
+
+def read_model_dir(host: Host, path: str) -> ModelDir:
+    """Everything the files say about a model directory. Raises CheckpointError/HostError.
+
+    A missing or unreadable shard does not raise: it is listed in missing_shards or
+    header_errors so one report can name every broken file (`ModelDir.problems()`).
+    """
+    config = read_config(host, path)
+    names, weight_map, total = _shard_names(host, path)
+    shards, tensors, missing, errors, unreadable = _read_shards(host, path, names)
+    try:
+        present = set(host.list_dir(path))
+    except HostError:
+        present = set()
     return ModelDir(path, config, tensors, tuple(shards), tuple(missing), tuple(errors),
-                    tuple(unreadable), weight_map)
+                    tuple(unreadable), weight_map, total, _generation_config(host, path),
+                    tuple(n for n in TOKENIZER_FILES if n in present))
 
 
 def read_tensor(host: Host, shard_path: str, header_size: int, entry: TensorInfo) -> np.ndarray:
+    """One tensor's values (small floats widened to float32), reading only its bytes."""
     from probes.tensor_decode import decode
 
-    """One tensor's values (small floats widened to float32), reading only its bytes."""
     begin = 8 + header_size + entry.offset_begin
     raw = host.read_bytes(shard_path, begin, entry.nbytes)
     if len(raw) < entry.nbytes:
-        raise CheckpointError(f"{shard_path}: tensor {entry.name} truncated "
+        raise CheckpointError(f"{shard_path}: tensor {shown(entry.name)} truncated "
                               f"({len(raw)} of {entry.nbytes} bytes)")
     return decode(raw, entry.dtype).reshape(entry.shape)
 

@@ -20,7 +20,8 @@ import pytest
 import playbooks
 
 REPO = Path(__file__).resolve().parent.parent
-SHIPPED_DIRS = ("probes", "checks", "engine", "console", "playbooks", "docs", "scripts", "bench")
+SHIPPED_DIRS = ("probes", "checks", "engine", "console", "playbooks", "docs", "scripts", "bench",
+                "demo_models")
 SHIPPED_FILES = ("README.md", "pyproject.toml", "Makefile", "assets-requirements.txt",
                  "constraints.txt")
 TEXT_SUFFIXES = frozenset((".py", ".md", ".yaml", ".yml", ".json", ".toml", ".tcss", ".txt",
@@ -53,10 +54,6 @@ PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
     "checks/bundle.py",
-    "engine/demo.py",
-    "engine/layers.py",
-    "engine/quantize.py",
-    "engine/qwen_tokenizer.py",
     "probes/environment.py",
     "probes/libraries.py",
     "probes/lspci.py",

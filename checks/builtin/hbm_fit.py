@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8, model_or_skip
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
 FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
 DEQUANT_BYTES = 2  # FP8 weights dequantised to BF16
-# bytes per element of the KV cache for the model's dtype; BF16 when the config is silent
-KV_DTYPE_BYTES: Mapping[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4, "float": 4,
-                                     "half": 2}
-DEFAULT_KV_DTYPE_BYTES = 2
 
 
 # -- weights ------------------------------------------------------------------------------
@@ -60,14 +56,6 @@ def dequantises_fp8(chip_name: str) -> bool:
 # -- KV cache -----------------------------------------------------------------------------
 
 
-def _config_value(config: ModelConfig, key: str) -> Any:
-    """A raw config field, top level first, then text_config (Qwen3.5/3.6)."""
-    if key in config.raw:
-        return config.raw[key]
-    nested = config.raw.get("text_config")
-    return nested.get(key) if isinstance(nested, dict) else None
-
-
 def attention_layers(config: ModelConfig) -> tuple[int, str]:
     """(layers that keep a KV cache, how that was decided).
 
@@ -75,20 +63,21 @@ def attention_layers(config: ModelConfig) -> tuple[int, str]:
     Gated DeltaNet layers hold a fixed-size state per sequence instead (facts/model/ARCH.md).
     """
     layers = config.num_hidden_layers or 0
+    full = config.full_attention_layers()
     if config.layer_types:
-        full = sum(1 for t in config.layer_types if t == "full_attention")
         return full, (f"hybrid: {full} of {len(config.layer_types)} layers are full attention "
                       "(layer_types); only they keep a KV cache")
-    interval = _config_value(config, "full_attention_interval")
-    if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
-        full = layers // interval
+    if config.is_hybrid and config.full_attention_interval:
         return full, (f"hybrid: {full} of {layers} layers are full attention "
-                      f"(full_attention_interval {interval}); only they keep a KV cache")
+                      f"(full_attention_interval {config.full_attention_interval}); only they "
+                      "keep a KV cache")
     return layers, f"{layers} attention layers"
 
 
 def kv_dtype_bytes(config: ModelConfig) -> int:
-    return KV_DTYPE_BYTES.get(config.dtype, DEFAULT_KV_DTYPE_BYTES)
+    from probes.model_memory import dtype_bytes
+
+    return dtype_bytes(config.dtype)
 
 
 @dataclass(frozen=True)
@@ -264,7 +253,21 @@ def _need(ctx: Context, model: ModelDir, shape: KvShape) -> tuple[str, ...]:
         widened = dequantised_weight_bytes(by_dtype)
         lines.append(f"FP8 weights dequantised to BF16 (A2/A3 serving stacks do this at load): "
                      f"{mb(widened)} instead of {mb(plan.weight_bytes)}")
+    lines += engine_plan_lines(model.config, plan.max_seq_len, plan.batch_size)
     return tuple(lines)
+
+
+def engine_plan_lines(config: ModelConfig, max_seq_len: int, batch: int) -> list[str]:
+    """This project's engine plan for the language model (probes.model_memory, the lines
+    `python -m engine.plan` prints): weights per FP8 mode, KV and linear-attention state."""
+    from probes.model_memory import plan_lines, plan_memory
+    from probes.model_tensors import InventoryError
+
+    try:
+        plan = plan_memory(config, max_seq_len, batch=batch)
+    except InventoryError as exc:
+        return [f"engine plan: not computed ({exc})"]
+    return [f"engine plan: {line}" for line in plan_lines(plan)]
 
 
 def _fit(ctx: Context, inputs: Inputs, shape: KvShape) -> Finding:
@@ -322,8 +325,7 @@ def _evidence(inputs: Inputs, shape: KvShape, by_dtype: Mapping[str, int], plan:
         f"{mb(plan.headroom_bytes)} left",
         f"largest context that fits: {tokens(plan.largest_context)} at batch {plan.batch_size}",
     ]
-    if config.layer_types or _config_value(config, "full_attention_interval"):
-        lines.append("linear-attention (DeltaNet) state is fixed per sequence and not counted")
+    lines += engine_plan_lines(config, plan.max_seq_len, plan.batch_size)
     broken = len(inputs.model.missing_shards) + len(inputs.model.unreadable_shards)
     if broken:
         lines.append(f"{broken} shard(s) missing or unreadable: weights are undercounted "

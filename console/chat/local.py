@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 from console.chat.backend import BackendUnavailable, ChatSettings, Progress, ReplyChunk
 from console.snapshots import EngineSnapshot
+from demo_models import COMMAND, DEFAULT_KIND, KIND_NAMES
 
-DEMO_KIND = "smollm2-moe-fp8"
-DEMO_KINDS = ("smollm2-moe-fp8", "qwen3-moe-fp8-tiny", "smollm2")
+DEMO_KIND = DEFAULT_KIND
+DEMO_KINDS = (DEFAULT_KIND, *(kind for kind in KIND_NAMES if kind != DEFAULT_KIND))
 DEMO_DIR_ENV = "ASCEND_CONSOLE_DEMO_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,7 @@ def demo_dir(kind: str = DEMO_KIND, env: Mapping[str, str] | None = None) -> Pat
 
 
 def build_hint(kind: str, path: Path) -> str:
-    command = f"python -m engine.demo build --out {_shown(path)} --kind {kind}"
+    command = f"{COMMAND} build --out {_shown(path)} --kind {kind}"
     if kind == DEMO_KIND:
         return f"build it with `make demo` or `{command}`"
     return f"build it with `{command}`"
@@ -81,15 +82,23 @@ class ModelSpec:
         return self.demo_kind or self.path.name
 
     def missing(self) -> BackendUnavailable | None:
-        if self.path.exists():
+        problem = model_problem(self.path)
+        if problem is None:
             return None
         if self.demo_kind:
             return BackendUnavailable(f"the {self.demo_kind} demo model is not built "
                                       f"({_shown(self.path)} is missing)",
                                       build_hint(self.demo_kind, self.path))
-        return BackendUnavailable(f"{self.path}: no such model directory or .gguf file",
-                                  "pass --model DIR (a Hugging Face directory) or "
+        return BackendUnavailable(problem, "pass --model DIR (a Hugging Face directory) or "
                                   "--demo-model KIND")
+
+
+def model_problem(path: Path) -> str | None:
+    """Why `path` is no model to load, decided as the engine decides it (one Host question)."""
+    from probes.checkpoint import locate_model
+    from probes.live import LiveHost
+
+    return locate_model(LiveHost(root="/", env={}), str(path.absolute())).problem
 
 
 def load_engine(spec: ModelSpec, progress: Progress) -> ChatEngine:

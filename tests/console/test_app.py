@@ -196,7 +196,7 @@ async def test_missing_demo_model_says_how_to_build(fake_root: FakeRoot, tmp_pat
                        what="the how-to-build message")
         status = text_of(app, "#chat-status")
         assert "smollm2-moe-fp8 demo model is not built" in status
-        assert "python -m engine.demo build --out" in status
+        assert "python -m demo_models build --out" in status
         assert "--kind smollm2-moe-fp8" in status
         assert not app.query_one(ChatPane).ready
         # the rest works: the NPU panel still reports
@@ -206,7 +206,8 @@ async def test_missing_demo_model_says_how_to_build(fake_root: FakeRoot, tmp_pat
 
 @pytest.fixture(scope="module")
 def tiny_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.demo import BuildOptions, build
+    from demo_models.base import BuildOptions
+    from demo_models.build import build
 
     out = tmp_path_factory.mktemp("models") / "qwen3-moe-fp8-tiny"
     build(out, BuildOptions(kind="qwen3-moe-fp8-tiny"))

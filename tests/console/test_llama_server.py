@@ -47,7 +47,7 @@ pytestmark = [
 
 
 def gguf() -> Path:
-    from engine.demo import smollm2_gguf_path
+    from demo_models.smollm2 import smollm2_gguf_path
 
     return smollm2_gguf_path()
 

@@ -191,10 +191,31 @@ def test_unknown_architecture_lists_supported() -> None:
         assert arch in message
 
 
-def test_hybrid_qwen_is_named_as_such() -> None:
-    data = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe"}
-    with pytest.raises(UnsupportedArchitecture, match="DeltaNet"):
-        parse_config(data)
+MODELS = Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+def test_qwen3_5_moe_reads_its_text_config() -> None:
+    cfg = load_config(MODELS / "Qwen3.5-35B-A3B")
+    assert cfg.architecture == "qwen3_5_moe" and cfg.weight_prefix == "model.language_model."
+    assert (cfg.num_layers, cfg.full_attention_layers, cfg.vocab_size) == (40, 10, 248320)
+    assert [cfg.layer_kind(i) for i in range(4)] == ["linear_attention"] * 3 + ["full_attention"]
+    assert (cfg.num_experts, cfg.num_experts_per_tok, cfg.shared_expert_intermediate_size) == (
+        256, 8, 512)
+    assert cfg.norm_topk_prob and cfg.norm_offset and cfg.attn_output_gate and cfg.qk_norm
+    assert (cfg.head_dim, cfg.rotary_dim, cfg.rope_theta) == (256, 64, 1e7)
+    assert cfg.linear is not None and (cfg.linear.conv_dim, cfg.linear.kernel) == (8192, 4)
+    assert cfg.eos_token_ids == (248044,) and cfg.fp8 is None
+
+
+def test_qwen3_next_derives_its_layer_types() -> None:
+    cfg = load_config(MODELS / "Qwen3-Next-80B-A3B-Instruct")
+    assert cfg.architecture == "qwen3_next" and cfg.weight_prefix == "model."
+    assert cfg.full_attention_layers == 12 and cfg.layer_kind(47) == "full_attention"
+    assert cfg.layer_kind(46) == "linear_attention" and cfg.rotary_dim == 64
+    assert (cfg.num_experts, cfg.num_experts_per_tok) == (512, 10)
+    fp8 = load_config(MODELS / "Qwen3.6-35B-A3B-FP8")
+    assert fp8.fp8 == Fp8Config((128, 128), ("lm_head", "model.language_model.embed_tokens",
+                                             "model.visual", "mtp"), "dynamic")
 
 
 @pytest.mark.parametrize("field", ["hidden_size", "num_hidden_layers", "vocab_size",

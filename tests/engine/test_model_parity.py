@@ -12,8 +12,8 @@ from safetensors.torch import load_file, save_file
 
 from engine import Engine, GenerationConfig
 from engine.fp8 import Fp8Weight
+from engine.fp8 import quantize_block as quantize_block_fp8
 from engine.layers import Transposed
-from engine.quantize import quantize_block_fp8
 from tests.engine.tiny_models import ARCHITECTURES, VOCAB_SIZE, save_tiny
 
 PROMPT_LEN = 12

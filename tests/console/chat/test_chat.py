@@ -119,7 +119,7 @@ def test_missing_model_is_reported_with_the_build_command(tmp_path: Path) -> Non
         backend.prepare(lambda stage: None)
     assert "not built" in caught.value.reason
     assert "make demo" in caught.value.remedy
-    assert "python -m engine.demo build --out" in caught.value.remedy
+    assert "python -m demo_models build --out" in caught.value.remedy
     assert "--kind smollm2-moe-fp8" in caught.value.remedy
 
     with pytest.raises(BackendUnavailable) as caught:

