@@ -54,8 +54,6 @@ PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
     "checks/bundle.py",
-    "console/msprof.py",
-    "console/ui/widgets/pressure.py",
     "probes/environment.py",
 ))
 
