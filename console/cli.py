@@ -133,7 +133,7 @@ def make_parser() -> argparse.ArgumentParser:
     panels.add_argument("--log-dir", metavar="DIR", default=None,
                         help="the directory whose disk the host panel watches (default: the "
                              "CANN application log directory, ASCEND_PROCESS_LOG_PATH > "
-                             "ASCEND_WORK_PATH > $HOME/ascend/log)")
+                             "$ASCEND_WORK_PATH/log > $HOME/ascend/log)")
     rec = parser.add_argument_group("recording")
     rec.add_argument("--record", metavar="FILE", nargs="?", const=_DEFAULT_PLACE,
                      help="append every telemetry sample to this SQLite file; without FILE, "

@@ -53,8 +53,6 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
-    "checks/bundle.py",
-    "probes/environment.py",
 ))
 
 OPENABLE_RES = (
