@@ -69,20 +69,6 @@ def is_fp8(model: ModelDir) -> bool:
                                             for t in model.tensors.values())
 
 
-def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
-    """The model, or the skip that says why there is none to look at."""
-    if ctx.model_dir is None:
-        return None, skipped(NO_MODEL)
-    from probes.checkpoint import CheckpointError
-
-    try:
-        return model_dir(ctx), None
-    except NotRecorded as exc:
-        return None, skipped(f"the model directory was not recorded ({exc.path})")
-    except (CheckpointError, HostError) as exc:
-        return None, skipped(f"cannot read the checkpoint: {exc} (see checkpoint.format)")
-
-
 # -- what it is ---------------------------------------------------------------------------------
 
 
@@ -174,17 +160,19 @@ class Verdict:
 
 def checkpoint_format(ctx: Context) -> Finding:
     if ctx.model_dir is None:
-        return skipped(NO_MODEL)
+        return skipped(NO_MODEL, rules=("no-model",))
     from probes.checkpoint import CheckpointError
 
     try:
         model = model_dir(ctx)
     except NotRecorded as exc:
-        return skipped(f"the model directory was not recorded ({exc.path})")
+        return skipped(f"the model directory was not recorded ({exc.path})",
+                       rules=("not-recorded",))
     except (CheckpointError, HostError) as exc:
         return failed(f"cannot read the checkpoint: {exc}",
                       "point --model at a Hugging Face model directory with config.json and "
-                      "safetensors shards, and download what is missing or broken")
+                      "safetensors shards, and download what is missing or broken",
+                      rules=("unreadable",))
     from checks.builtin.tensor_coverage import coverage
 
     found = coverage(model)
@@ -249,14 +237,18 @@ def _finding(model: ModelDir, found: Coverage, gate: Fp8Gate | None,
     # several problems are also listed one per line; a single one is the summary already
     listed = tuple(p.text for p in problems) if len(problems) > 1 else ()
     remedy = "; ".join(dict.fromkeys(verdict.remedies))
+    rules = tuple(dict.fromkeys(p.rule for p in problems))
     integrity = [p for p in verdict.fails if p.rule != "fp8-not-servable"]
     if integrity:
-        return failed("; ".join(p.text for p in integrity), remedy, *listed, *evidence)
+        return failed("; ".join(p.text for p in integrity), remedy, *listed, *evidence,
+                      rules=rules)
     if verdict.fails:  # sound, but not servable as FP8 here: said as such
         what = f"sound {precision(model)} checkpoint ({_whole(model, found)})"
-        return failed(f"{what} that {verdict.fails[0].text}", remedy, *listed, *evidence)
+        return failed(f"{what} that {verdict.fails[0].text}", remedy, *listed, *evidence,
+                      rules=rules)
     if verdict.warns:
-        return warned("; ".join(p.text for p in verdict.warns), remedy, *listed, *evidence)
+        return warned("; ".join(p.text for p in verdict.warns), remedy, *listed, *evidence,
+                      rules=rules)
     arch = model.config.model_type or "-"
     return passed(f"{precision(model)} {arch} checkpoint, {shard_count(model)} shards complete"
                   + (f", all {found.needed:,} tensors config.json needs" if found.counted

@@ -29,9 +29,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checks.builtin.checkpoint import FP8_DTYPES, is_fp8, model_or_skip
+from checks.builtin.checkpoint import FP8_DTYPES, is_fp8, model_dir
 from checks.context import Context
-from checks.model import Finding, failed, passed, skipped, warned
+from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
+from probes.errors import HostError, NotRecorded
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +59,8 @@ SCHEME_WORDS = {"block": "block scales", "channel": "per-channel scales",
 CHECK_RULES: dict[str, dict[str, str]] = {
     "checkpoint.fp8-scales": {
         "no-model": "skip",
+        "not-recorded": "skip",
+        "model-unreadable": "skip",
         "not-fp8": "skip",
         "weights-not-here": "skip",
         "no-fp8-tensors": "warn",
@@ -102,6 +105,23 @@ class ScaleProblem:
     count: int  # blocks affected; 1 for structural problems
     detail: str
     rule: str = ""
+
+
+def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
+    """The model, or the skip that says why there is none to look at (rules `no-model`,
+    `not-recorded`, `model-unreadable`)."""
+    if ctx.model_dir is None:
+        return None, skipped(NO_MODEL, rules=("no-model",))
+    from probes.checkpoint import CheckpointError
+
+    try:
+        return model_dir(ctx), None
+    except NotRecorded as exc:
+        return None, skipped(f"the model directory was not recorded ({exc.path})",
+                             rules=("not-recorded",))
+    except (CheckpointError, HostError) as exc:
+        return None, skipped(f"cannot read the checkpoint: {exc} (see checkpoint.format)",
+                             rules=("model-unreadable",))
 
 
 # -- the layout ---------------------------------------------------------------------------------
@@ -283,7 +303,8 @@ def fp8_scales(ctx: Context) -> Finding:
         assert why_not is not None
         return why_not
     if not is_fp8(model):
-        return skipped("not an FP8 checkpoint", f"quant_method: {model.config.quant_method or '-'}")
+        return skipped("not an FP8 checkpoint", f"quant_method: {model.config.quant_method or '-'}",
+                       rules=("not-fp8",))
     weights = sorted((t for t in model.tensors.values() if t.dtype in FP8_DTYPES),
                      key=lambda t: t.name)
     if not weights:
@@ -304,12 +325,14 @@ def _no_weights(model: ModelDir) -> Finding:
         return skipped(f"no FP8 weight could be read: {len(broken)} of {total} shards are "
                        "missing or unreadable (see checkpoint.format)",
                        f"not checked: {', '.join(broken[:TOP_N])}"
-                       + (f" and {len(broken) - TOP_N} more" if len(broken) > TOP_N else ""))
+                       + (f" and {len(broken) - TOP_N} more" if len(broken) > TOP_N else ""),
+                       rules=("weights-not-here",))
     return warned(f"config.json says {model.config.quant_method or 'FP8'} but no tensor is "
                   "stored as 8-bit float",
                   "check that config.json belongs to these weights (a BF16 export with an "
                   "FP8 config?); loaders build FP8 layers from the config",
-                  f"quant_method: {model.config.quant_method or '-'}")
+                  f"quant_method: {model.config.quant_method or '-'}",
+                  rules=("no-fp8-tensors",))
 
 
 def _worst_first(problems: Iterable[ScaleProblem]) -> list[tuple[str, list[ScaleProblem]]]:
@@ -354,12 +377,14 @@ def _scale_finding(model: ModelDir, tally: Tally, where: ScaleLayout,
                 f"{dtype_text}",
                 f"scale range [{low:.3g}, {high:.3g}] ({why})",
                 *((unchecked,) if unchecked else ()))
+    not_checked = ("shards-not-checked",) if unchecked else ()
     if not tally.problems:
         summary = f"{tally.weights} FP8 weights have sane {SCHEME_WORDS[where.scheme]}"
         if unchecked:
             return warned(f"{summary}; {unchecked}", "download the missing shards and run "
-                          "again (see checkpoint.format)", *evidence)
+                          "again (see checkpoint.format)", *evidence, rules=not_checked)
         return passed(summary, *evidence)
+    rules = (*dict.fromkeys(p.rule for p in tally.problems), *not_checked)
     ranked = _worst_first(tally.problems)
     top = tuple(_describe(name, found) for name, found in ranked[:TOP_N])
     more = (f"... and {len(ranked) - TOP_N} more tensors",) if len(ranked) > TOP_N else ()
@@ -369,7 +394,7 @@ def _scale_finding(model: ModelDir, tally: Tally, where: ScaleLayout,
     if any(p.severity == "fail" for p in tally.problems):
         return failed(summary, "re-export or re-download the checkpoint: a missing, misshapen "
                       "or non-finite scale dequantises to garbage or NaN", *top, *more,
-                      *evidence)
+                      *evidence, rules=rules)
     return warned(summary, "compare with the published checkpoint: a zero scale zeroes its "
                   "tile, extreme block scales point to a broken quantisation run", *top, *more,
-                  *evidence)
+                  *evidence, rules=rules)

@@ -55,6 +55,7 @@ KV_MODELLED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
 CHECK_RULES: dict[str, dict[str, str]] = {
     "npu.hbm-fit": {
         "no-model": "skip",
+        "not-recorded": "skip",
         "model-unreadable": "skip",
         "weights-unknown": "skip",
         "no-npu": "skip",
@@ -62,6 +63,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "no-chip-visible": "skip",
         "too-few-chips": "fail",
         "weights-do-not-fit": "fail",
+        "kv-pool-does-not-fit": "fail",
         "context-does-not-fit": "fail",
         "kv-not-estimated": "warn",
         "little-headroom": "warn",
@@ -315,7 +317,7 @@ class Model:
 def read_model(ctx: Context) -> Model | Finding:
     """The model's config and weights; with config.json alone, an estimate."""
     if ctx.model_dir is None:
-        return skipped(NO_MODEL)
+        return skipped(NO_MODEL, rules=("no-model",))
     from checks.builtin.checkpoint import model_dir
     from probes.checkpoint import CheckpointError, read_config
 
@@ -324,13 +326,15 @@ def read_model(ctx: Context) -> Model | Finding:
         model: ModelDir = model_dir(ctx)
         return Model(model.config, weights(model), path, fp8=is_fp8(model))
     except NotRecorded as exc:
-        return skipped(f"the model directory was not recorded ({exc.path})")
+        return skipped(f"the model directory was not recorded ({exc.path})",
+                       rules=("not-recorded",))
     except (CheckpointError, HostError) as exc:
         error = str(exc)
     try:
         config = read_config(ctx.host, path)
     except (CheckpointError, HostError) as exc:
-        return skipped(f"cannot read the checkpoint: {error}; nor config.json: {exc}")
+        return skipped(f"cannot read the checkpoint: {error}; nor config.json: {exc}",
+                       rules=("model-unreadable",))
     return Model(config, estimated(config, f"no weights read ({error})"), path, error,
                  config.quant.is_fp8)
 
@@ -340,14 +344,14 @@ def hbm_fit(ctx: Context) -> Finding:
     if isinstance(found, Finding):
         return found
     if isinstance(found.weights, str):
-        return skipped(found.weights)
+        return skipped(found.weights, rules=("weights-unknown",))
     settings = deployment(ctx)
     reading = facts.npu(ctx)
     info = None if reading.is_error else reading.info
     if info is None or not info.chips:
         why = f"no NPU: {reading.error_text}" if reading.is_error else \
             "no NPU: npu-smi printed no chips"
-        return skipped(why, *need_lines(ctx, found, settings))
+        return skipped(why, *need_lines(ctx, found, settings), rules=("no-npu",))
     return _on_chips(ctx, found, settings, info)
 
 
@@ -356,17 +360,18 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
     visible = chips_used(info.chips, visible_ids.ids)
     if not visible:
         return skipped(f"ASCEND_RT_VISIBLE_DEVICES={visible_ids.raw!r} leaves no chip visible "
-                       "(see the environment checks)")
+                       "(see the environment checks)", rules=("no-chip-visible",))
     if any(free_bytes(c) is None for c in visible):
         return skipped("no HBM figures in npu-smi", f"chips: {names(visible)} (310P and 310 "
-                       "print none)")
+                       "print none)", rules=("no-hbm-figures",))
     chosen, how = group(ctx, info, visible, settings.chips)
     if len(chosen) < settings.chips:
         return failed(f"tensor parallel {settings.tp.value} x pipeline parallel "
                       f"{settings.pp.value} needs {settings.chips} chips; {len(visible)} "
                       f"visible ({names(visible)})",
                       "use fewer chips per instance or make more visible "
-                      "(ASCEND_RT_VISIBLE_DEVICES)", *_setting_lines(settings))
+                      "(ASCEND_RT_VISIBLE_DEVICES)", *_setting_lines(settings),
+                      rules=("too-few-chips",))
     from checks.builtin.hbm_verdict import verdict
 
     return verdict(ctx, model, settings, chosen, how, visible)

@@ -188,13 +188,14 @@ def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
             f"weights + reserve do not fit on {where}: {weight_text} + "
             f"{mb(plan.reserve_bytes)} reserve{state} per chip, {mb(plan.free_bytes)} there",
             "use more chips (tensor parallel), a smaller or quantised checkpoint (W8A8), "
-            "or free the HBM other processes hold" + fp8_note, *evidence)
+            "or free the HBM other processes hold" + fp8_note, *evidence,
+            rules=("weights-do-not-fit",))
     note = kv_note(model.config)
     if note:
         return warned(f"weights fit on {where} ({weight_text}, "
                       f"{mb(plan.room_bytes)} left per chip); {note}",
                       "size the KV cache with the serving engine's own estimate before "
-                      "serving long contexts", *evidence)
+                      "serving long contexts", *evidence, rules=("kv-not-estimated",))
     status = judge(plan, float(ctx.policy.get("npu", "hbm_free_warn_mb")))
     cap = settings.kv_cap_bytes
     if status == "fail" and cap is not None and plan.context_fits:
@@ -203,13 +204,14 @@ def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
             f"{mb(cap.value)} ({cap.source}) beside {weight_text}, "
             f"{mb(plan.reserve_bytes)} reserve; {mb(plan.room_bytes)} is left for it",
             f"lower npuMemSize to {plan.room_bytes // 2**30} or less, or use more chips",
-            *evidence)
+            *evidence, rules=("kv-pool-does-not-fit",))
     if status == "fail":
         return failed(
             f"{_context(settings)} does not fit on {where}: largest context that fits is "
             f"{tokens(plan.largest_context)} ({weight_text})",
             f"serve with --max-model-len {plan.largest_context:,} or less, lower the batch, "
-            "use more chips, or an int8 KV cache" + fp8_note, *evidence)
+            "use more chips, or an int8 KV cache" + fp8_note, *evidence,
+            rules=("context-does-not-fit",))
     summary = (f"{mb(plan.headroom_bytes)} left per chip on {where} after {weight_text}, "
                f"{mb(plan.reserve_bytes)} reserve and the KV cache of {_context(settings)}; "
                f"largest context {tokens(plan.largest_context)}")
@@ -218,11 +220,13 @@ def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
         return warned(f"little headroom: {summary} (policy npu.hbm_free_warn_mb "
                       f"{warn_mb:,.0f})",
                       "lower the context or the batch, or use more chips: activations and "
-                      "fragmentation need room beyond the KV cache" + fp8_note, *evidence)
+                      "fragmentation need room beyond the KV cache" + fp8_note, *evidence,
+                      rules=("little-headroom",))
     if not weights.exact:
         return warned(f"fits by an estimate: {summary}",
                       "put the checkpoint's shards (or its index with metadata.total_size) in "
-                      "the model directory for a measured verdict", *evidence)
+                      "the model directory for a measured verdict", *evidence,
+                      rules=("estimate-only",))
     return passed(f"fits: {summary}", *evidence)
 
 

@@ -15,6 +15,7 @@ from checks.builtin.fp8_scales import derived_range, fp8_scales
 from checks.context import Context
 from checks.model import Finding
 from checks.policy import load_policy
+from probes.errors import NotRecorded
 from probes.inventory import NpuReading
 from probes.live import LiveHost
 from probes.target.model import ServingArgs, Target
@@ -70,7 +71,20 @@ def healthy(tmp_path: Path) -> Path:
 def test_no_model_skips() -> None:
     ctx = ctx_for(None)
     assert fp8_scales(ctx).status == "skip" and "--model" in fp8_scales(ctx).summary
+    assert fp8_scales(ctx).rules == ("no-model",)
     assert checkpoint_format(ctx).status == "skip"
+    assert checkpoint_format(ctx).rules == ("no-model",)
+
+
+def test_a_model_directory_not_in_the_recording_skips(tmp_path: Path) -> None:
+    class Unrecorded(LiveHost):
+        def kind(self, path: str):  # type: ignore[no-untyped-def]
+            raise NotRecorded(path)
+
+    ctx = Context(Unrecorded(root="/", env={}), load_policy(None), model_dir=tmp_path)
+    for finding in (checkpoint_format(ctx), fp8_scales(ctx)):
+        assert finding.status == "skip" and finding.rules == ("not-recorded",)
+        assert "not recorded" in finding.summary
 
 
 # -- fp8-scales: each format judged as it is meant ----------------------------------------
@@ -83,7 +97,7 @@ def test_each_fp8_format_passes_both_checks(tmp_path: Path, fmt: str) -> None:
     ctx = ctx_for(model, chips=["Ascend950PR"])
     scales = fp8_scales(ctx)
     assert scales.status == "pass", scales
-    assert scales.summary.startswith("20 FP8 weights have sane")
+    assert scales.summary.startswith("20 FP8 weights have sane") and scales.rules == ()
     fmt_finding = checkpoint_format(ctx)
     assert fmt_finding.status == "pass", fmt_finding
     assert "all 33 tensors config.json needs" in fmt_finding.summary
@@ -127,12 +141,26 @@ def test_bad_scale_values(tmp_path: Path, fmt: str, value: float, word: str,
     assert f"{name}: 1 {word}" in finding.summary
 
 
+def test_each_bad_value_names_its_rule(tmp_path: Path) -> None:
+    name = f"{O1}.weight_scale_inv"
+
+    def rules_for(value: float) -> tuple[str, ...]:
+        tensors = _planted("block", name, value)
+        return fp8_scales(ctx_for(write_tiny(tmp_path / repr(value), "block",
+                                             tensors=tensors))).rules
+
+    assert rules_for(float("nan")) == rules_for(float("inf")) == ("scale-not-finite",)
+    assert rules_for(-1e-4) == ("scale-negative",)
+    assert rules_for(0.0) == ("scale-zero",)
+
+
 def test_channel_scale_of_the_wrong_shape_fails(tmp_path: Path) -> None:
     tensors = tiny_tensors("channel")
     tensors[f"{Q0}.weight_scale"] = encode_scales(np.full((256,), 2e-4), "F32")  # not [256, 1]
     finding = fp8_scales(ctx_for(write_tiny(tmp_path / "m", "channel", tensors=tensors)))
     assert finding.status == "fail"
     assert f"{Q0}.weight_scale: shape [256], expected [256, 1]" in finding.summary
+    assert finding.rules == ("scale-shape",)
 
 
 def test_static_activations_need_input_scales(tmp_path: Path) -> None:
@@ -141,13 +169,14 @@ def test_static_activations_need_input_scales(tmp_path: Path) -> None:
     finding = fp8_scales(ctx_for(write_tiny(tmp_path / "m", "tensor", tensors=tensors)))
     assert finding.status == "fail"
     assert f"{Q0}.weight: has no {Q0}.input_scale" in finding.summary
+    assert finding.rules == ("scale-missing",)
 
 
 def test_a_block_checkpoint_missing_its_grid_fails(tmp_path: Path) -> None:
     tensors = tiny_tensors("block")
     del tensors[f"{Q0}.weight_scale_inv"]
     finding = fp8_scales(ctx_for(write_tiny(tmp_path / "m", "block", tensors=tensors)))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("scale-missing",)
     assert f"{Q0}.weight: has no {Q0}.weight_scale_inv" in finding.summary
 
 
@@ -172,6 +201,7 @@ def test_bf16_model(tmp_path: Path) -> None:
     ctx = ctx_for(model)
     scales = fp8_scales(ctx)
     assert scales.status == "skip" and "not an FP8 checkpoint" in scales.summary
+    assert scales.rules == ("not-fp8",)
     fmt = checkpoint_format(ctx)
     assert fmt.status == "pass", fmt
     assert "precision: BF16" in fmt.evidence and "shards: 2" in fmt.evidence
@@ -182,12 +212,14 @@ def test_wrong_block_shape_and_dtype_fail(tmp_path: Path) -> None:
     # a grid computed with floor division misses the ragged 64-column block
     tensors[f"{Q0}.weight_scale_inv"] = encode_scales(np.full((2, 2), 2e-4), "BF16")
     finding = fp8_scales(ctx_for(write_model(tmp_path / "shape", tensors)))
+    assert finding.rules == ("scale-shape",)
     assert finding.status == "fail"
     assert f"{Q0}.weight_scale_inv: shape [2, 2], expected [2, 3]" in finding.summary
     tensors = fp8_model_tensors()
     tensors[f"{Q0}.weight_scale_inv"] = (np.ones((2, 3), dtype=np.int8), "I8")
     finding = fp8_scales(ctx_for(write_model(tmp_path / "dtype", tensors)))
     assert finding.status == "fail" and "dtype I8" in finding.summary
+    assert finding.rules == ("scale-dtype",)
 
 
 def test_outlier_scale_warns(tmp_path: Path) -> None:
@@ -195,12 +227,14 @@ def test_outlier_scale_warns(tmp_path: Path) -> None:
     finding = fp8_scales(ctx_for(write_model(tmp_path / "m", tensors)))
     assert finding.status == "warn", finding
     assert f"{Q0}.weight_scale_inv: 1 outliers" in finding.summary
+    assert finding.rules == ("scale-outlier",)
 
 
 def test_policy_range_is_used(tmp_path: Path, healthy: Path) -> None:
     policy = "checkpoint:\n  fp8_scale_max: 1.0e-4\n"
     finding = fp8_scales(ctx_for(healthy, policy_text=policy, tmp_path=tmp_path))
     assert finding.status == "fail" and "outside [" in finding.summary
+    assert finding.rules == ("scale-out-of-range",)
     assert any("policy checkpoint.fp8_scale_" in e for e in finding.evidence)
 
 
@@ -234,6 +268,7 @@ def test_fp8_weight_listed_as_not_converted_warns(tmp_path: Path) -> None:
     config["quantization_config"]["modules_to_not_convert"].append(Q0)
     finding = fp8_scales(ctx_for(write_model(tmp_path / "m", fp8_model_tensors(), config)))
     assert finding.status == "warn" and "modules_to_not_convert" in finding.summary
+    assert finding.rules == ("listed-not-converted",)
 
 
 # -- missing shards are said, never counted as scale problems -----------------------------
@@ -248,6 +283,7 @@ def test_a_missing_shard_is_named_not_counted_as_a_scale_problem(healthy: Path) 
     assert scales.summary.startswith("2 FP8 weights have sane block scales; 1 of 2 shards "
                                      "missing or unreadable")
     assert SHARD2 in scales.summary and "were not checked" in scales.summary
+    assert scales.rules == ("shards-not-checked",)
 
 
 def test_no_shard_at_all_is_not_a_mislabelled_checkpoint(tmp_path: Path) -> None:
@@ -260,6 +296,7 @@ def test_no_shard_at_all_is_not_a_mislabelled_checkpoint(tmp_path: Path) -> None
     assert "F8_E4M3" not in finding.summary
     assert finding.summary == ("no FP8 weight could be read: 2 of 2 shards are missing or "
                                "unreadable (see checkpoint.format)")
+    assert finding.rules == ("weights-not-here",)
 
 
 def test_an_fp8_config_without_fp8_tensors_warns(tmp_path: Path) -> None:
@@ -267,6 +304,7 @@ def test_an_fp8_config_without_fp8_tensors_warns(tmp_path: Path) -> None:
     (model / "config.json").write_text(json.dumps(tiny_config("block")))
     finding = fp8_scales(ctx_for(model))
     assert finding.status == "warn" and "no tensor is stored as 8-bit float" in finding.summary
+    assert finding.rules == ("no-fp8-tensors",)
 
 
 # -- checkpoint.format: integrity ----------------------------------------------------------
@@ -282,6 +320,7 @@ def test_format_missing_shard_says_what_is_missing(tmp_path: Path) -> None:
     assert re.search(r"holds \d+ of the 33 tensors config\.json needs \(\d+ in the shards that "
                      r"are missing or unreadable\)", finding.summary)
     assert "re-download" in finding.remedy
+    assert finding.rules == ("shards-missing", "tensors-missing")
 
 
 def test_format_fails_a_shard_holding_2_of_the_tensors_needed(tmp_path: Path) -> None:
@@ -292,6 +331,7 @@ def test_format_fails_a_shard_holding_2_of_the_tensors_needed(tmp_path: Path) ->
     assert finding.status == "fail"
     assert finding.summary.startswith("holds 2 of the 33 tensors config.json needs (31 in no "
                                       "shard, e.g. ")
+    assert finding.rules == ("tensors-missing",)
 
 
 def test_format_counts_fused_experts(tmp_path: Path) -> None:
@@ -330,6 +370,7 @@ def test_format_fails_a_shard_the_loader_refuses(tmp_path: Path) -> None:
     finding = checkpoint_format(ctx_for(model))
     assert finding.status == "fail"
     assert "claim the same bytes" in finding.summary and "a loader refuses" in finding.summary
+    assert finding.rules[0] == "shard-refused"
 
 
 def test_format_truncated_shard_fails(healthy: Path) -> None:
@@ -339,6 +380,7 @@ def test_format_truncated_shard_fails(healthy: Path) -> None:
     finding = checkpoint_format(ctx)
     assert finding.status == "fail"
     assert f"shard {SHARD2} is" in finding.summary and "truncated" in finding.summary
+    assert finding.rules == ("shard-size",)
     scales = fp8_scales(ctx)  # the last tensor of the shard lost its tail
     assert scales.status in ("pass", "fail") and "error" not in scales.summary.lower()
 
@@ -354,6 +396,7 @@ def test_unreadable_scale_bytes_fail_fp8_scales(tmp_path: Path) -> None:
     shard.write_bytes(blob[: header_end + 4])  # keeps 4 of the data bytes: no tensor is whole
     finding = fp8_scales(ctx_for(model))
     assert finding.status == "fail" and "truncated" in finding.summary
+    assert finding.rules == ("scale-unreadable",)
 
 
 def test_format_unknown_architecture_warns(tmp_path: Path) -> None:
@@ -361,7 +404,7 @@ def test_format_unknown_architecture_warns(tmp_path: Path) -> None:
     model = write_model(tmp_path / "m", bf16_model_tensors(), config)
     finding = checkpoint_format(ctx_for(model))
     assert finding.status == "warn" and "gpt_oss" in finding.summary
-    assert "qwen3_5_moe" in finding.summary
+    assert "qwen3_5_moe" in finding.summary and finding.rules == ("unknown-architecture",)
 
 
 def test_format_broken_config_fails(tmp_path: Path) -> None:
@@ -369,7 +412,8 @@ def test_format_broken_config_fails(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path)
     finding = checkpoint_format(ctx)
     assert finding.status == "fail" and "config.json: not valid JSON" in finding.summary
-    assert fp8_scales(ctx).status == "skip"
+    assert finding.rules == ("unreadable",)
+    assert fp8_scales(ctx).status == "skip" and fp8_scales(ctx).rules == ("model-unreadable",)
 
 
 # -- checkpoint.format: FP8 deployability, apart from integrity ----------------------------
@@ -391,7 +435,7 @@ def test_sound_fp8_on_a_chip_without_fp8_is_not_broken(tmp_path: Path, chip: str
     assert "vllm-ascend refuses an FP8 checkpoint there" in finding.summary
     assert "MindIE converts it to BF16 offline" in finding.summary
     assert finding.remedy.startswith("keep this checkpoint, it is not broken")
-    assert "re-download" not in finding.remedy
+    assert "re-download" not in finding.remedy and finding.rules == ("fp8-not-servable",)
     assert "msModelSlim W8A8" in finding.remedy and "--quantization ascend" in finding.remedy
 
 
@@ -413,7 +457,7 @@ def test_the_target_server_is_named(tmp_path: Path) -> None:
 
 def test_unknown_chip_names_warn(tmp_path: Path) -> None:
     finding = checkpoint_format(ctx_for(write_tiny(tmp_path / "m", "block"), chips=["xxx"]))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("fp8-unknown-chip",)
     assert "chip name 'xxx' is not one the doctor knows" in finding.summary
 
 

@@ -26,6 +26,7 @@ from checks.context import Context
 from checks.model import Finding
 from checks.policy import load_policy
 from probes.checkpoint import parse_config
+from probes.errors import NotRecorded
 from probes.host import CommandResult
 from probes.inventory import NpuReading, parse_output, unavailable
 from probes.live import LiveHost
@@ -201,7 +202,7 @@ def test_weights_and_reserve_too_big_fail(tmp_path: Path) -> None:
     finding = hbm_fit(ctx)
     assert finding.status == "fail", finding
     assert "weights + reserve do not fit" in finding.summary
-    assert "more chips" in finding.remedy
+    assert "more chips" in finding.remedy and finding.rules == ("weights-do-not-fit",)
 
 
 def test_context_too_long_fails_with_largest_context(tmp_path: Path) -> None:
@@ -215,6 +216,7 @@ def test_context_too_long_fails_with_largest_context(tmp_path: Path) -> None:
     largest = room // (192 * 1024)
     largest -= largest % 128
     assert f"largest context that fits is {largest:,} tokens" in finding.summary
+    assert finding.rules == ("context-does-not-fit",)
     assert f"--max-model-len {largest:,}" in finding.remedy
 
 
@@ -230,6 +232,7 @@ def test_little_headroom_warns(tmp_path: Path) -> None:
     finding = hbm_fit(ctx)
     assert finding.status == "warn", finding
     assert "little headroom" in finding.summary and "hbm_free_warn_mb" in finding.summary
+    assert finding.rules == ("little-headroom",)
 
 
 # -- missing shards never count as 0 bytes ------------------------------------------------
@@ -278,7 +281,7 @@ def test_missing_shards_without_a_total_fall_back_to_the_estimate(tmp_path: Path
     finding = hbm_fit(ctx_for(directory, reading(A2_8X32), tmp_path, tensor_parallel=8))
     assert finding.status == "warn", finding  # it fits, but only by an estimate
     assert finding.summary.startswith("fits by an estimate: ")
-    assert "estimated from config.json" in finding.summary
+    assert "estimated from config.json" in finding.summary and finding.rules == ("estimate-only",)
     assert "no usable total_size" in text_of(finding)
 
 
@@ -363,7 +366,7 @@ def test_mindie_world_size_max_seq_len_and_npu_mem_size(tmp_path: Path) -> None:
                        npu_mem_size_gb=Sourced(30, "npuMemSize"))
     no_room = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
                               target=Target("process", "p", "c", "e", serving=huge)))
-    assert no_room.status == "fail"
+    assert no_room.status == "fail" and no_room.rules == ("kv-pool-does-not-fit",)
     assert "the KV cache MindIE is told to allocate does not fit" in no_room.summary
     capped = ServingArgs(server="mindie", model_dir=serving.model_dir,
                          world_size=serving.world_size, max_model_len=Sourced(10**5, "maxSeqLen"),
@@ -408,6 +411,7 @@ def test_mla_says_kv_not_estimated(tmp_path: Path) -> None:
     finding = hbm_fit(ctx_for(model, reading(A5_4X128), tmp_path))
     assert finding.status == "warn", finding
     assert "KV not estimated for deepseek_v3: multi-head latent attention" in finding.summary
+    assert finding.rules == ("kv-not-estimated",)
     assert not any(e.startswith("KV cache: ") for e in finding.evidence)
 
 
@@ -442,12 +446,39 @@ def test_fp8_on_950_is_judged_as_stored(tmp_path: Path) -> None:
 def test_no_model_skips(tmp_path: Path) -> None:
     finding = hbm_fit(ctx_for(None, reading(A2_8X32), tmp_path))
     assert finding.status == "skip" and finding.summary == "no --model given"
+    assert finding.rules == ("no-model",)
+
+
+def test_unreadable_models_skip(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("not json")
+    broken = hbm_fit(ctx_for(tmp_path, reading(A2_8X32), tmp_path))
+    assert broken.status == "skip" and broken.rules == ("model-unreadable",)
+
+    class Unrecorded(LiveHost):
+        def kind(self, path: str):  # type: ignore[no-untyped-def]
+            raise NotRecorded(path)
+
+    ctx = Context(Unrecorded(root="/", env={}), load_policy(None), model_dir=tmp_path)
+    assert hbm_fit(ctx).rules == ("not-recorded",)
+
+
+def test_missing_shards_of_an_unknown_architecture_cannot_be_judged(tmp_path: Path) -> None:
+    index = {"weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
+    directory = tmp_path / "ds"
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(config_of("DeepSeek-V3")))
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    finding = hbm_fit(ctx_for(directory, reading(A2_8X32), tmp_path))
+    assert finding.status == "skip" and finding.rules == ("weights-unknown",)
+    assert finding.summary.startswith("cannot judge: 2 of 2 shards missing or unreadable")
 
 
 def test_no_npu_skips_with_the_reason(tmp_path: Path) -> None:
     missing = unavailable(CommandResult(("npu-smi", "info"), "not_found"), "no NPU driver tools")
     finding = hbm_fit(ctx_for(bf16_model(tmp_path), missing, tmp_path))
     assert finding.status == "skip" and "not found" in finding.summary
+    assert finding.rules == ("no-npu",)
     busy = hbm_fit(ctx_for(bf16_model(tmp_path), reading("057-error-8020-device-used.txt"),
                            tmp_path))
     assert busy.status == "skip" and "-8020" in busy.summary
@@ -472,12 +503,14 @@ def test_no_npu_still_says_what_the_model_needs(tmp_path: Path) -> None:
 def test_no_hbm_figures_skip(tmp_path: Path, corpus: str) -> None:
     finding = hbm_fit(ctx_for(bf16_model(tmp_path), reading(corpus), tmp_path))
     assert finding.status == "skip" and finding.summary == "no HBM figures in npu-smi"
+    assert finding.rules == ("no-hbm-figures",)
 
 
 def test_visible_devices_leaving_no_chip_skip(tmp_path: Path) -> None:
     finding = hbm_fit(ctx_for(bf16_model(tmp_path), reading(A2_8X32), tmp_path,
                               env={"ASCEND_RT_VISIBLE_DEVICES": ""}))
     assert finding.status == "skip" and "no chip" in finding.summary
+    assert finding.rules == ("no-chip-visible",)
 
 
 def test_visible_devices_and_too_few_chips(tmp_path: Path) -> None:
@@ -487,7 +520,7 @@ def test_visible_devices_and_too_few_chips(tmp_path: Path) -> None:
     assert f"{65536 - 10568:,} MB free now" in text_of(busy)
     short = hbm_fit(ctx_for(model, reading(A3_4X64), tmp_path, tensor_parallel=4,
                             env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"}))
-    assert short.status == "fail"
+    assert short.status == "fail" and short.rules == ("too-few-chips",)
     assert "needs 4 chips; 2 visible" in short.summary
 
 
