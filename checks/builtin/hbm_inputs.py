@@ -191,3 +191,17 @@ def _fp8_share(model: ModelDir, read: Weights, declared: int) -> int:
     if not isinstance(found, str) and found.fp8_bytes <= declared:
         return found.fp8_bytes
     return declared * read.fp8_bytes // max(read.stored_bytes, 1)
+
+
+# -- the model --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the check knows of the model: config, weights (or why not), and the reading."""
+
+    config: ModelConfig
+    weights: Weights | str
+    path: str
+    read_error: str = ""  # why the weights files could not be read at all
+    fp8: bool = False

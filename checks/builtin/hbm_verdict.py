@@ -8,24 +8,20 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from checks.builtin.hbm_fit import (
+from checks.builtin.hbm_chips import ChipBudget, chip_label, names
+from checks.builtin.hbm_inputs import Deployment, Model, mb
+from checks.builtin.hbm_plan import (
     MB,
-    ChipBudget,
-    Model,
     Plan,
     attention_layers,
-    chip_label,
     engine_plan_lines,
     judge,
     kv_not_modelled,
     kv_shape,
-    mb,
-    names,
     state_bytes,
     tokens,
     weight_share_bytes,
 )
-from checks.builtin.hbm_inputs import Deployment
 from checks.context import Context
 from checks.model import Finding, failed, passed, warned
 
@@ -103,6 +99,25 @@ def _budget(settings: Deployment, tightest: ChipBudget) -> tuple[int, str]:
                  f"{tightest.how})")
 
 
+@dataclass(frozen=True)
+class Judged:
+    """Everything one verdict is made of."""
+
+    ctx: Context
+    model: Model
+    settings: Deployment
+    plan: Plan
+    resident: Plan | None  # FP8 kept resident, for the remedy; None: not FP8 judged as BF16
+    where: str  # "8 x 910B4 at tensor parallel 8 (command line)"
+    evidence: tuple[str, ...]
+
+    @property
+    def weight_text(self) -> str:
+        weights = self.model.weights
+        assert not isinstance(weights, str)
+        return f"{mb(self.plan.weight_bytes)} weights ({weights.origin})"
+
+
 def verdict(ctx: Context, model: Model, settings: Deployment, chosen: list[ChipBudget],
             how: str, visible: list[ChipRow]) -> Finding:
     tightest = min(chosen, key=lambda b: b.budget_bytes)
@@ -112,37 +127,43 @@ def verdict(ctx: Context, model: Model, settings: Deployment, chosen: list[ChipB
     plan = plan_for(ctx, model, settings, size.judged_bytes, free)
     resident = None if size.resident_bytes is None else replace(
         plan, weight_bytes=weight_share_bytes(size.resident_bytes, settings.chips))
-    evidence = (*size.lines, *_lines(model, settings, plan, tightest, free_how, how, visible))
-    return _finding(ctx, model, settings, plan, resident, chips, evidence)
+    evidence = (*size.lines, *_weight_lines(model, settings, plan),
+                f"chips: {how}, of {names(visible)}; tightest {chip_label(tightest.chip)}: "
+                f"{mb(plan.free_bytes)} for the deployment ({free_how})",
+                *_kv_lines(model, settings, plan), *_total_lines(model, settings, plan))
+    held = " (held by the target: judged against their total HBM)" if "target holds" in how \
+        else ""
+    where = (f"{names(chips)}{held} at tensor parallel {settings.tp.value} "
+             f"({settings.tp.origin or settings.tp.source})")
+    judged = Judged(ctx, model, settings, plan, resident, where, evidence)
+    return _failure(judged) or _fit(judged)
 
 
-def _lines(model: Model, settings: Deployment, plan: Plan, tightest: ChipBudget,
-           free_how: str, how: str, visible: list[ChipRow]) -> list[str]:
+def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
     weights = model.weights
     assert not isinstance(weights, str)
-    config = model.config
     stored = f"weights as stored: {mb(weights.stored_bytes)}" + (
         f" ({weights.by_dtype})" if weights.by_dtype else "") + f", from {weights.source}"
-    lines = [stored,
-             f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
-             f"{settings.pp.value}: weights split over {settings.chips} chip(s), "
-             f"{mb(plan.weight_bytes)} per chip",
-             f"chips: {how}, of {names(visible)}; tightest {chip_label(tightest.chip)}: "
-             f"{mb(plan.free_bytes)} for the deployment ({free_how})"]
-    note = kv_note(config)
-    shape = kv_shape(config)
+    return [stored,
+            f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
+            f"{settings.pp.value}: weights split over {settings.chips} chip(s), "
+            f"{mb(plan.weight_bytes)} per chip"]
+
+
+def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
+    config = model.config
+    note, shape = kv_note(config), kv_shape(config)
     if note or shape is None:
-        lines.append(note)
+        lines = [note]
     else:
-        lines.append(
+        lines = [
             f"KV cache: {attention_layers(config)[1]} x 2 x {shape.kv_heads} KV heads x "
             f"{shape.head_dim} head_dim x {shape.dtype_bytes} bytes ({config.dtype or 'bfloat16'})"
-            f" = {shape.bytes_per_token():,} bytes/token, {plan.kv_bytes_per_token:,} per chip")
-        lines.append(
+            f" = {shape.bytes_per_token():,} bytes/token, {plan.kv_bytes_per_token:,} per chip",
             f"context {tokens(settings.max_seq_len.value)} ({settings.max_seq_len.source}), "
             f"allocated in blocks of {settings.kv_block_tokens} (policy hbm_fit.kv_block_tokens):"
             f" {plan.kv_tokens:,} x batch {plan.batch_size} ({settings.batch.source}) -> "
-            f"{mb(plan.kv_bytes)} KV per chip")
+            f"{mb(plan.kv_bytes)} KV per chip"]
     if settings.kv_cap_bytes is not None:
         lines.append(f"KV capped at {mb(settings.kv_cap_bytes.value)} per chip "
                      f"({settings.kv_cap_bytes.source})")
@@ -151,23 +172,23 @@ def _lines(model: Model, settings: Deployment, plan: Plan, tightest: ChipBudget,
                      f"{plan.batch_size} (fixed per sequence, on the "
                      f"{(config.num_hidden_layers or 0) - config.full_attention_layers()} "
                      "Gated DeltaNet layers)")
+    return lines
+
+
+def _total_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
+    note = kv_note(model.config)
     kv = "" if note else f" + {mb(plan.kv_allocated_bytes)} KV"
-    lines += [
-        f"runtime reserve {mb(plan.reserve_bytes)} per chip (policy hbm_fit.runtime_reserve_mb)",
-        f"per chip: {mb(plan.weight_bytes)} weights + {mb(plan.reserve_bytes)} reserve"
-        + (f" + {mb(plan.state_bytes)} state" if plan.state_bytes else "")
-        + kv + f" of {mb(plan.free_bytes)} -> "
-        f"{mb(plan.headroom_bytes if not note else plan.room_bytes)} left"]
+    state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
+    left = plan.room_bytes if note else plan.headroom_bytes
+    lines = [f"runtime reserve {mb(plan.reserve_bytes)} per chip (policy "
+             "hbm_fit.runtime_reserve_mb)",
+             f"per chip: {mb(plan.weight_bytes)} weights + {mb(plan.reserve_bytes)} reserve"
+             f"{state}{kv} of {mb(plan.free_bytes)} -> {mb(left)} left"]
     if not note:
         lines.append(f"largest context that fits: {tokens(plan.largest_context)} at batch "
                      f"{plan.batch_size}")
     lines += [f"note: {n}" for n in settings.notes]
-    return lines + engine_plan_lines(config, plan.max_seq_len, plan.batch_size)
-
-
-def _where(settings: Deployment, chips: list[ChipRow]) -> str:
-    return (f"{names(chips)} at tensor parallel {settings.tp.value} "
-            f"({settings.tp.origin or settings.tp.source})")
+    return lines + engine_plan_lines(model.config, plan.max_seq_len, plan.batch_size)
 
 
 def _context(settings: Deployment) -> str:
@@ -175,59 +196,61 @@ def _context(settings: Deployment) -> str:
     return f"{tokens(settings.max_seq_len.value)} ({origin}) x batch {settings.batch.value}"
 
 
-def _finding(ctx: Context, model: Model, settings: Deployment, plan: Plan,
-             resident: Plan | None, chips: list[ChipRow], evidence: tuple[str, ...]) -> Finding:
-    weights = model.weights
-    assert not isinstance(weights, str)
-    where = _where(settings, chips)
-    fp8_note = _resident_note(resident)
-    weight_text = f"{mb(plan.weight_bytes)} weights ({weights.origin})"
+def _failure(j: Judged) -> Finding | None:
+    """The finding when something does not fit (or KV cannot be judged); None when it fits."""
+    plan, fp8_note = j.plan, _resident_note(j.resident)
     if plan.room_bytes < 0:
         state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
         return failed(
-            f"weights + reserve do not fit on {where}: {weight_text} + "
+            f"weights + reserve do not fit on {j.where}: {j.weight_text} + "
             f"{mb(plan.reserve_bytes)} reserve{state} per chip, {mb(plan.free_bytes)} there",
             "use more chips (tensor parallel), a smaller or quantised checkpoint (W8A8), "
-            "or free the HBM other processes hold" + fp8_note, *evidence,
+            "or free the HBM other processes hold" + fp8_note, *j.evidence,
             rules=("weights-do-not-fit",))
-    note = kv_note(model.config)
+    note = kv_note(j.model.config)
     if note:
-        return warned(f"weights fit on {where} ({weight_text}, "
-                      f"{mb(plan.room_bytes)} left per chip); {note}",
-                      "size the KV cache with the serving engine's own estimate before "
-                      "serving long contexts", *evidence, rules=("kv-not-estimated",))
-    status = judge(plan, float(ctx.policy.get("npu", "hbm_free_warn_mb")))
-    cap = settings.kv_cap_bytes
-    if status == "fail" and cap is not None and plan.context_fits:
+        return warned(f"weights fit on {j.where} ({j.weight_text}, {mb(plan.room_bytes)} left "
+                      f"per chip); {note}", "size the KV cache with the serving engine's own "
+                      "estimate before serving long contexts", *j.evidence,
+                      rules=("kv-not-estimated",))
+    cap = j.settings.kv_cap_bytes
+    if plan.context_fits and plan.headroom_bytes < 0 and cap is not None:
         return failed(
-            f"the KV cache MindIE is told to allocate does not fit on {where}: "
-            f"{mb(cap.value)} ({cap.source}) beside {weight_text}, "
+            f"the KV cache MindIE is told to allocate does not fit on {j.where}: "
+            f"{mb(cap.value)} ({cap.source}) beside {j.weight_text}, "
             f"{mb(plan.reserve_bytes)} reserve; {mb(plan.room_bytes)} is left for it",
             f"lower npuMemSize to {plan.room_bytes // 2**30} or less, or use more chips",
-            *evidence, rules=("kv-pool-does-not-fit",))
-    if status == "fail":
+            *j.evidence, rules=("kv-pool-does-not-fit",))
+    if not plan.context_fits or plan.headroom_bytes < 0:
         return failed(
-            f"{_context(settings)} does not fit on {where}: largest context that fits is "
-            f"{tokens(plan.largest_context)} ({weight_text})",
+            f"{_context(j.settings)} does not fit on {j.where}: largest context that fits is "
+            f"{tokens(plan.largest_context)} ({j.weight_text})",
             f"serve with --max-model-len {plan.largest_context:,} or less, lower the batch, "
-            "use more chips, or an int8 KV cache" + fp8_note, *evidence,
+            "use more chips, or an int8 KV cache" + fp8_note, *j.evidence,
             rules=("context-does-not-fit",))
-    summary = (f"{mb(plan.headroom_bytes)} left per chip on {where} after {weight_text}, "
-               f"{mb(plan.reserve_bytes)} reserve and the KV cache of {_context(settings)}; "
+    return None
+
+
+def _fit(j: Judged) -> Finding:
+    """It fits: how much is left, and whether that is measured."""
+    plan = j.plan
+    summary = (f"{mb(plan.headroom_bytes)} left per chip on {j.where} after {j.weight_text}, "
+               f"{mb(plan.reserve_bytes)} reserve and the KV cache of {_context(j.settings)}; "
                f"largest context {tokens(plan.largest_context)}")
-    if status == "warn":
-        warn_mb = float(ctx.policy.get("npu", "hbm_free_warn_mb"))
+    warn_mb = float(j.ctx.policy.get("npu", "hbm_free_warn_mb"))
+    if judge(plan, warn_mb) == "warn":
         return warned(f"little headroom: {summary} (policy npu.hbm_free_warn_mb "
                       f"{warn_mb:,.0f})",
                       "lower the context or the batch, or use more chips: activations and "
-                      "fragmentation need room beyond the KV cache" + fp8_note, *evidence,
-                      rules=("little-headroom",))
-    if not weights.exact:
+                      "fragmentation need room beyond the KV cache" + _resident_note(j.resident),
+                      *j.evidence, rules=("little-headroom",))
+    weights = j.model.weights
+    if not isinstance(weights, str) and not weights.exact:
         return warned(f"fits by an estimate: {summary}",
                       "put the checkpoint's shards (or its index with metadata.total_size) in "
-                      "the model directory for a measured verdict", *evidence,
+                      "the model directory for a measured verdict", *j.evidence,
                       rules=("estimate-only",))
-    return passed(f"fits: {summary}", *evidence)
+    return passed(f"fits: {summary}", *j.evidence)
 
 
 def _resident_note(resident: Plan | None) -> str:

@@ -8,20 +8,20 @@ from typing import Any
 import pytest
 from conftest import CORPUS_DIR
 
-from checks.builtin.hbm_fit import (
+from checks.builtin.hbm_chips import chips_used
+from checks.builtin.hbm_fit import hbm_fit
+from checks.builtin.hbm_inputs import mb
+from checks.builtin.hbm_plan import (
     MB,
     KvShape,
     Plan,
     attention_layers,
-    chips_used,
-    hbm_fit,
     judge,
     kv_not_modelled,
     kv_shape,
     rounded_tokens,
     weight_share_bytes,
 )
-from checks.builtin.hbm_inputs import mb
 from checks.context import Context
 from checks.model import Finding
 from checks.policy import load_policy
@@ -386,6 +386,8 @@ def test_a_healthy_running_server_is_judged_against_total_hbm(tmp_path: Path) ->
                   target=vllm(model, tp=8, max_len=32768, npus=own))
     finding = hbm_fit(ctx)
     assert finding.status == "pass", finding  # before: fail, "2,058 MB free"
+    assert "8 x xxx (held by the target: judged against their total HBM) at tensor parallel 8 " \
+        "(command line)" in finding.summary
     text = text_of(finding)
     assert "the 8 chip(s) the target holds" in text
     assert "32,768 MB total less 0 MB other processes hold" in text
