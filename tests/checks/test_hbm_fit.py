@@ -532,3 +532,48 @@ def test_registered() -> None:
     found = {c.id: c for c in all_checks()}
     assert found["npu.hbm-fit"].category == "npu"
     assert found["npu.hbm-fit"].title == "Will the model fit in HBM"
+
+
+# -- through the command line -------------------------------------------------------------
+
+
+def _doctor(root: Any, env: dict[str, str], capsys: pytest.CaptureFixture[str],
+            *extra: str) -> tuple[int, Any]:
+    from machines import fixture_policy
+
+    from checks.cli import main
+
+    argv = ["--root", str(root.path), "--python", "/usr/bin/python3", "--json",
+            "--policy", str(fixture_policy(root)), "--only", "npu.hbm-fit", *extra]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("checks.cli.os.environ", env)
+        code = main(argv)
+    return code, json.loads(capsys.readouterr().out)["results"][0]
+
+
+def test_tp_option_on_the_command_line(fake_root: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from machines import A2, build_a2
+
+    env = dict(build_a2(fake_root, A2()).env)
+    index = json.loads((CODER / "model.safetensors.index.json").read_text())
+    write_sharded_header_only(fake_root.path / "models" / "coder",
+                              config_of("Qwen3-Coder-30B-A3B-Instruct"),
+                              weight_map=index["weight_map"])
+    code, one = _doctor(fake_root, env, capsys, "--model", "/models/coder")
+    assert code == 2 and one["status"] == "fail"
+    assert "tensor parallel 1 (policy)" in one["summary"]
+    code, four = _doctor(fake_root, env, capsys, "--model", "/models/coder", "--tp", "4")
+    assert code == 0 and four["status"] == "pass", four
+    assert "4 x 910B4 at tensor parallel 4 (--tp)" in four["summary"]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "5000"])
+def test_a_bad_tp_is_a_usage_error(fake_root: Any, capsys: pytest.CaptureFixture[str],
+                                   value: str) -> None:
+    from checks.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--root", str(fake_root.path), f"--tp={value}"])
+    assert stop.value.code == 3
+    err = capsys.readouterr().err
+    assert "--tp" in err and "Traceback" not in err
