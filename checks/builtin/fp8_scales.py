@@ -389,8 +389,11 @@ def _scale_finding(model: ModelDir, tally: Tally, where: ScaleLayout,
     top = tuple(_describe(name, found) for name, found in ranked[:TOP_N])
     more = (f"... and {len(ranked) - TOP_N} more tensors",) if len(ranked) > TOP_N else ()
     worst_name, worst = ranked[0]
-    summary = (f"{len(ranked)} of {tally.weights} FP8 weights read have scale problems; worst "
-               f"{_describe(worst_name, worst)}")
+    broken = _broken(model)
+    missing = (f" ({len(broken)} of {len(model.shards) + len(broken)} shards missing or "
+               "unreadable: not checked)" if broken else "")
+    summary = (f"{len(ranked)} of {tally.weights} FP8 weights read have scale problems"
+               f"{missing}; worst {_describe(worst_name, worst)}")
     if any(p.severity == "fail" for p in tally.problems):
         return failed(summary, "re-export or re-download the checkpoint: a missing, misshapen "
                       "or non-finite scale dequantises to garbage or NaN", *top, *more,

@@ -286,6 +286,17 @@ def test_a_missing_shard_is_named_not_counted_as_a_scale_problem(healthy: Path) 
     assert scales.rules == ("shards-not-checked",)
 
 
+def test_scale_problems_and_missing_shards_are_said_apart(tmp_path: Path) -> None:
+    tensors = with_scale(fp8_model_tensors(), f"{Q0}.weight_scale_inv", float("nan"))
+    model = write_model(tmp_path / "m", tensors)
+    (model / SHARD2).unlink()
+    finding = fp8_scales(ctx_for(model))
+    assert finding.status == "fail"
+    assert finding.summary.startswith("1 of 2 FP8 weights read have scale problems (1 of 2 "
+                                      "shards missing or unreadable: not checked); worst ")
+    assert finding.rules == ("scale-not-finite", "shards-not-checked")
+
+
 def test_no_shard_at_all_is_not_a_mislabelled_checkpoint(tmp_path: Path) -> None:
     model = write_tiny(tmp_path / "m", "block")
     for shard in model.glob("model-*.safetensors"):
