@@ -32,6 +32,7 @@ class Context:
     timeout_s: float = 10.0
     baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
     endpoint: EndpointTarget | None = None  # --endpoint URL, for the endpoint.* checks
+    requested: frozenset[str] = frozenset()  # the ids named in --only (checks that need "asked")
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
