@@ -12,10 +12,14 @@ tokenizer ships a tokenizer.json, so transformers must not be imported either).
 from __future__ import annotations
 
 import os
+import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +48,49 @@ def timed(argv: list[str]) -> tuple[float, str]:
     return elapsed, out.stderr
 
 
+SERVER_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
+                   "vllm_ascend": "0.11.0", "transformers": "4.57.1", "tokenizers": "0.22.1"}
+TARGET_ROWS: dict[str, tuple[str, ...]] = {"--pid (fake vllm serve)": ("--pid", "{pid}"),
+                                           "discovers it (no --pid)": ()}
+
+
+@contextmanager
+def fake_server(where: Path) -> Iterator[int]:
+    """`vllm serve /models/m -tp 2` until the block ends; yields its pid."""
+    script = where / "bin" / "vllm"
+    if not script.exists():
+        script.parent.mkdir(parents=True)
+        script.write_text(f"#!{sys.executable}\nimport time\nprint('ready', flush=True)\n"
+                          "time.sleep(600)\n")
+        script.chmod(0o755)
+        for name, version in SERVER_PACKAGES.items():
+            meta = where / "site" / f"{name}-{version}.dist-info" / "METADATA"
+            meta.parent.mkdir(parents=True)
+            meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where / "site"),
+           "ASCEND_GLOBAL_LOG_LEVEL": "1"}
+    proc = subprocess.Popen([str(script), "serve", "/models/m", "-tp", "2"], env=env,
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        if not select.select([proc.stdout], [], [], 30)[0] or not proc.stdout.readline():
+            raise SystemExit("the fake server did not start")
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def target_rounds(where: Path) -> dict[str, float]:
+    """One round of the target rows, each with a fresh server."""
+    out: dict[str, float] = {}
+    for name, args in TARGET_ROWS.items():
+        with fake_server(where) as pid:
+            argv = tuple(a.format(pid=pid) for a in args)
+            out[name] = timed([sys.executable, "-c", doctor(*argv)])[0]
+    return out
+
+
 def main() -> int:
     runs: dict[str, tuple[str, ...]] = {"terminal report": (), "--json": ("--json",)}
     if RECORDED.is_dir():
@@ -55,15 +102,23 @@ def main() -> int:
     rich_s: list[float] = []
     doctor_s: dict[str, list[float]] = {name: [] for name in runs}
     heavy: set[str] = set()
+    target_s: dict[str, list[float]] = {name: [] for name in TARGET_ROWS}
     for args in runs.values():  # warm-up: writes bytecode, fills the page cache
         timed([sys.executable, "-c", doctor(*args)])
-    for _ in range(RUNS):
-        rich_s.append(timed([sys.executable, "-c", "import rich"])[0])
-        for name, args in runs.items():
-            elapsed, err = timed([sys.executable, "-c", doctor(*args)])
-            doctor_s[name].append(elapsed)
-            line = next((ln for ln in err.splitlines() if ln.startswith("heavy=")), "heavy=?")
-            heavy.update(m for m in line.removeprefix("heavy=").split(",") if m)
+    with tempfile.TemporaryDirectory(prefix="bench-doctor-") as tmp:
+        where = Path(tmp)
+        target_rounds(where)
+        for _ in range(RUNS):
+            rich_s.append(timed([sys.executable, "-c", "import rich"])[0])
+            for name, args in runs.items():
+                elapsed, err = timed([sys.executable, "-c", doctor(*args)])
+                doctor_s[name].append(elapsed)
+                line = next((ln for ln in err.splitlines() if ln.startswith("heavy=")),
+                            "heavy=?")
+                heavy.update(m for m in line.removeprefix("heavy=").split(",") if m)
+            for name, elapsed in target_rounds(where).items():
+                target_s[name].append(elapsed)
+    doctor_s.update(target_s)
     base = statistics.median(rich_s)
     print(f"{'python -c import rich':34s} median {base * 1000:7.1f} ms  (n={RUNS})")
     for name, times in doctor_s.items():

@@ -30,6 +30,7 @@ from probes.environment import VARIABLE_PREFIXES
 from probes.errors import NotRecorded
 from probes.host import Host, normalise_dist_name
 from probes.stack import Found, StackVersions
+from probes.target.model import Target, TargetUnreadable, shell_target
 
 SCHEMA = "ascend-baseline/1"
 SCHEMA_NAME, SCHEMA_MAJOR = "ascend-baseline", "1"
@@ -149,6 +150,9 @@ def observe(ctx: Context, model_dir: Path | None = None) -> Baseline:
             versions[name] = version
     try:
         environment = ascend_variables(ctx.host.env)
+    except TargetUnreadable as exc:
+        environment = {}
+        unknown["environment"] = str(exc)  # the target's environment could not be read
     except NotRecorded:
         environment = {}
         unknown["environment"] = "the environment was not recorded"
@@ -420,11 +424,13 @@ def _tokenizer_from(raw: Any) -> TokenizerFingerprint | None:
 # -- `baseline record` ---------------------------------------------------------------------------
 
 
-def record_baseline(host: Host, options: BaselineRecordOptions) -> Baseline:
-    """This machine now, as a baseline to write. Raises UsageError naming --model when the
-    tokenizer cannot be fingerprinted."""
+def record_baseline(host: Host, options: BaselineRecordOptions,
+                    target: Target | None = None) -> Baseline:
+    """This machine now (the target's environment), as a baseline to write. Raises UsageError
+    naming --model when the tokenizer cannot be fingerprinted."""
     model = inputs.model_dir(options.model, options.host, host)
-    ctx = Context(host, inputs.policy(None), model, timeout_s=options.host.timeout_s)
+    ctx = Context(host, inputs.policy(None), model, timeout_s=options.host.timeout_s,
+                  target=target or shell_target())
     if model is not None and local_model_path(host, model) is None:
         raise UsageError(f"--model {options.model}: the tokenizer fingerprint needs the model "
                          "directory on this machine, not in a recording")

@@ -55,6 +55,8 @@ from probes.recording import (
     write_directory,
 )
 from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
+from probes.target.model import Target
+from probes.target.model import to_json as target_json
 from probes.textsafe import one_line
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
@@ -316,7 +318,8 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
            ) -> tuple[RedactedRecording, Run, dict[str, Any], PlogCollection, MetricsFound]:
     """Run every check (and the extras) through a RecordingHost; redact the result."""
     recorder = RecordingHost(host)
-    _ = recorder.env  # the environment is part of every bundle, even if no check reads it
+    with contextlib.suppress(HostError):  # a target whose environment was refused has none
+        _ = recorder.env  # the environment is part of every bundle, even if no check reads it
     ctx: Context = ctx_for(recorder)
     checks = all_checks()
     with progress.step(f"running {len(checks)} checks") as detail:
@@ -344,10 +347,37 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
     with progress.step("redacting secrets") as detail:
         redacted = redact_recording(fit_commands(recorder.snapshot()),
                                     options.redact_hostnames)
+        target = redact_target(ctx.target, redacted.redactor)
+        redacted = dataclasses.replace(
+            redacted, recording=dataclasses.replace(redacted.recording, target=target))
         report = redacted.redactor.value(to_json(run, info), "report.json")
+        report["target"] = target
         detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
                       else "nothing secret-looking found")
     return redacted, run, report, plog, metrics
+
+
+def redact_target(target: Target, redactor: Redactor) -> dict[str, Any]:
+    """The target as target.json holds it: its command line redacted as the line it is (a
+    `--api-key VALUE` pair is one finding), every other string as any text."""
+    doc = target_json(target)
+    if doc["process"] is not None:
+        doc["process"]["cmdline"] = redact_args(doc["process"]["cmdline"], redactor)
+    redacted: dict[str, Any] = redactor.value(doc, "target.json")
+    return redacted
+
+
+def redact_args(args: list[str], redactor: Redactor) -> list[str]:
+    """Arguments redacted together, joined by spaces, with masks of the same length, then
+    cut back at the same places."""
+    data = " ".join(args).encode("utf-8")
+    masked = redactor.data(data, "target.json cmdline")
+    out, start = [], 0
+    for arg in args:
+        end = start + len(arg.encode("utf-8"))
+        out.append(masked[start:end].decode("utf-8", errors="replace"))
+        start = end + 1
+    return out
 
 
 def fit_commands(recording: Recording,
@@ -499,17 +529,19 @@ def write_bundle(out: Path, recording: Recording, members: Mapping[str, bytes]) 
     return out.stat().st_size
 
 
-def make_bundle(host: Host, options: BundleOptions, progress: Progress) -> BundleResult:
-    """Record `host` as `options` say and write the bundle. Raises UsageError naming the
-    option at fault."""
+def make_bundle(host: Host, options: BundleOptions, progress: Progress,
+                observed: inputs.Observed | None = None) -> BundleResult:
+    """Record `host` (as the target of `observed` sees it) as `options` say and write the
+    bundle. Raises UsageError naming the option at fault."""
     policy = inputs.policy(options.policy)
     apply_output_cap(host, policy)
     if options.output is not None and not options.output.parent.is_dir():
         raise UsageError(f"-o {options.output}: no such directory {options.output.parent}")
-    model = inputs.model_dir(options.model, options.host, host)
+    seen = observed or inputs.Observed(host, inputs.shell_target())
 
     def ctx_for(recorder: Host) -> Context:
-        return Context(recorder, policy, model, timeout_s=options.host.timeout_s)
+        return inputs.context(inputs.Observed(recorder, seen.target, seen.npu), policy,
+                              options.model, options.host)
 
     given = read_metrics(options.metrics) if options.metrics else None
     redacted, run, report, plog, found = record(

@@ -74,12 +74,29 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
 
 
+def _pid(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
+    return int(text)
+
+
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    """Whose deployment is judged: without these, a live run looks for the serving process."""
+    parser.add_argument("--pid", type=_pid, metavar="PID",
+                        help="judge this serving process: its environment, command line, "
+                        "interpreter and files (a container's too) instead of this shell's")
+    parser.add_argument("--env-file", metavar="FILE",
+                        help="judge this environment (systemd EnvironmentFile, `docker "
+                        "inspect` JSON or KEY=VALUE lines) of a service not running yet")
+
+
 def _csv(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     _add_host_options(parser)
+    _add_target_options(parser)
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")
     parser.add_argument("--policy", metavar="FILE", help="policy overrides (YAML)")
@@ -112,6 +129,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
 EPILOG = """commands:
   (none)            run the checks on this machine (or --root DIR, --from RECORDING)
+                    judging the serving process: --pid PID, else the one found on the
+                    NPUs or by its command line (vllm serve, mindie, torchrun), else this
+                    shell; --env-file FILE for a service not running yet
   list              every check: id, category, what it looks at
   explain ID        the playbook of a check or a symptom
   playbooks [TEXT]  list playbooks, or search them by symptom words
@@ -224,6 +244,7 @@ def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")
+    _add_target_options(parser)
     parser.set_defaults(from_path=None)
 
 
@@ -260,6 +281,7 @@ def _add_baseline_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         "transformers, tokenizers, vLLM), the ASCEND_* environment, the NPU inventory and, "
         "with --model, a tokenizer fingerprint.")
     _add_host_options(record)
+    _add_target_options(record)
     record.add_argument("--model", metavar="DIR",
                         help="also fingerprint this model directory's tokenizer")
     record.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
@@ -274,7 +296,8 @@ def _path(value: str | None) -> Path | None:
 
 def host_options(args: argparse.Namespace) -> HostOptions:
     return HostOptions(root=args.root, from_path=args.from_path, python=args.python,
-                       timeout_s=args.timeout)
+                       timeout_s=args.timeout, pid=getattr(args, "pid", None),
+                       env_file=getattr(args, "env_file", None))
 
 
 def run_options(args: argparse.Namespace) -> RunOptions:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checks import inputs
-from checks.context import Context
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.options import (
     BaselineRecordOptions,
@@ -87,17 +86,19 @@ def cmd_playbooks(text: str) -> int:
 
 def cmd_run(options: RunOptions) -> int:
     """Run the checks on the observed machine and report; the exit code says how it went."""
-    host = inputs.make_host(options.host)
     policy = inputs.policy(options.policy)
-    apply_output_cap(host, policy)
     try:
         checks = select(all_checks(), list(options.only), list(options.skip))
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
-    ctx = Context(host, policy, inputs.model_dir(options.model, options.host, host),
-                  timeout_s=options.host.timeout_s, baseline=_baseline(options.baseline),
-                  endpoint=inputs.endpoint(options.endpoint), requested=frozenset(options.only))
+    baseline = _baseline(options.baseline)
+    endpoint = inputs.endpoint(options.endpoint)
+    observed = inputs.observe(options.host)
+    apply_output_cap(observed.host, policy)
+    ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline,
+                         endpoint=endpoint, requested=frozenset(options.only))
     run = run_checks(checks, ctx)
+    ctx.target = inputs.still_there(observed)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:
         print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
@@ -169,7 +170,8 @@ def cmd_bundle(options: BundleOptions) -> int:
     """Record this machine into one .tar.gz and say what went into it."""
     from checks.bundle import Progress, make_bundle, summary_lines
 
-    result = make_bundle(inputs.make_host(options.host), options, Progress())
+    observed = inputs.observe(options.host)
+    result = make_bundle(observed.host, options, Progress(), observed)
     print("\n".join(summary_lines(result)))
     return EXIT_OK
 
@@ -178,7 +180,8 @@ def cmd_baseline_record(options: BaselineRecordOptions) -> int:
     """Write the YAML baseline of this machine to -o FILE (atomically) or stdout."""
     from checks.baseline import record_baseline, to_yaml
 
-    now = record_baseline(inputs.make_host(options.host), options)
+    observed = inputs.observe(options.host)
+    now = record_baseline(observed.host, options, observed.target)
     text = to_yaml(now)
     if options.output is None:
         sys.stdout.write(text)

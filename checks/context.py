@@ -1,4 +1,4 @@
-"""What checks share: the host, the policy, the inputs, and facts read once.
+"""What checks share: the host, the target, the policy, the inputs, and facts read once.
 
 Checks run concurrently; each fact is read at most once (a lock per fact) so that two
 checks needing `npu-smi info` run it once.
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from checks.policy import Policy
 from probes.host import Host
+from probes.target.model import Target, shell_target
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
@@ -32,10 +33,16 @@ class Context:
     timeout_s: float = 10.0
     baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
     endpoint: EndpointTarget | None = None  # --endpoint URL, for the endpoint.* checks
+    target: Target = field(default_factory=shell_target)  # whose deployment is judged
     requested: frozenset[str] = frozenset()  # the ids named in --only (checks that need "asked")
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def know(self, name: str, value: Any) -> None:
+        """A fact read before the run started (discovery's npu-smi reading)."""
+        with self._guard:
+            self._facts.setdefault(name, (True, value))
 
     def fact(self, name: str, read: Callable[[], T]) -> T:
         """The value of `read()`, computed once per run; exceptions are re-raised each time."""

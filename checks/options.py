@@ -22,19 +22,27 @@ PLOG_TAIL_BYTES = 256 * 1024
 class HostOptions:
     """Which machine is observed, and how: this one (its files under `root`) or a recording.
 
-    What is judged on it belongs here too: the deployment's interpreter (`python`) and, with
-    it, the options that name the target process or its environment.
+    What is judged on it belongs here too: the deployment's interpreter (`python`) and the
+    target, the process (`pid`) or environment file (`env_file`) whose deployment is judged;
+    with neither, a live run discovers the serving process (probes.target).
     """
 
     root: str | None = None  # --root DIR; None: /
     from_path: str | None = None  # --from RECORDING (directory or .tar.gz)
     python: str | None = None  # --python PATH: the deployment's interpreter
     timeout_s: float = DEFAULT_TIMEOUT_S  # --timeout: each command on the observed machine
+    pid: int | None = None  # --pid PID: the serving process to judge
+    env_file: str | None = None  # --env-file FILE: the environment of a service not running
 
     @property
     def is_live(self) -> bool:
         """Observed here and now, at / (paths given on the command line are this shell's)."""
         return not self.root and not self.from_path
+
+    @property
+    def discovers(self) -> bool:
+        """No target named and this machine observed at /: look for the serving process."""
+        return self.is_live and self.pid is None and self.env_file is None
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ The terminal report is in checks.report_terminal (it needs rich; these do not).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checks.model import Result
 from checks.runner import Run
+from probes.target.model import Target, shell_target
+from probes.target.model import to_json as target_json
 from probes.textsafe import xml_text
 
 if TYPE_CHECKING:
@@ -21,12 +23,44 @@ TOOL_VERSION = "0.1.0"
 
 @dataclass(frozen=True)
 class HostInfo:
-    """What a report says about where it ran: machine, interpreter, policy, model."""
+    """What a report says about where it ran: machine, target, interpreter, policy, model."""
 
     description: str  # live / live under DIR / recording of HOST taken T
     python: str  # the interpreter whose packages were inspected, or why none
     policy: str
     model: str | None = None
+    target: Target = field(default_factory=shell_target)  # whose deployment was judged
+
+    def host_json(self) -> dict[str, Any]:
+        """The `host` object: everything but the target (which has its own)."""
+        return {"description": self.description, "python": self.python,
+                "policy": self.policy, "model": self.model}
+
+
+def target_lines(target: Target) -> list[str]:
+    """The target as a report's header says it: what, how chosen, and what it gave."""
+    lines = [f"target: {target.label} — {target.chosen}"]
+    proc = target.process
+    if target.kind == "shell":
+        lines.append("  environment-based verdicts judge this shell's environment; name the "
+                     "service with --pid PID or --env-file FILE")
+    else:
+        facts = [f"environment: {target.environment}"]
+        if proc is not None and proc.cpus_allowed is not None:
+            from probes.target.proc import format_cpu_list
+
+            facts.append(f"CPUs: {format_cpu_list(proc.cpus_allowed)}")
+        if target.npus:
+            facts.append("NPUs: " + ", ".join(str(n) for n in sorted({u.npu_id
+                                                                     for u in target.npus})))
+        lines.append("  " + "   ".join(facts))
+    if target.environment_error:
+        lines.append(f"  ! environment not read: {target.environment_error}")
+    others = [c for c in target.candidates if c.pid != target.pid]
+    if others:
+        lines.append("  other candidates: " + "; ".join(f"{c.pid} {c.label}" for c in others))
+    lines += [f"  ! {problem}" for problem in target.problems]
+    return lines
 
 
 def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[str, Any]:
@@ -37,7 +71,8 @@ def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[st
         "schema": SCHEMA,
         "tool_version": TOOL_VERSION,
         "generated_at": stamp,
-        "host": asdict(host),
+        "host": host.host_json(),
+        "target": target_json(host.target),
         "results": [_result_json(r) for r in run.results],
         "counts": run.counts(),
         "exit_code": run.exit_code(),
@@ -64,13 +99,29 @@ def to_junit(run: Run, host: HostInfo) -> str:
         "skipped": str(counts["skip"]), "time": f"{run.duration_ms / 1000:.3f}",
     })
     props = ET.SubElement(suite, "properties")
-    for key, value in asdict(host).items():
-        ET.SubElement(props, "property", {"name": f"host.{key}",
+    for key, value in [*host.host_json().items(), *_target_properties(host.target)]:
+        ET.SubElement(props, "property", {"name": f"host.{key}" if "." not in key else key,
                                           "value": xml_text(str(value or ""))})
     for result in run.results:
         _junit_case(suite, result)
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _target_properties(target: Target) -> list[tuple[str, object]]:
+    """The target as flat JUnit properties: target.kind, target.pid, ..."""
+    doc = target_json(target)
+    serving = doc["serving"]
+    props: list[tuple[str, object]] = [
+        (f"target.{key}", doc[key])
+        for key in ("kind", "label", "chosen", "pid", "environment", "environment_error")]
+    for name in ("model", "tensor_parallel_size", "max_model_len"):
+        if serving.get(name):
+            props.append((f"target.serving.{name}", serving[name]["value"]))
+    if target.candidates:
+        props.append(("target.candidates", ", ".join(f"{c.pid} ({c.label})"
+                                                     for c in target.candidates)))
+    return props
 
 
 def _junit_case(suite: ET.Element, result: Result) -> None:

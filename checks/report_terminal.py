@@ -8,7 +8,7 @@ from typing import TextIO
 
 from checks.ansi import Span, Writer
 from checks.model import Result, Status
-from checks.report import TOOL_VERSION, HostInfo
+from checks.report import TOOL_VERSION, HostInfo, target_lines
 from checks.runner import Run
 
 _LABEL: Mapping[Status, tuple[str, str]] = {
@@ -27,6 +27,9 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
                     color: bool | None = None, width: int | None = None) -> None:
     out = Writer(stream, color, width)
     out.line((f"ascend-doctor {TOOL_VERSION} — {host.description}", "bold"))
+    for number, text in enumerate(target_lines(host.target)):
+        style = "bold" if number == 0 else ("yellow" if text.startswith("  !") else "dim")
+        out.line((text, style))
     out.line((f"python: {host.python}   policy: {host.policy}"
               + (f"   model: {host.model}" if host.model else ""), ""))
     for category, results in groupby(run.results, key=lambda r: r.category):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from checks.context import Context
 from checks.model import Check, Finding, Result, Status
 from probes.errors import NotRecorded
+from probes.target.model import TargetUnreadable
 
 STAGGER_S = 0.02
 
@@ -49,6 +50,9 @@ def _call(check: Check, ctx: Context) -> tuple[Finding, float]:
     began = time.perf_counter()
     try:
         finding = check.fn(ctx)
+    except TargetUnreadable as exc:
+        # a fact of the target (its environment) the kernel refused: never a pass
+        finding = Finding("skip", str(exc))
     except NotRecorded as exc:
         # a recording that lacks an input the check needs: it could not look, so never a pass
         finding = Finding("skip", f"not recorded: {exc.path}")

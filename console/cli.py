@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import (
@@ -124,6 +124,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="policy YAML overriding the thresholds (see checks/policy.yaml)")
     panels.add_argument("--root", metavar="DIR", default=None,
                         help="read the machine's files under DIR (a mounted image or a copy)")
+    panels.add_argument("--pid", type=int, metavar="PID", default=None,
+                        help="the serving process the host panel and the doctor screen judge "
+                             "(default: the one found on the NPUs or by its command line, as "
+                             "ascend-doctor finds it)")
     panels.add_argument("--msprof", metavar="DIR",
                         help="an msprof output directory: show its bank-conflict ratios")
     panels.add_argument("--log-dir", metavar="DIR", default=None,
@@ -171,21 +175,48 @@ def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
         policy_path=Path(args.policy) if args.policy else None,
         record=record, recordings_dir=recordings_dir,
         replay=Path(args.replay) if args.replay else None, replay_speed=args.speed,
-        root=args.root or "/", msprof=Path(args.msprof) if args.msprof else None,
-        read_only=args.read_only, log_dir=args.log_dir or _cann_log_dir())
+        root=args.root or "/", pid=args.pid,
+        msprof=Path(args.msprof) if args.msprof else None,
+        read_only=args.read_only, log_dir=args.log_dir)
 
 
 def _recordings_dir() -> Path:
     return default_recordings_dir(os.environ).expanduser()
 
 
-def _cann_log_dir() -> str | None:
-    # CANN never rotates application logs: their disk is the one that fills (PATHS.md §5)
-    import os
+def observe(options: ConsoleOptions) -> tuple[ConsoleOptions, Any]:
+    """The target the panels and the doctor screen judge (as ascend-doctor resolves it), and
+    the options with the host panel watching the disk of its CANN log directory."""
+    from dataclasses import replace
 
+    from checks.errors import UsageError as DoctorUsageError
+    from checks.inputs import observe as observe_target
+    from checks.options import HostOptions
     from probes.environment import resolve_log_dir
+    from probes.errors import ProbeError
 
-    return resolve_log_dir(os.environ).path
+    root = None if options.root == "/" else options.root
+    try:
+        observed = observe_target(HostOptions(root=root, pid=options.pid,
+                                              timeout_s=options.npu_timeout_s))
+    except (DoctorUsageError, ProbeError) as exc:
+        raise UsageError(str(exc)) from None
+    if options.log_dir is None:
+        options = replace(options, log_dir=_log_dir_on_this_machine(observed.host,
+                                                                    resolve_log_dir))
+    return options, observed
+
+
+def _log_dir_on_this_machine(host: Any, resolve: Any) -> str | None:
+    """The target's CANN log directory (never rotated: its disk is the one that fills), as a
+    path here (a container's is read through /proc/PID/root)."""
+    try:
+        path = resolve(host.env).path
+    except Exception:  # an environment that could not be read: the panel says unknown
+        return None
+    if path is None or not path.startswith("/"):
+        return path
+    return str(host.host_path(path)) if hasattr(host, "host_path") else path
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -280,6 +311,9 @@ def _model_spec(args: argparse.Namespace) -> ModelSpec | None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
+        observed = None
+        if options.replay is None:
+            options, observed = observe(options)
     except UsageError as exc:
         print(f"ascend-console: {one_line(str(exc))} (see ascend-console --help)",
               file=sys.stderr)
@@ -288,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from console.ui.app import ConsoleApp
 
     try:
-        app = ConsoleApp(options)
+        app = (ConsoleApp(options) if observed is None else
+               ConsoleApp(options, host=observed.host, target=observed.target))
     except PolicyError as exc:
         print(f"ascend-console: {one_line(str(exc))}", file=sys.stderr)
         return USAGE_EXIT

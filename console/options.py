@@ -29,6 +29,7 @@ class ConsoleOptions:
     replay: Path | None = None
     replay_speed: float = 1.0
     root: str = "/"
+    pid: int | None = None  # --pid: the serving process the panels and the doctor judge
     msprof: Path | None = None
     read_only: bool = False
     sample_live: bool = True  # False: no telemetry timers (fixed-data tests, bench baseline)

@@ -1,7 +1,8 @@
 """LD_LIBRARY_PATH on the observed machine: each entry's kind, and where each library is.
 
 Read through a Host; an entry or file whose answer was not recorded is kept apart from
-"missing" (facts/PATHS.md §3 for the variable, §2 for the libraries' places).
+"missing" (the variable: CANN environment-variable reference, page envref_07_0002; the
+libraries' places: docs/sources.md, "Install paths").
 """
 
 from __future__ import annotations

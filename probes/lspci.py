@@ -4,7 +4,7 @@
     0000:c1:00.0 Processing accelerators [1200]: Huawei Technologies Co., Ltd.
         Device [19e5:d802] (rev 20)                 (-nn -D; one line in the real output)
 
-pci.ids has no names for the Ascend devices (facts/HARDWARE.md §1), so lspci prints
+pci.ids has no names for the Ascend devices (pciutils/pciids @ c1c12547), so lspci prints
 `Device <id>`; that is what lets the vendor name and the device id be split apart. When
 lspci knows a device name the split is ambiguous, and vendor name / device id stay None
 rather than being guessed.

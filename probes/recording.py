@@ -134,6 +134,8 @@ class Recording:
     python: PythonEnvironment | None = None
     commands: tuple[CommandRecord, ...] = ()
     files: Mapping[str, FileRecord] = field(default_factory=dict)
+    # the target the recording judged (probes.target.model.to_json), as a JSON object
+    target: Mapping[str, Any] | None = None
 
 
 # -- recording ----------------------------------------------------------------------------
@@ -435,6 +437,8 @@ def write_directory(recording: Recording, path: Path) -> None:
         _write_json(path / "env.json", dict(recording.env))
     if recording.python is not None:
         _write_json(path / "python.json", _python_json(recording.python))
+    if recording.target is not None:
+        _write_json(path / "target.json", dict(recording.target))
     _write_json(path / "commands.json", [_command_json(c) for c in recording.commands])
     files = {p: _file_json(e, blobs) for p, e in sorted(recording.files.items())}
     _write_json(path / "files.json", files)
@@ -661,11 +665,13 @@ def read_directory(path: Path, limits: BundleLimits) -> Recording:
     manifest = _checked(path, "manifest.json", limits, _parse_manifest, required=True)
     env = _checked(path, "env.json", limits, _parse_env)
     python = _checked(path, "python.json", limits, _parse_python)
+    target = _checked(path, "target.json", limits, _parse_target)
     commands = _checked(path, "commands.json", limits, _parse_commands) or ()
     blobs = _BlobReader(path / "blobs", limits)
     files = _checked(path, "files.json", limits, lambda raw: _parse_files(raw, blobs)) or {}
     assert manifest is not None  # required=True
-    return Recording(manifest=manifest, env=env, python=python, commands=commands, files=files)
+    return Recording(manifest=manifest, env=env, python=python, commands=commands, files=files,
+                     target=target)
 
 
 def _checked(
@@ -751,6 +757,13 @@ def _parse_manifest(raw: Any) -> Manifest:
         tool_version=_expect(raw.get("tool_version", ""), str, "tool_version"),
         source=_expect(raw.get("source", ""), str, "source"),
     )
+
+
+def _parse_target(raw: Any) -> dict[str, Any]:
+    # its fields are checked where it is used (probes.target.model.from_json)
+    if not isinstance(raw, dict):
+        raise SnapshotError("target.json: not a JSON object")
+    return raw
 
 
 def _parse_env(raw: Any) -> dict[str, str]:

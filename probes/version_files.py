@@ -3,7 +3,8 @@
 Each parser keeps keys it does not know in `extra`, reports malformed lines in `warnings`
 (with 1-based line numbers) and raises ParseError only when no line at all is recognised.
 Keys are matched case-insensitively: real files mix `Version=` and `Innerversion=`.
-Formats: ../shared/facts/PATHS.md §1-2, tests/corpus/npu-smi/FORMATS.md §3.
+Formats: Ascend/mind-cluster docs/en/faultdiag/user_guide/03_collecting_logs.md @ 22bb3d987bc0,
+tests/corpus/npu-smi/FORMATS.md §3.
 """
 
 from __future__ import annotations
@@ -242,11 +243,12 @@ def driver_accepted_by_firmware(
     """Does the driver version match an entry of the firmware's `compatible_version_drv`?
 
     An entry `[23.0.rc3,23.0.rc3.]` accepts 23.0.rc3 itself and everything that starts
-    with `23.0.rc3.` (case-insensitive prefix, as COMPAT.yaml describes). An entry whose
-    low end is a final `X.Y.0` (`[23.0.0,23.0.0.]`) also accepts the later final patches
-    X.Y.Z of that line: the vendor ships firmware 23.0.7 listing only `[23.0.0,23.0.0.]`
-    beside driver 23.0.7 (corpus samples 033/034), so the strict prefix reading would
-    reject a vendor-paired install. None when the firmware file has no such field.
+    with `23.0.rc3.` (case-insensitive prefix, as checks/data/compat.yaml's
+    installed_file_crosschecks describes). An entry whose low end is a final `X.Y.0`
+    (`[23.0.0,23.0.0.]`) also accepts the later final patches X.Y.Z of that line: the
+    vendor ships firmware 23.0.7 listing only `[23.0.0,23.0.0.]` beside driver 23.0.7
+    (corpus samples 033/034), so the strict prefix reading would reject a vendor-paired
+    install. None when the firmware file has no such field.
     """
     if not firmware_info.compatible_drv:
         return None

@@ -1,6 +1,6 @@
 """Ascend version strings and their order.
 
-One parser covers every form in COMPAT.yaml `version_formats`: CANN legacy (`8.0.RC2`,
+One parser covers every form in checks/data/compat.yaml `version_formats`: CANN legacy (`8.0.RC2`,
 `8.0.T6`, `8.1.RC1.alpha001`), CANN semver (`8.5.0`, `9.0.0-beta.1`, `9.0.0.rc1`),
 driver/HDK (`24.1.rc2.2`, `25.0.rc1.b010`, `26.1.0.b083`), firmware (`7.1.0.11.220`),
 PEP 440 torch-style (`2.5.1.post1`, `2.1.0.post8.dev20241009`, `2.10.0+cpu`) and MindIE

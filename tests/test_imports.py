@@ -78,6 +78,25 @@ def test_a_run_without_model_imports_only_what_it_needs(tmp_path: Path,
     assert json.loads(out.stdout.splitlines()[-1]) == []
 
 
+def test_discovery_on_a_bare_run_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """A live run with no --root looks for the serving process (/proc, npu-smi): reading /proc
+    must stay as cheap as the rest. PATH holds no npu-smi, as on a machine without NPUs, and
+    /proc is one the test builds (the real one may hold another run's servers)."""
+    (tmp_path / "proc").mkdir()
+    code = (
+        "import io, contextlib, json, sys\n"
+        "import checks.cli as cli, probes.target.proc as proc\n"
+        f"proc.PROC = {str(tmp_path / 'proc')!r}\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    cli.main(['--json'])\n"
+        f"print(json.dumps([m for m in {LAZY!r} if m in sys.modules]))\n"
+    )
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True, env=env)
+    assert json.loads(out.stdout.splitlines()[-1]) == []
+
+
 def test_every_check_still_registers() -> None:
     code = ("import json; from checks.registry import all_checks; "
             "print(json.dumps([c.id for c in all_checks()]))")

@@ -54,14 +54,9 @@ PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
     "checks/bundle.py",
-    "console/cli.py",
     "console/msprof.py",
     "console/ui/widgets/pressure.py",
     "probes/environment.py",
-    "probes/libraries.py",
-    "probes/lspci.py",
-    "probes/version_files.py",
-    "probes/versions.py",
 ))
 
 OPENABLE_RES = (

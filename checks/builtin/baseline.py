@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from checks.builtin import facts
 from checks.context import Context
 from checks.model import NO_BASELINE, Finding, Status, failed, passed, skipped, warned
 
@@ -50,6 +51,7 @@ def baseline_drift(ctx: Context) -> Finding:
     origin = f"baseline of {base.host or 'an unnamed host'} recorded {base.recorded_at}"
     evidence = [d.line() + _weight(d, verdicts) for d in drifts]
     evidence += [f"{name}: not compared ({why})" for name, why in unknown.items()]
+    evidence.append(facts.judged_environment(ctx))  # whose environment was compared
     judged = [d for d in drifts if verdicts[d.category] != "pass"]
     if not drifts and unknown and not _compared_anything(base, unknown):
         return skipped(f"nothing could be compared with the {origin}", *evidence)

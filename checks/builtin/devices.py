@@ -146,7 +146,7 @@ def device_nodes(ctx: Context) -> Finding:
                        reading.document.get("error", ""))
     found = families(ctx)
     rule = combined_rule(found)
-    evidence = [found.source, *([rule.note] if rule.note else []),
+    evidence = [*facts.files_seen(ctx), found.source, *([rule.note] if rule.note else []),
                 *(_describe(n) for n in [*nodes.davinci.values(), *nodes.shared.values()])]
     missing = _missing(nodes, rule.required)
     if chips is not None and len(nodes.davinci) < chips:

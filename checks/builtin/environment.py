@@ -163,4 +163,4 @@ def cann_environment(ctx: Context) -> Finding:
     judge_driver_libs(ctx, facts.environment(ctx).ld_library_path, j)
     judge_libascendcl(ctx, env, j)
     judge_visible_devices(ctx, j)
-    return j.finding("the CANN toolkit environment is complete")
+    return facts.about_target(ctx, j.finding("the CANN toolkit environment is complete"))

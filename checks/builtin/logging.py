@@ -60,9 +60,10 @@ def logging_level(ctx: Context) -> Finding:
         remedy = "; ".join(([LEVEL_REMEDY] if level_problems else []) +
                            ([FILE_NUM_REMEDY] if env.log_file_num.problems else []) +
                            ([DISK_REMEDY] if disk.problems else []))
-        return warned(_with_unknown("; ".join(problems), disk), remedy, *evidence)
+        return facts.about_target(
+            ctx, warned(_with_unknown("; ".join(problems), disk), remedy, *evidence))
     summary = f"log level {level.level} ({name}); {where}"
-    return passed(_with_unknown(summary, disk), *evidence)
+    return facts.about_target(ctx, passed(_with_unknown(summary, disk), *evidence))
 
 
 def _verbose_problem(level: int, name: str) -> str:

@@ -4,7 +4,8 @@ A link can train no faster and no wider than the lower of its two ends: the NPU'
 capability (max_link_*) and the upstream port's (the nearest parent bridge). Only a link
 below that lower bound is degraded; a card in a slower slot is not. Neighbours are every
 function that is not an Ascend NPU (by PCI device id), Huawei's NICs and NVMe drives
-included. The NUMA node of each NPU is shown, not judged.
+included. The NUMA node of each NPU is shown; against the CPUs the target process may run on
+it is judged (checks/builtin/affinity.py): a target pinned far from its NPUs warns.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ def _aer_problems(fn: PciFunction, ctx: Context) -> list[str]:
 
 
 NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
+LINK_REMEDY = ("reseat the card or move the other device to another root port; an idle link "
+               "may train down to save power, so confirm under load with `lspci -vv -s "
+               "ADDRESS` (LnkSta vs LnkCap)")
 
 
 def pcie_contention(ctx: Context) -> Finding:
@@ -144,10 +148,14 @@ def pcie_contention(ctx: Context) -> Finding:
     for npu in npus:
         problems += _sharing(npu, others) + _aer_problems(npu, ctx)
     evidence = [_describe(n) for n in npus]
-    if problems:
-        return warned("; ".join(problems),
-                      "reseat the card or move the other device to another root port; an "
-                      "idle link may train down to save power, so confirm under load with "
-                      "`lspci -vv -s ADDRESS` (LnkSta vs LnkCap)", *evidence)
+    from checks.builtin.affinity import REMEDY as AFFINITY_REMEDY
+    from checks.builtin.affinity import target_affinity
+
+    pinned = target_affinity(ctx, npus)  # the target's CPUs against its NPUs' NUMA nodes
+    evidence += pinned.evidence
+    if problems or pinned.problems:
+        remedy = "; ".join(([LINK_REMEDY] if problems else []) +
+                           ([AFFINITY_REMEDY] if pinned.problems else []))
+        return warned("; ".join(problems + pinned.problems), remedy, *evidence)
     return passed(f"{len(npus)} NPU function(s) at the best link width and speed both ends "
                   "allow, no shared uplink, AER counters within policy", *evidence)

@@ -41,6 +41,7 @@ from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
 from probes.host import Host
+from probes.target.model import Target, shell_target
 
 Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
@@ -69,12 +70,14 @@ class ConsoleApp(App[int]):
 
     def __init__(self, options: ConsoleOptions | None = None, *,
                  backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
-                 clock: Clock = time.time, policy: Policy | None = None) -> None:
+                 clock: Clock = time.time, policy: Policy | None = None,
+                 target: Target | None = None) -> None:
         super().__init__()
         self.options = options or ConsoleOptions()
         self.clock = clock
         self.policy = policy or load_policy(self.options.policy_path)
         self.host = host if host is not None else _live_host(self.options.root)
+        self.target = target or shell_target("ascend-console without a target")
         self.conflicts, self.msprof_error = _read_conflicts(self.options)
         if backend is _FROM_OPTIONS:
             backend = backend_for(self.options)
@@ -101,7 +104,7 @@ class ConsoleApp(App[int]):
                 yield PressurePanel(id="pressure")
                 yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
                                   else NO_MODEL)
-                yield HostPanel(id="host")
+                yield HostPanel(id="host", target=self.target.label)
         yield AlertsPanel(id="alerts")
         yield Footer()
 
@@ -221,7 +224,8 @@ class ConsoleApp(App[int]):
         if spec is not None and spec.path.is_dir() and self.options.root == "/":
             model_dir = spec.path.resolve()
         return run_checks(all_checks(), Context(self.host, self.policy, model_dir,
-                                                endpoint=self._endpoint_target()))
+                                                endpoint=self._endpoint_target(),
+                                                target=self.target))
 
     def _endpoint_target(self) -> Any:
         """The console's --endpoint as the doctor's endpoint checks take it."""

@@ -137,7 +137,7 @@ def test_large_log_dir_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
                                     policy))
     assert finding.status == "warn"
     assert finding.summary == ("log directory /data/logs holds 1000 bytes, over "
-                               "logging.max_log_dir_mb=0 MB")
+                               "logging.max_log_dir_mb=0 MB (judged: this shell's environment)")
 
 
 def test_empty_log_dir_is_within_a_zero_limit(fake_root: FakeRoot) -> None:

@@ -213,7 +213,7 @@ def test_a_crash_inside_the_app_is_not_exit_0(monkeypatch: pytest.MonkeyPatch) -
 
         return_code = 1
 
-        def __init__(self, options: object) -> None:
+        def __init__(self, options: object, **observed: object) -> None:
             pass
 
         def run(self) -> None:

@@ -8,6 +8,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.snapshots import HostSnapshot
+from probes.textsafe import one_line
 
 BAR_WIDTH = 20
 WARN_PERCENT = 80.0
@@ -54,10 +55,13 @@ class HostPanel(Widget):
     """
 
     def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None,
+        target: str = "",
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.border_title = "Host"
+        # whose deployment the doctor screen judges: outside text, shown and never interpreted
+        self.border_subtitle = Text(one_line(target)) if target else ""
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first host sample…", id="host-lines")

@@ -1,0 +1,15 @@
+"""The target: whose deployment a run judges.
+
+A serving process (`--pid`, or discovered from the npu-smi process table and known server
+command lines), an environment file (`--env-file`), or, when there is neither, this shell.
+
+model.py      the Target and its ServingArgs, and their JSON form
+parts.py      what only a process target has (ProcessInfo, NpuUse, Candidate, Sourced)
+proc.py       reading /proc/PID: environ, cmdline, exe, status, namespaces
+cmdline.py    which known server a command line runs, how it reads, secrets masked
+serving.py    what a vLLM command line (and MindIE's config.json) says it serves
+discovery.py  the processes on the NPUs and the known servers, grouped, first one chosen
+envfile.py    --env-file: systemd EnvironmentFile, `docker inspect` JSON, KEY=VALUE lines
+host.py       TargetHost: the machine as the target sees it (its environment, its files,
+              its packages read statically); programs are still this machine's
+"""

@@ -1,0 +1,68 @@
+"""The parts of a target that only a process has: its /proc facts, the NPU rows it holds, the
+candidates discovery found, and settings with where each was read.
+
+Apart from probes.target.model so that a run judging no process never builds these classes
+(start-up time: a doctor run is budgeted against `python -c "import rich"`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+V = TypeVar("V", str, int, float)
+MountNs = Literal["same", "other", "unknown"]
+MOUNT_NS: tuple[MountNs, ...] = ("same", "other", "unknown")
+
+
+@dataclass(frozen=True)
+class Sourced(Generic[V]):
+    """One setting and where it was read (a flag of the command line, a config file key)."""
+
+    value: V
+    source: str
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One process, as /proc shows it. Paths are in the process's own mount namespace."""
+
+    pid: int
+    cmdline: tuple[str, ...]
+    name: str = ""  # the kernel's short name (status `Name`)
+    exe: str | None = None  # /proc/PID/exe; None when it could not be read
+    cwd: str | None = None
+    uid: int | None = None  # real uid
+    ppid: int | None = None
+    ns_pid: int | None = None  # its pid inside its own pid namespace, when that differs
+    cpus_allowed: tuple[int, ...] | None = None  # status Cpus_allowed_list
+    mems_allowed: tuple[int, ...] | None = None  # status Mems_allowed_list (NUMA nodes)
+    mount_ns: MountNs = "same"  # relative to the doctor's own mount namespace
+    files_root: str = "/"  # where its files are read on this machine (/proc/PID/root)
+    start_ticks: int | None = None  # /proc/PID/stat starttime: a reused pid differs
+
+    @property
+    def command(self) -> str:
+        """The command line as one line (arguments joined by spaces)."""
+        return " ".join(self.cmdline) or f"[{self.name or self.pid}]"
+
+
+@dataclass(frozen=True)
+class NpuUse:
+    """A row of npu-smi's process table that belongs to the target (it or a child)."""
+
+    npu_id: int
+    chip_id: int | None
+    pid: int
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A process discovery found: a known server, or a holder of an NPU."""
+
+    pid: int
+    label: str  # its command line, shortened
+    why: str  # why it is a candidate
+    server: str = ""
+    npus: tuple[NpuUse, ...] = ()

@@ -1,0 +1,82 @@
+"""Real processes for the target tests: a script named like a server, started with its own
+command line, environment and PYTHONPATH of fake `*.dist-info` packages."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from machines import site_packages
+
+SERVER_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
+                   "vllm_ascend": "0.11.0", "transformers": "4.57.1", "tokenizers": "0.22.1"}
+# what the script does: say it is ready, then wait (it is killed when the test ends)
+SERVER_BODY = "import sys, time\nprint('ready', flush=True)\ntime.sleep(600)\n"
+READY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class FakeServer:
+    pid: int
+    script: Path
+    site: Path  # the PYTHONPATH of fake packages
+    env: Mapping[str, str]
+
+
+def write_script(where: Path, name: str, python: str, body: str = SERVER_BODY) -> Path:
+    script = where / name
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f"#!{python}\n{body}")
+    script.chmod(0o755)
+    return script
+
+
+def model_dir(where: Path) -> Path:
+    """A model directory with a config.json (no weights: the checks say what is missing)."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "config.json").write_text('{"model_type": "qwen3_moe", "num_hidden_layers": 2}\n')
+    return where
+
+
+@contextmanager
+def running(argv: Sequence[str], env: Mapping[str, str],
+            preexec: list[str] | None = None, cwd: Path | None = None) -> Iterator[int]:
+    """Start `argv` (after the `preexec` wrapper, e.g. setpriv), wait for its `ready` line,
+    yield its pid, kill it at the end."""
+    command = [*(preexec or []), *argv]
+    proc = subprocess.Popen(command, env=dict(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, cwd=cwd, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], READY_TIMEOUT_S)
+        line = proc.stdout.readline() if ready else b""
+        if b"ready" not in line:
+            raise RuntimeError(f"{command} did not start (exit {proc.poll()})")
+        yield proc.pid
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@contextmanager
+def fake_vllm(tmp_path: Path, env: Mapping[str, str], tail: Sequence[str] = (),
+              packages: Mapping[str, str] | None = None,
+              python: str = sys.executable) -> Iterator[FakeServer]:
+    """`vllm serve MODEL --tensor-parallel-size 2 --max-model-len 8192` (or `tail`), as the
+    console script runs: the interpreter, the `vllm` script, then its arguments."""
+    site = Path(site_packages(tmp_path / "server-site", dict(packages or SERVER_PACKAGES)))
+    script = write_script(tmp_path / "server-bin", "vllm", python)
+    model = model_dir(tmp_path / "models" / "m")
+    args = tail or ("serve", str(model), "--tensor-parallel-size", "2", "--max-model-len",
+                    "8192")
+    full_env = {"PATH": "/usr/bin:/bin", **env, "PYTHONPATH": str(site)}
+    with running([str(script), *args], full_env) as pid:
+        yield FakeServer(pid, script, site, full_env)
