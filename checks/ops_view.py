@@ -78,11 +78,13 @@ def _table(ops: Sequence[Mapping[str, Any]], title: str, why: bool) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     columns = ["kernel", "operator", "prefill", "decode", "dtypes", "first shape",
                "called from", *(["why"] if why else [])]
+    longest = min(40, max((len(_t(op.get("op"))) for op in ops), default=8))
+    minimum = {"operator": longest, "dtypes": 14, "why": 20}
+    maximum = {"operator": 40, "first shape": 28, "called from": 56}
     for name in columns:
         table.add_column(name, justify="right" if name in ("prefill", "decode") else "left",
                          no_wrap=name != "why", overflow="fold" if name == "why" else "ellipsis",
-                         min_width=14 if name == "dtypes" else len(name) if name != "why" else None,
-                         max_width=28 if name in ("operator", "first shape") else None)
+                         min_width=minimum.get(name, len(name)), max_width=maximum.get(name))
     for op in ops:
         style = _MARK.get(str(op.get("status")), ("?", ""))[1]
         row: list[Text | str] = [Text(_MARK.get(str(op.get("status")), ("?", ""))[0], style=style),

@@ -57,9 +57,20 @@ class Judge(Protocol):
 
 
 def composite_kernel(op: str) -> bool:
-    name = qualified(op)
-    return has_kernel(name, "CompositeExplicitAutograd") or \
-        has_kernel(name, "CompositeExplicitAutogradNonFunctional")
+    """torch has a CompositeExplicitAutograd kernel: it runs as other operators anywhere."""
+    return has_kernel(qualified(op), "CompositeExplicitAutograd")
+
+
+def out_variant(op: str) -> str | None:
+    """The out= variant a structured operator's generic (CompositeExplicitAutogradNonFunctional)
+    kernel calls, when that is the only composite kernel it has ("silu" -> "silu.out")."""
+    if not has_kernel(qualified(op), "CompositeExplicitAutogradNonFunctional"):
+        return None
+    name, _, overload = op.partition(".")
+    for candidate in (f"{name}.{overload}_out" if overload else "", f"{name}.out"):
+        if candidate and has_kernel(qualified(candidate), "CPU"):
+            return candidate
+    return None
 
 
 def cpu_kernel(op: str) -> bool:
@@ -83,6 +94,9 @@ class DispatcherJudge:
             return Kernel("native", f"{self.key} kernel registered")
         if composite_kernel(op):
             return Kernel("composite", "CompositeExplicitAutograd: runs as other operators")
+        out = out_variant(op)
+        if out is not None and has_kernel(qualified(out), self.key):
+            return Kernel("composite", f"runs as {qualified(out)}, which has a kernel")
         fallback = torch._C._dispatch_has_backend_fallback(getattr(torch._C.DispatchKey,
                                                                    self.key))
         if fallback and cpu_kernel(op):
@@ -115,6 +129,9 @@ class RegistryJudge:
             return Kernel("native", "registry: " + ", ".join(answer.paths) + beyond)
         if composite_kernel(op):
             return Kernel("composite", "CompositeExplicitAutograd: runs as other operators")
+        out = out_variant(op)
+        if out is not None and self._answer(out).has_kernel:
+            return Kernel("composite", f"runs as {qualified(out)}, which the registry lists")
         why = (f"registry lists it for {answer.listed_for} only, not torch "
                f"{version_text(self.version)}") if answer.listed else \
             "not in torch_npu's registries"

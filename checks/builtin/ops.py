@@ -24,7 +24,7 @@ from checks.model import Finding, passed, skipped, warned
 
 if TYPE_CHECKING:
     from engine.opcoverage import Judge
-    from probes.checkpoint import ModelDir
+    from probes.checkpoint import ModelConfig, ModelDir
 
 REMEDY = ("An operator without an NPU kernel runs through torch_npu's CPU fallback (a copy to "
           "the host and back on every call) or fails. Use a torch_npu release whose registry "
@@ -73,13 +73,31 @@ def _scale_dtype(model: ModelDir) -> str | None:
                  if name.endswith(("weight_scale_inv", "weight_scale"))), None)
 
 
+def _read_model(ctx: Context) -> tuple[ModelConfig | None, str | None, bool, str]:
+    """(config facts, FP8 scale dtype, FP8 weights?, why not) of --model: the config is
+    enough (the shards only tell the scale dtype), so a directory without weights scans too."""
+    from probes.checkpoint import CheckpointError, read_config
+    from probes.errors import HostError, NotRecorded
+
+    model, _ = model_or_skip(ctx)
+    if model is not None:
+        return model.config, _scale_dtype(model), is_fp8(model), ""
+    try:
+        config = read_config(ctx.host, str(ctx.model_dir))
+    except NotRecorded as exc:
+        return None, None, False, f"the model's config.json was not recorded ({exc.path})"
+    except (CheckpointError, HostError) as exc:
+        return None, None, False, f"cannot read the model's config.json: {exc}"
+    return config, None, config.quant.is_fp8, ""
+
+
 def op_coverage(ctx: Context) -> Finding:
     if importlib.util.find_spec("torch") is None:
         return skipped("torch is not installed in the doctor's Python: the trace needs it "
                        "(pip install torch, or run `ascend-doctor ops` where it is)")
-    model, skip = model_or_skip(ctx)
-    if model is None:
-        return skip or skipped("no model")
+    config, scale_dtype, fp8, why = _read_model(ctx)
+    if config is None:
+        return skipped(why)
     judge, how, has_npu = _judge(ctx)
     if judge is None:
         return skipped(how)
@@ -87,10 +105,9 @@ def op_coverage(ctx: Context) -> Finding:
     from engine.errors import EngineError
     from engine.opscan import scan
 
-    fp8 = "resident" if is_fp8(model) else "dequantize"
     try:
-        report = scan(from_facts(model.config), judge, fp8_mode=fp8,
-                      scale_dtype=_scale_dtype(model), model=str(ctx.model_dir))
+        report = scan(from_facts(config), judge, fp8_mode="resident" if fp8 else "dequantize",
+                      scale_dtype=scale_dtype, model=str(ctx.model_dir))
     except EngineError as exc:
         return skipped(f"the engine cannot trace this model: {exc}")
     return verdict(report.document(), how, has_npu)
