@@ -76,8 +76,8 @@ def _header(doc: Mapping[str, Any]) -> list[Text]:
 
 def _table(ops: Sequence[Mapping[str, Any]], title: str, why: bool) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    columns = ["kernel", "operator", "prefill", "decode", "dtypes", "first shape",
-               "called from", *(["why"] if why else [])]
+    columns = [*(["kernel"] if why else []), "operator", "prefill", "decode", "dtypes",
+               "first shape", "called from", *(["why"] if why else [])]
     longest = min(40, max((len(_t(op.get("op"))) for op in ops), default=8))
     minimum = {"operator": longest, "dtypes": 14, "why": 20}
     maximum = {"operator": 40, "first shape": 28, "called from": 56}
@@ -87,8 +87,8 @@ def _table(ops: Sequence[Mapping[str, Any]], title: str, why: bool) -> Table:
                          min_width=minimum.get(name, len(name)), max_width=maximum.get(name))
     for op in ops:
         style = _MARK.get(str(op.get("status")), ("?", ""))[1]
-        row: list[Text | str] = [Text(_MARK.get(str(op.get("status")), ("?", ""))[0], style=style),
-               Text(_t(op.get("op")), style=style),
+        mark = [Text(_MARK.get(str(op.get("status")), ("?", ""))[0], style=style)] if why else []
+        row: list[Text | str] = [*mark, Text(_t(op.get("op")), style=style),
                f"{op.get('prefill_calls', 0):,}", f"{op.get('decode_calls', 0):,}",
                dtypes_text(op), shapes_text(op), site_text(op)]
         table.add_row(*row, *([_t(op.get("detail", ""))] if why else []))
@@ -112,14 +112,16 @@ def render(doc: Mapping[str, Any], console: Console) -> None:
         console.print(line)
     ops = doc.get("operators", [])
     lacking = [op for op in ops if op.get("status") in WARN]
+    console.print(Text(summary_line(doc), style="bold yellow" if lacking else "bold green"))
     if lacking:
         console.print(_table(lacking, "operators WITHOUT a kernel on the device", why=True))
-    others = [op for op in ops if op.get("status") not in WARN]
-    console.print(_table(others, "operators with a kernel (ok) or run by torch as other "
-                                 "operators (comp)", why=False))
+    native = [op for op in ops if op.get("status") == "native"]
+    console.print(_table(native, "operators with a kernel on the device", why=False))
+    composite = [_t(op.get("op")) for op in ops if op.get("status") == "composite"]
+    if composite:
+        console.print(Text(f"run by torch as other operators (composite): "
+                           f"{', '.join(composite)}", style="dim"))
     if doc.get("fused_ops"):
         console.print(_fused(doc))
-    style = "bold yellow" if lacking else "bold green"
-    console.print(Text(summary_line(doc), style=style))
     for note in doc.get("notes", []):
         console.print(Text(f"note: {_t(note)}", style="dim"))

@@ -66,10 +66,11 @@ class Settings:
     matmul_n: int | None = None  # None: 2048 on the CPU, 8192 on an accelerator
     contexts: tuple[int, ...] = CONTEXTS
     batches: tuple[int, ...] = BATCH_TOKENS
+    cold_bytes: int = COLD_BYTES  # copies of each operator's tensors cycled through
 
 
 QUICK = Settings(samples=3, warmup=1, min_sample_s=0.005, contexts=(1024, 4096),
-                 batches=(1, 256))
+                 batches=(1, 256), cold_bytes=64 * 2**20)
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,9 @@ def calibrate(fn: Callable[[], Any], device: Device, settings: Settings) -> int:
     return count
 
 
-def copies_for(nbytes: int) -> int:
-    """How many copies of an operator's tensors make at least COLD_BYTES."""
-    return max(1, min(MAX_COPIES, math.ceil(COLD_BYTES / max(nbytes, 1))))
+def copies_for(nbytes: int, cold_bytes: int = COLD_BYTES) -> int:
+    """How many copies of an operator's tensors make at least `cold_bytes`."""
+    return max(1, min(MAX_COPIES, math.ceil(cold_bytes / max(nbytes, 1))))
 
 
 def cycling(calls: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
@@ -225,6 +226,9 @@ class Planner:
     def add(self, case: Case) -> None:
         self.cases.setdefault(case.name, case)
 
+    def copies(self, nbytes: int) -> int:
+        return copies_for(nbytes, self.settings.cold_bytes)
+
     # projections -----------------------------------------------------------------------
 
     def gemv(self, name: str, like: Any) -> None:
@@ -235,7 +239,7 @@ class Planner:
 
         def build() -> Callable[[], Any]:
             x = random_tensor((1, in_features), dtype, dev, 1.0)
-            weights = [random_weight(like, dev, dtype) for _ in range(copies_for(cost.bytes))]
+            weights = [random_weight(like, dev, dtype) for _ in range(self.copies(cost.bytes))]
             return cycling([partial(linear, x, w) for w in weights])
 
         self.add(Case(f"gemv {name}", "gemv", f"[1,{in_features}] x [{out_features},"
@@ -253,7 +257,7 @@ class Planner:
             def build(tokens: int = tokens, cost: Cost = cost) -> Callable[[], Any]:
                 x = random_tensor((tokens, hidden), dtype, dev, 1.0)
                 copies = [MlpWeights(*(random_weight(p, dev, dtype) for p in parts))
-                          for _ in range(copies_for(cost.bytes))]
+                          for _ in range(self.copies(cost.bytes))]
                 return cycling([partial(swiglu, x, m) for m in copies])
 
             self.add(Case(f"expert swiglu {tokens} tokens", "expert",
@@ -280,7 +284,7 @@ class Planner:
             q = random_tensor((1, 1, heads, dim), dtype, dev, 1.0).transpose(1, 2)
             caches = [(random_tensor((1, context, kv, dim), dtype, dev, 1.0).transpose(1, 2),
                        random_tensor((1, context, kv, dim), dtype, dev, 1.0).transpose(1, 2))
-                      for _ in range(copies_for(cost.bytes))]
+                      for _ in range(self.copies(cost.bytes))]
             return cycling([partial(F.scaled_dot_product_attention, q, k, v, scale=attn.scale,
                                     enable_gqa=heads != kv) for k, v in caches])
 
@@ -314,7 +318,7 @@ class Planner:
                         torch.rand((1, 1, s.value_heads), device=dev).to(dtype),
                         random_tensor((1, s.value_heads, s.key_dim, s.value_dim),
                                       torch.float32, dev, 0.1))
-            sets = [inputs() for _ in range(copies_for(cost.bytes))]
+            sets = [inputs() for _ in range(self.copies(cost.bytes))]
             return cycling([partial(recurrent_delta_rule, *t) for t in sets])
 
         self.add(Case("deltanet recurrent step", "deltanet",
@@ -338,7 +342,7 @@ class Planner:
 
         def build() -> Callable[[], Any]:
             sets = [random_tensor((tokens, experts), dtype, dev, 1.0)
-                    for _ in range(copies_for(cost.bytes))]
+                    for _ in range(self.copies(cost.bytes))]
             return cycling([partial(route, t, moe.top_k, moe.router_style, moe.norm_topk_prob)
                             for t in sets])
 
@@ -358,7 +362,7 @@ class Planner:
         def build() -> Callable[[], Any]:
             weight = random_tensor((hidden,), dtype, dev, 0.1)
             sets = [random_tensor((tokens, hidden), dtype, dev, 1.0)
-                    for _ in range(copies_for(cost.bytes))]
+                    for _ in range(self.copies(cost.bytes))]
             return cycling([partial(norm, x, weight, eps) for x in sets])
 
         self.add(Case(f"{label} {tokens} tokens", "norm", f"[{tokens},{hidden}]",
@@ -479,7 +483,7 @@ def _document(config: ModelConfig, dev: Device, meta: MetaModel, model: str,
         "threads": torch.get_num_threads() if dev.is_cpu else None,
         "dtype": _dtype_name(meta.dtype), "fp8_mode": meta.fp8_mode or None,
         "settings": {"samples": settings.samples, "min_sample_s": settings.min_sample_s,
-                     "cold_bytes": COLD_BYTES},
+                     "cold_bytes": settings.cold_bytes},
         "peaks": {"copy_gb_per_s": copy_case.cost.bytes / copy_t.median_s / 1e9,
                   "copy_shape": copy_case.shape, "copy_median_s": copy_t.median_s,
                   "matmul_tflop_per_s": mm_case.cost.flops / mm_t.median_s / 1e12,
@@ -488,7 +492,8 @@ def _document(config: ModelConfig, dev: Device, meta: MetaModel, model: str,
         "notes": [f"random tensors of one layer of each kind at the model's shapes ({kinds}); "
                   "no checkpoint weights are read and the model is never allocated whole",
                   f"small operators cycle through copies of their tensors (>= "
-                  f"{COLD_BYTES // 2**20} MiB in all) so they read memory, not a cache",
+                  f"{settings.cold_bytes // 2**20} MiB in all) so they read memory, not a "
+                  "cache",
                   "% of roofline: the time the bytes would take at the measured copy "
                   "bandwidth, or the FLOPs at the measured matmul peak (the larger), over the "
                   "measured time"],
