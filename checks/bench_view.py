@@ -43,7 +43,8 @@ def achieved_text(op: Mapping[str, Any]) -> str:
 
 def header_lines(doc: Mapping[str, Any]) -> list[str]:
     peaks = doc.get("peaks") or {}
-    threads = f", {doc['threads']} threads" if doc.get("threads") else ""
+    count = doc.get("threads")
+    threads = f", {count} thread{'' if count == 1 else 's'}" if count else ""
     fp8 = f", FP8 {doc['fp8_mode']}" if doc.get("fp8_mode") else ""
     npu = f", torch_npu {doc['torch_npu']}" if doc.get("torch_npu") else ""
     return [f"ascend-doctor bench: {_t(doc.get('model'))} ({_t(doc.get('architecture'))}, "
