@@ -62,7 +62,8 @@ from probes.textsafe import one_line
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
 MIB = 1024 * KIB
-# Where CANN writes application logs below the log directory (facts/PATHS.md §5).
+# Where CANN writes application logs below the log directory (CANN environment-variable
+# reference, page envref_07_0120: {debug,run,security}/plog).
 PLOG_SUBDIRS = ("debug/plog", "run/plog")
 DEVICE_LOG_PARENTS = ("debug", "run")
 # The reader refuses bigger members (probes.recording.BundleLimits): refuse them here first.
@@ -199,16 +200,11 @@ def plog_dirs(host: Host) -> list[str]:
     log_dir = resolve_log_dir(host.env)
     if not log_dir.path or not log_dir.path.startswith("/"):
         return []
-    bases = [log_dir.path]
-    if log_dir.source == "ASCEND_WORK_PATH":  # the base of logs; they may sit under log/
-        bases.append(posixpath.join(log_dir.path, "log"))
-    dirs: list[str] = []
-    for base in bases:
-        dirs += [posixpath.join(base, sub) for sub in PLOG_SUBDIRS]
-        for parent in DEVICE_LOG_PARENTS:
-            where = posixpath.join(base, parent)
-            dirs += [posixpath.join(where, n) for n in _list(host, where)
-                     if n.startswith("device-")]
+    base = log_dir.path
+    dirs = [posixpath.join(base, sub) for sub in PLOG_SUBDIRS]
+    for parent in DEVICE_LOG_PARENTS:
+        where = posixpath.join(base, parent)
+        dirs += [posixpath.join(where, n) for n in _list(host, where) if n.startswith("device-")]
     return dirs
 
 

@@ -23,28 +23,32 @@ NO_ENDPOINT = "no --endpoint URL given"
 
 @dataclass(frozen=True)
 class Finding:
-    """What a check function concludes; the runner adds identity and timing."""
+    """What a check function concludes; the runner adds identity and timing.
+
+    `rules`: the names of the check's rules that decided it (`CHECK_RULES` of its module, the
+    "What the check does" section of its playbook); empty for a pass nothing objected to."""
 
     status: Status
     summary: str
     evidence: tuple[str, ...] = ()
     remedy: str = ""
+    rules: tuple[str, ...] = ()
 
 
-def passed(summary: str, *evidence: str) -> Finding:
-    return Finding("pass", summary, evidence)
+def passed(summary: str, *evidence: str, rules: tuple[str, ...] = ()) -> Finding:
+    return Finding("pass", summary, evidence, rules=rules)
 
 
-def warned(summary: str, remedy: str, *evidence: str) -> Finding:
-    return Finding("warn", summary, evidence, remedy)
+def warned(summary: str, remedy: str, *evidence: str, rules: tuple[str, ...] = ()) -> Finding:
+    return Finding("warn", summary, evidence, remedy, rules)
 
 
-def failed(summary: str, remedy: str, *evidence: str) -> Finding:
-    return Finding("fail", summary, evidence, remedy)
+def failed(summary: str, remedy: str, *evidence: str, rules: tuple[str, ...] = ()) -> Finding:
+    return Finding("fail", summary, evidence, remedy, rules)
 
 
-def skipped(reason: str, *evidence: str) -> Finding:
-    return Finding("skip", reason, evidence)
+def skipped(reason: str, *evidence: str, rules: tuple[str, ...] = ()) -> Finding:
+    return Finding("skip", reason, evidence, rules=rules)
 
 
 CheckFn = Callable[["Context"], Finding]

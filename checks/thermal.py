@@ -69,6 +69,15 @@ class ThermalVerdict:
     key: str
     level: ThermalLevel  # "unknown": no temperature and no code was read for this chip
     reasons: tuple[str, ...]  # one line each, empty when ok
+    rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* below), same order
+
+
+# the rule names (npu.temperature's playbook lists them under "What the check does")
+RULE_CODE = "thermal-alarm-code"
+RULE_CODES_UNREAD = "thermal-codes-unread"
+RULE_HBM = "hbm-alarm"
+RULE_PEERS = "hotter-than-peers"
+Found = tuple[ThermalLevel, str, str]  # level, reason, rule
 
 
 def normalise_code(code: str) -> str:
@@ -103,32 +112,35 @@ def _judge(chip: ChipReading, others: list[float], limits: ThermalLimits) -> The
     found = [*_code_findings(chip), *_hbm_findings(chip, limits),
              *_peer_findings(chip, others, limits)]
     if found:
-        return ThermalVerdict(chip.key, worst([level for level, _ in found]),
-                              tuple(reason for _, reason in found))
+        return ThermalVerdict(chip.key, worst([level for level, _, _ in found]),
+                              tuple(reason for _, reason, _ in found),
+                              tuple(rule for _, _, rule in found))
     known = (chip.temperature_c, chip.hbm_temperature_c, chip.fault_codes)
     return ThermalVerdict(chip.key, "unknown" if all(v is None for v in known) else "ok", ())
 
 
-def _code_findings(chip: ChipReading) -> list[tuple[ThermalLevel, str]]:
+def _code_findings(chip: ChipReading) -> list[Found]:
     if chip.codes_unread is not None:
-        return [("warn", f"thermal alarm codes not read ({chip.codes_unread})")]
-    found: list[tuple[ThermalLevel, str]] = []
+        return [("warn", f"thermal alarm codes not read ({chip.codes_unread})",
+                 RULE_CODES_UNREAD)]
+    found: list[Found] = []
     for code in map(normalise_code, chip.fault_codes or ()):
         if code in THERMAL_CODES:
             level, meaning = THERMAL_CODES[code]
-            found.append((level, f"fault 0x{code}: {meaning}"))
+            found.append((level, f"fault 0x{code}: {meaning}", RULE_CODE))
     return found
 
 
-def _hbm_findings(chip: ChipReading, limits: ThermalLimits) -> list[tuple[ThermalLevel, str]]:
+def _hbm_findings(chip: ChipReading, limits: ThermalLimits) -> list[Found]:
     hbm_c = chip.hbm_temperature_c
     if hbm_c is None or hbm_c <= limits.hbm_alarm_c:
         return []
-    return [("fail", f"HBM {hbm_c:g} °C, above the {limits.hbm_alarm_c:g} °C HBM alarm")]
+    return [("fail", f"HBM {hbm_c:g} °C, above the {limits.hbm_alarm_c:g} °C HBM alarm",
+             RULE_HBM)]
 
 
 def _peer_findings(chip: ChipReading, others: list[float],
-                   limits: ThermalLimits) -> list[tuple[ThermalLevel, str]]:
+                   limits: ThermalLimits) -> list[Found]:
     if chip.temperature_c is None or len(others) < MIN_PEERS:
         return []
     median_c = statistics.median(others)
@@ -136,7 +148,7 @@ def _peer_findings(chip: ChipReading, others: list[float],
     if above_c < limits.above_peers_warn_c:
         return []
     return [("warn", f"{chip.temperature_c:g} °C, {above_c:g} °C above the median of the "
-                     f"{len(others)} other chips ({median_c:g} °C)")]
+                     f"{len(others)} other chips ({median_c:g} °C)", RULE_PEERS)]
 
 
 def above_peers_c(temperatures: Sequence[float | None], index: int) -> float | None:

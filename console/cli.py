@@ -133,7 +133,7 @@ def make_parser() -> argparse.ArgumentParser:
     panels.add_argument("--log-dir", metavar="DIR", default=None,
                         help="the directory whose disk the host panel watches (default: the "
                              "CANN application log directory, ASCEND_PROCESS_LOG_PATH > "
-                             "ASCEND_WORK_PATH > $HOME/ascend/log)")
+                             "$ASCEND_WORK_PATH/log > $HOME/ascend/log)")
     rec = parser.add_argument_group("recording")
     rec.add_argument("--record", metavar="FILE", nargs="?", const=_DEFAULT_PLACE,
                      help="append every telemetry sample to this SQLite file; without FILE, "
@@ -208,8 +208,9 @@ def observe(options: ConsoleOptions) -> tuple[ConsoleOptions, Any]:
 
 
 def _log_dir_on_this_machine(host: Any, resolve: Any) -> str | None:
-    """The target's CANN log directory (never rotated: its disk is the one that fills), as a
-    path here (a container's is read through /proc/PID/root)."""
+    """The target's CANN log directory, as a path here (a container's is read through
+    /proc/PID/root): the disk that fills, since CANN caps each running process's log files but
+    keeps those of processes that ended (CANN environment-variable reference, envref_07_0126)."""
     try:
         path = resolve(host.env).path
     except Exception:  # an environment that could not be read: the panel says unknown

@@ -1,6 +1,8 @@
 """Bank-conflict ratios and HBM bandwidth from an msprof output directory (`--msprof DIR`).
 
-These ARE measurements: PMU counters per operator, read by msprof (facts/MSPROF.md). The
+These ARE measurements: PMU counters per operator, read by msprof (Ascend/msprof
+`docs/en/user_guide/profile_data_file_references.md` @ 9ba1ac7be913, op_summary; Ascend/msopprof
+`docs/en/user_guide/msopprof_performance_data.md` @ d6c29dfa6a2e, ResourceConflictRatio). The
 conflict ratios (0..1, share of the vector unit's cycles stalled) are about the AI Core's
 on-chip Unified Buffer banks, not HBM; `hbm_*.csv` gives HBM read/write MB/s over the
 profiled period. Two file families are read:
@@ -60,7 +62,8 @@ class HbmBandwidth:
     """HBM read/write bandwidth of one device over the profile (measured, `hbm_*.csv`).
 
     The chip total is the sum of the per-unit rows; msprof's `Average` row is the mean per
-    unit, not the total (facts/MSPROF.md §4)."""
+    unit, not the total (Ascend/msprof `analysis/viewer/get_msvp_summary_training.py` @
+    9ba1ac7be913, `get_hbm_summary_data`)."""
 
     device_id: int
     read_mb_s: float

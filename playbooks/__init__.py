@@ -10,18 +10,23 @@ from functools import lru_cache
 from importlib import resources
 
 from playbooks._loader import (
+    CHECK_SECTIONS,
     KINDS,
+    RULES_SECTION,
     SECTIONS,
     Playbook,
     PlaybookError,
     load_dir,
     parse_playbook,
+    rule_list,
     split_sections,
 )
 from playbooks._search import Index, build_index, rank, tokenize
 
 __all__ = [
+    "CHECK_SECTIONS",
     "KINDS",
+    "RULES_SECTION",
     "SECTIONS",
     "Playbook",
     "PlaybookError",
@@ -30,6 +35,7 @@ __all__ = [
     "get",
     "load_all",
     "parse_playbook",
+    "rule_list",
     "search",
     "split_sections",
     "tokenize",

@@ -1,4 +1,8 @@
-"""Parse playbook markdown files (YAML front matter + five fixed sections)."""
+"""Parse playbook markdown files (YAML front matter + five fixed sections).
+
+A check's playbook may add "What the check does" after "What you see": the check's rules, one
+bullet each, written `` - `rule-name` (warn/fail): what it judges `` (`rule_list` reads them).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ SECTIONS: tuple[str, ...] = (
     "How to fix",
     "What not to do",
 )
+RULES_SECTION = "What the check does"
+CHECK_SECTIONS: tuple[str, ...] = (SECTIONS[0], RULES_SECTION, *SECTIONS[1:])
+_RULE_RE = re.compile(r"^- `([a-z0-9]+(?:-[a-z0-9]+)*)` \(([a-z/ ().]+?)\):", re.MULTILINE)
 _LIST_FIELDS: tuple[str, ...] = ("symptoms", "checks", "sources")
 _ALLOWED_KEYS = frozenset(("id", "title", "kind", *_LIST_FIELDS))
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
@@ -42,6 +49,15 @@ class Playbook:
     def section(self, heading: str) -> str:
         """Text under one `## heading` of the body (without the heading), or ''."""
         return split_sections(self.body).get(heading, "")
+
+    def rules(self) -> dict[str, str]:
+        """The rules "What the check does" lists: name -> the statuses it gives."""
+        return rule_list(self.section(RULES_SECTION))
+
+
+def rule_list(text: str) -> dict[str, str]:
+    """`` - `name` (statuses): ... `` bullets of a section, in order."""
+    return {m.group(1): m.group(2) for m in _RULE_RE.finditer(text)}
 
 
 class Entry(Protocol):
@@ -103,12 +119,14 @@ def _required_string(meta: dict[str, object], key: str, where: str) -> str:
     return value.strip()
 
 
-def _check_sections(body: str, where: str) -> None:
+def _check_sections(body: str, where: str, kind: str) -> None:
     found = tuple(m.group(1) for m in _headings(body))
-    if found != SECTIONS:
+    allowed = (SECTIONS, CHECK_SECTIONS) if kind == "check" else (SECTIONS,)
+    if found not in allowed:
+        extra = f" (a check's playbook may add '{RULES_SECTION}' second)" if kind == "check" else ""
         raise PlaybookError(
             f"{where}: body must have exactly these '## ' sections in this order: "
-            f"{', '.join(SECTIONS)}; found: {', '.join(found) or 'none'}"
+            f"{', '.join(SECTIONS)}{extra}; found: {', '.join(found) or 'none'}"
         )
     empty = [name for name, text in split_sections(body).items() if not text]
     if empty:
@@ -138,7 +156,7 @@ def parse_playbook(text: str, where: str, expected_id: str | None = None) -> Pla
     sources = _string_list(meta, "sources", where)
     if not sources:
         raise PlaybookError(f"{where}: 'sources' must list at least one source")
-    _check_sections(body, where)
+    _check_sections(body, where, kind)
     return Playbook(
         id=pid,
         title=_required_string(meta, "title", where),

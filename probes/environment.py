@@ -1,6 +1,7 @@
 """The Ascend-related environment of a process, and its device nodes.
 
-Rules come from facts/PATHS.md §3 (variables), §4 (device nodes) and §5 (logs). These are
+Rules come from the CANN environment-variable reference and Ascend/mind-cluster's device list
+(docs/sources.md, "Install paths, version files and environment", "Logging"). These are
 observations with the problems the documented grammar finds; judging is for the checks.
 
 `ascend_environment(env)` is pure; `read_device_nodes(host)` goes through a Host (library
@@ -21,8 +22,8 @@ from typing import Literal
 from probes.errors import NotRecorded
 from probes.host import Host, PathKind
 
-# Prefixes of the families the doctor reports (PATHS.md §3; TORCH_NPU_/PYTORCH_NPU_ for
-# torch_npu, LCCL_ for the ATB set_env tuning variables).
+# Prefixes of the families the doctor reports (CANN environment variables; TORCH_NPU_ and
+# PYTORCH_NPU_ for torch_npu, LCCL_ for the ATB set_env tuning variables).
 VARIABLE_PREFIXES = (
     "ASCEND_",
     "ATB_",
@@ -33,7 +34,7 @@ VARIABLE_PREFIXES = (
     "TORCH_NPU_",
     "PYTORCH_NPU_",
 )
-# Single names PATHS.md §3 lists that no prefix above covers.
+# Single names of the CANN/torch_npu/MindIE environment that no prefix above covers.
 VARIABLE_NAMES = frozenset(
     {
         "LD_LIBRARY_PATH",
@@ -57,8 +58,9 @@ LOG_FILE_NUM_RANGE = (1, 1000)
 DEFAULT_LOG_FILE_NUM = 10
 LOG_FILE_MAX_MB = 20
 
-# PATHS.md §4: davinci_manager is mandatory; devmm_svm and hisi_hdc are the common manager
-# nodes (950 needs only hisi_hdc); dvpp_cmdlist is media, optional for LLM serving.
+# Ascend/mind-cluster component/ascend-common/cdi/devnode.go: davinci_manager is mandatory;
+# devmm_svm and hisi_hdc are the common manager nodes (950 needs only hisi_hdc of the two);
+# dvpp_cmdlist is media, optional for LLM serving.
 SHARED_DEVICE_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist")
 
 _DAVINCI = re.compile(r"^davinci(\d+)$")
@@ -110,8 +112,9 @@ class LogFileNum:
 class LogDir:
     """Where CANN application logs go, by the documented precedence.
 
-    From ASCEND_WORK_PATH this is the base directory: PATHS.md names ASCEND_WORK_PATH as the
-    base for logs, atrace and dumps but not the log subdirectory under it, so none is added.
+    From ASCEND_WORK_PATH this is its `log/` subdirectory: ASCEND_WORK_PATH is the base of
+    every component's files, and the logs go to `${ASCEND_WORK_PATH}/log` (CANN
+    environment-variable reference, page envref_07_0007).
     """
 
     path: str | None  # None when nothing resolves (no variable set and HOME unset)
@@ -255,9 +258,13 @@ def resolve_log_dir(env: Mapping[str, str]) -> LogDir:
         else:
             notes.append(f"{name}={value} is overridden by {chosen[1]}")
     if chosen is not None:
-        if chosen[1] == "ASCEND_WORK_PATH":
-            notes.append("ASCEND_WORK_PATH is the base directory for logs, atrace and dumps")
-        return LogDir(path=chosen[0], source=chosen[1], notes=tuple(notes))
+        path, source = chosen
+        if source == "ASCEND_WORK_PATH":
+            # the base of every component's files; application logs go to its log/ (CANN
+            # environment-variable reference, page envref_07_0007, table "LOG")
+            path = posixpath.join(path, "log")
+            notes.append("ASCEND_WORK_PATH is a base directory: the logs are in its log/")
+        return LogDir(path=path, source=source, notes=tuple(notes))
     home = env.get("HOME")
     if not home:
         notes.append("HOME is not set: the default $HOME/ascend/log cannot be resolved")

@@ -53,10 +53,6 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 PENDING_PY = frozenset((
     "checks/builtin/checkpoint.py",
     "checks/builtin/hbm_fit.py",
-    "checks/bundle.py",
-    "console/msprof.py",
-    "console/ui/widgets/pressure.py",
-    "probes/environment.py",
 ))
 
 OPENABLE_RES = (

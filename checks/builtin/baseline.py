@@ -24,6 +24,20 @@ REMEDY = ("if the change was intended, validate this machine again and record a 
           "(`ascend-doctor baseline record -o FILE`); otherwise restore the listed items")
 SHOWN_IN_SUMMARY = 3
 
+# The check's rules, by name -> the statuses they give (its playbook lists the same rules under
+# "What the check does"; tests/checks/test_check_rules.py). A drift's status is the policy's
+# `baseline.<category>_drift_is`; "pass" accepts it.
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "baseline.drift": {
+        "no-baseline": "skip",
+        "nothing-compared": "skip",
+        "version-drift": "warn/fail",
+        "environment-drift": "warn/fail",
+        "inventory-drift": "warn/fail",
+        "tokenizer-drift": "warn/fail",
+    },
+}
+
 
 def _verdicts(ctx: Context) -> dict[Category, Status]:
     from checks.baseline import CATEGORIES
@@ -42,7 +56,7 @@ def _verdicts(ctx: Context) -> dict[Category, Status]:
 def baseline_drift(ctx: Context) -> Finding:
     base = ctx.baseline
     if base is None:
-        return skipped(NO_BASELINE)
+        return skipped(NO_BASELINE, rules=("no-baseline",))
     from checks.baseline import compare, observe
 
     verdicts = _verdicts(ctx)
@@ -54,7 +68,8 @@ def baseline_drift(ctx: Context) -> Finding:
     evidence.append(facts.judged_environment(ctx))  # whose environment was compared
     judged = [d for d in drifts if verdicts[d.category] != "pass"]
     if not drifts and unknown and not _compared_anything(base, unknown):
-        return skipped(f"nothing could be compared with the {origin}", *evidence)
+        return skipped(f"nothing could be compared with the {origin}", *evidence,
+                       rules=("nothing-compared",))
     if not judged:
         note = f" ({len(drifts)} accepted by policy)" if drifts else ""
         partial = f"; {len(unknown)} item(s) not compared" if unknown else ""
@@ -62,9 +77,10 @@ def baseline_drift(ctx: Context) -> Finding:
     summary = (f"{len(judged)} difference(s) from the {origin}: "
                + "; ".join(d.line() for d in judged[:SHOWN_IN_SUMMARY])
                + ("; ..." if len(judged) > SHOWN_IN_SUMMARY else ""))
+    rules = tuple(dict.fromkeys(f"{d.category}-drift" for d in judged))
     if any(verdicts[d.category] == "fail" for d in judged):
-        return failed(summary, REMEDY, *evidence)
-    return warned(summary, REMEDY, *evidence)
+        return failed(summary, REMEDY, *evidence, rules=rules)
+    return warned(summary, REMEDY, *evidence, rules=rules)
 
 
 def _weight(drift: Drift, verdicts: dict[Category, Status]) -> str:

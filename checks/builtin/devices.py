@@ -21,6 +21,19 @@ from probes.errors import HostError, NotRecorded
 MANAGER = "davinci_manager"
 COMMON = ("devmm_svm", "hisi_hdc")
 
+# The check's rules, by name -> the statuses they give (its playbook lists the same rules under
+# "What the check does"; tests/checks/test_check_rules.py).
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "devices.nodes": {
+        "dev-unreadable": "skip",
+        "not-an-npu-machine": "skip",
+        "missing-shared-node": "fail",
+        "missing-davinci-node": "fail",
+        "not-a-character-device": "warn",
+        "missing-usual-node": "warn",
+    },
+}
+
 
 @dataclass(frozen=True)
 class NodeRule:
@@ -136,35 +149,38 @@ def device_nodes(ctx: Context) -> Finding:
     try:
         nodes = facts.device_nodes(ctx)
     except NotRecorded:
-        return skipped("the /dev listing was not recorded")
+        return skipped("the /dev listing was not recorded", rules=("dev-unreadable",))
     except HostError as exc:
-        return skipped(f"cannot list /dev: {exc.reason}")
+        return skipped(f"cannot list /dev: {exc.reason}", rules=("dev-unreadable",))
     reading = facts.npu(ctx)
     chips = facts.chip_count(ctx)
     if not nodes.davinci and reading.is_error:
         return skipped("no /dev/davinci* nodes and no usable npu-smi: not an NPU machine",
-                       reading.document.get("error", ""))
+                       reading.document.get("error", ""), rules=("not-an-npu-machine",))
     found = families(ctx)
     rule = combined_rule(found)
     evidence = [*facts.files_seen(ctx), found.source, *([rule.note] if rule.note else []),
                 *(_describe(n) for n in [*nodes.davinci.values(), *nodes.shared.values()])]
     missing = _missing(nodes, rule.required)
+    rules = ["missing-shared-node"] if missing else []
     if chips is not None and len(nodes.davinci) < chips:
         missing.append(f"{chips - len(nodes.davinci)} of {chips} /dev/davinci<N> nodes")
+        rules.append("missing-davinci-node")
     if missing:
         return failed(f"missing {', '.join(missing)} ({rule.name})", docker_hint(rule),
-                      *evidence)
+                      *evidence, rules=tuple(rules))
     judged = [*nodes.davinci.values(),
               *(nodes.shared[n] for n in (*rule.required, *rule.expected))]
     wrong = [_describe(n) for n in judged if n.present and n.kind != "char_device"]
     if wrong:
         return warned("not character devices: " + "; ".join(wrong),
                       "device nodes come from the driver; in a container pass them with "
-                      "--device, do not bind-mount files", *evidence)
+                      "--device, do not bind-mount files", *evidence,
+                      rules=("not-a-character-device",))
     absent = _missing(nodes, rule.expected)
     if absent:
         return warned(f"missing {', '.join(absent)} ({rule.note})", docker_hint(rule),
-                      *evidence)
+                      *evidence, rules=("missing-usual-node",))
     shared = ", ".join(rule.required)
     summary = f"{len(nodes.davinci)} davinci node(s) and {shared} present ({rule.name})"
     return passed(summary, *evidence)

@@ -30,6 +30,32 @@ SMOKE_PROMPT = "Reply with the single word: ready"
 SMOKE_TOKENS = 8
 START_HINT = "start the server (vllm serve ...), or fix --endpoint"
 
+# The checks' rules, by name -> the statuses they give (each check's playbook lists the same
+# rules under "What the check does"; tests/checks/test_check_rules.py).
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "endpoint.health": {
+        "unreachable": "fail",
+        "no-model-listed": "fail",
+        "model-not-served": "fail",
+    },
+    "endpoint.smoke": {
+        "unreachable": "fail",
+        "no-model-listed": "fail",
+        "reply-too-long": "fail",
+        "no-text": "fail",
+        "malformed-stream": "fail",
+        "slow-first-token": "warn",
+    },
+    "endpoint.metrics": {
+        "no-metrics": "warn",
+        "unreachable": "fail",
+        "not-serving-metrics": "warn",
+        "loaded": "warn",
+        "metrics-missing": "warn",
+    },
+}
+UNREACHABLE = ("unreachable",)
+
 
 def _target(ctx: Context) -> EndpointTarget:
     assert ctx.endpoint is not None  # the registry skips these checks without --endpoint
@@ -69,14 +95,15 @@ def endpoint_health(ctx: Context) -> Finding:
     target = _target(ctx)
     models, error = _models(ctx)
     if error:
-        return failed(error, _remedy(error))
+        return failed(error, _remedy(error), rules=UNREACHABLE)
     if not models:
-        return failed(f"{target.api_base}/models lists no model", "load a model into the server")
+        return failed(f"{target.api_base}/models lists no model", "load a model into the server",
+                      rules=("no-model-listed",))
     evidence = [f"served: {', '.join(models[:10])}"]
     if target.model is not None and target.model not in models:
         return failed(f"{target.api_base} does not serve {target.model!r}",
                       "pass --endpoint-model with a listed name (vllm serve "
-                      "--served-model-name sets it)", *evidence)
+                      "--served-model-name sets it)", *evidence, rules=("model-not-served",))
     model = target.model or models[0]
     return passed(f"{target.api_base} answers and serves {model}", *evidence)
 
@@ -88,7 +115,8 @@ def endpoint_smoke(ctx: Context) -> Finding:
     target = _target(ctx)
     models, error = _models(ctx)
     if error or not models:
-        return failed(error or f"{target.api_base}/models lists no model", _remedy(error))
+        return failed(error or f"{target.api_base}/models lists no model", _remedy(error),
+                      rules=UNREACHABLE if error else ("no-model-listed",))
     model = target.model if target.model in models else models[0]
     budget_s = float(ctx.policy.get("endpoint", "ttft_budget_s"))
     url = f"{target.api_base}/chat/completions"
@@ -98,10 +126,11 @@ def endpoint_smoke(ctx: Context) -> Finding:
         with _client(ctx) as client:
             outcome = _stream(client, url, body)
     except http.BodyTooLarge as exc:
-        return failed(str(exc), "the server streams more than a short reply; check it")
+        return failed(str(exc), "the server streams more than a short reply; check it",
+                      rules=("reply-too-long",))
     except Exception as exc:
         text = http.describe(exc, url)
-        return failed(text, _remedy(text))
+        return failed(text, _remedy(text), rules=UNREACHABLE)
     return _judge_smoke(outcome, url, model, budget_s)
 
 
@@ -159,7 +188,7 @@ def _take(data: str, out: dict[str, Any], start: float) -> bool:
 
 def _judge_smoke(outcome: dict[str, Any], url: str, model: str, budget_s: float) -> Finding:
     if outcome["error"]:
-        return failed(outcome["error"], _remedy(outcome["error"]))
+        return failed(outcome["error"], _remedy(outcome["error"]), rules=UNREACHABLE)
     ttft = outcome["ttft_s"]
     evidence = [f"model {model}, {SMOKE_TOKENS} greedy tokens",
                 f"reply: {one_line(outcome['text'])[:120]!r}"]
@@ -172,14 +201,15 @@ def _judge_smoke(outcome: dict[str, Any], url: str, model: str, budget_s: float)
         problems.append("no finish_reason")
     if not outcome["text"]:
         return failed(f"{url}: the completion returned no text", "read the server's log",
-                      *problems, *evidence)
+                      *problems, *evidence, rules=("no-text",))
     if problems:
         return failed(f"{url}: the stream is malformed: {problems[0]}",
                       "the client libraries rely on the OpenAI stream format; check the "
-                      "server version", *problems, *evidence)
+                      "server version", *problems, *evidence, rules=("malformed-stream",))
     if ttft is not None and ttft > budget_s:
         return warned(f"first token after {ttft:.1f} s, over the {budget_s:g} s budget",
-                      "warm the server up, or look at its queue (endpoint.metrics)", *evidence)
+                      "warm the server up, or look at its queue (endpoint.metrics)", *evidence,
+                      rules=("slow-first-token",))
     first = "" if ttft is None else f" ({ttft * 1000:.0f} ms to the first token)"
     return passed(f"a short greedy completion streamed text, well-formed{first}", *evidence)
 
@@ -196,9 +226,9 @@ def endpoint_metrics(ctx: Context) -> Finding:
                       "without it neither ascend-console's serving panel nor Prometheus can "
                       "watch load, KV cache and latency; vLLM serves /metrics by default, "
                       "MindIE on its management port with MIES_SERVICE_MONITOR_MODE=1 "
-                      "(pass that URL with --endpoint-metrics)")
+                      "(pass that URL with --endpoint-metrics)", rules=("no-metrics",))
     if not fetched.ok:
-        return failed(fetched.error, _remedy(fetched.error))
+        return failed(fetched.error, _remedy(fetched.error), rules=UNREACHABLE)
     reading = read_serving(parse(fetched.text))
     return _judge_metrics(ctx, reading, target.metrics_url)
 
@@ -208,7 +238,8 @@ def _judge_metrics(ctx: Context, reading: ServingReading, url: str) -> Finding:
     missing = [m for m in REQUIRED if m not in reading.names]
     if len(missing) == len(REQUIRED):
         return warned(f"{url} exports none of the serving metrics the console reads",
-                      "is this the serving engine's /metrics (not an exporter's)?")
+                      "is this the serving engine's /metrics (not an exporter's)?",
+                      rules=("not-serving-metrics",))
     kv = reading.gauges.get("kv_cache_usage")
     waiting = reading.gauges.get("waiting")
     kv_limit = float(ctx.policy.get("endpoint", "kv_cache_usage_warn_ratio"))
@@ -221,11 +252,11 @@ def _judge_metrics(ctx: Context, reading: ServingReading, url: str) -> Finding:
     if load:
         return warned(f"{reading.server} is loaded before traffic: " + "; ".join(load),
                       "add capacity or lower --max-num-seqs / request rate before routing more "
-                      "traffic here", *evidence)
+                      "traffic here", *evidence, rules=("loaded",))
     if missing:
         return warned(f"{reading.server} /metrics lacks {', '.join(missing)}",
                       "these show as 'not exported' in the console; a newer vLLM renamed some "
-                      "(see the playbook)", *evidence)
+                      "(see the playbook)", *evidence, rules=("metrics-missing",))
     summary = f"{reading.server} exports what the console reads"
     if kv is not None:
         summary += f"; KV cache {kv:.0%}"

@@ -21,6 +21,23 @@ from probes.stack import TOOLKIT_ENV_VARS, StackVersions
 
 LIBASCENDCL = "libascendcl.so"
 
+# The check's rules, by name -> the statuses they give; its playbook lists the same rules under
+# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
+# name them yet.
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "cann.environment": {
+        "no-toolkit": "skip",  # cann_environment
+        "set-env-not-sourced": "fail",  # judge_toolkit_vars
+        "toolkit-not-found": "warn",  # judge_toolkit_vars
+        "toolkit-path-missing": "fail",  # judge_toolkit_vars
+        "home-incomplete": "fail",  # judge_home_layout
+        "opp-path": "fail",  # judge_opp
+        "driver-libs-not-on-path": "warn",  # judge_driver_libs
+        "libascendcl-not-found": "warn",  # judge_libascendcl
+        "visible-devices": "fail",  # judge_visible_devices
+    },
+}
+
 
 def _exists(host: Host, path: str) -> bool | None:
     """True/False, or None when a recording never saw the path."""

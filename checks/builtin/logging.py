@@ -20,6 +20,21 @@ from probes.errors import HostError, NotRecorded
 from probes.host import Host
 
 MIB = 1024 * 1024
+
+# The check's rules, by name -> the statuses they give; its playbook lists the same rules under
+# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
+# name them yet.
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "logging.level": {
+        "level-illegal": "warn",  # probes.environment.parse_log_level
+        "verbose-in-production": "warn",  # _verbose_problem, policy logging.production
+        "print-to-stdout": "warn",  # ASCEND_SLOG_PRINT_TO_STDOUT=1
+        "file-num-illegal": "warn",  # probes.environment.parse_log_file_num
+        "log-dir-not-a-directory": "warn",  # _size_part
+        "log-dir-too-large": "warn",  # _size_part, policy logging.max_log_dir_mb
+        "low-free-disk": "warn",  # _free_part, policy logging.min_free_disk_mb
+    },
+}
 # The walk of the log directory stops after this many entries or below this depth.
 MAX_ENTRIES = 20000
 MAX_DEPTH = 8

@@ -17,6 +17,10 @@ from checks.context import Context
 from checks.health import health_level, health_verdict
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.thermal import (
+    RULE_CODE,
+    RULE_CODES_UNREAD,
+    RULE_HBM,
+    RULE_PEERS,
     THERMAL_CODES,
     ChipReading,
     ThermalVerdict,
@@ -50,6 +54,33 @@ FAULT_CODES = {
 }
 UNKNOWN_HEALTH = "health could not be read"
 
+# The rules of each check, by name -> the statuses they give (tests/checks/test_check_rules.py:
+# every rule tags the findings it decides, and the check's playbook lists the same rules under
+# "What the check does").
+_NPU_SMI_RULES = {
+    "npu-smi-hung": "fail",
+    "no-npu": "skip",
+    "npu-smi-error": "fail",
+    "no-chips": "skip",
+}
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "npu.health": {
+        **_NPU_SMI_RULES,
+        "health-warning": "warn",
+        "health-unread": "warn",
+        "health-alarm": "fail",
+    },
+    "npu.temperature": {
+        **_NPU_SMI_RULES,
+        RULE_CODE: "warn/fail",
+        RULE_CODES_UNREAD: "warn",
+        RULE_HBM: "fail",
+        RULE_PEERS: "warn",
+        "no-temperature": "skip",
+    },
+}
+_HEALTH_RULES = {"warn": "health-warning", "unknown": "health-unread", "fail": "health-alarm"}
+
 
 def _chip_name(chip: ChipRow) -> str:
     chip_part = "" if chip.chip_id is None else f" chip {chip.chip_id}"
@@ -63,20 +94,21 @@ def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
         # error_text already says it hung, and where to look
         return None, failed(reading.error_text,
                             "find the stuck driver or device in `dmesg`; see the npu.health "
-                            "playbook")
+                            "playbook", rules=("npu-smi-hung",))
     if reading.kind == "unavailable":
-        return None, skipped(f"no NPU to look at: {reading.error_text}")
+        return None, skipped(f"no NPU to look at: {reading.error_text}", rules=("no-npu",))
     if reading.is_error:
         return None, _npu_smi_error(reading)
     if reading.info is None or not reading.info.chips:
-        return None, skipped("npu-smi printed no chips")
+        return None, skipped("npu-smi printed no chips", rules=("no-chips",))
     return reading.info, None
 
 
 def _npu_smi_error(reading: NpuReading) -> Finding:
     kind = str(reading.document.get("error_kind", ""))
     cause = ERROR_CAUSES.get(kind, "see the npu.health playbook")
-    return failed(f"npu-smi failed: {reading.error_text}", cause, reading.error_text)
+    return failed(f"npu-smi failed: {reading.error_text}", cause, reading.error_text,
+                  rules=("npu-smi-error",))
 
 
 # -- per-chip `-t` reads, shared by the checks ---------------------------------------------------
@@ -166,9 +198,10 @@ def npu_health(ctx: Context) -> Finding:
     summary = ", ".join(_health_summary(c) for c in bad)
     remedy = ("read the error codes above; then `npu-smi info -t health -i N -c C` and the "
               "device logs (`msnpureport`); replace or reset the chip before serving")
+    rules = tuple(dict.fromkeys(_HEALTH_RULES[health_level(c.health)] for c in bad))
     if all(health_verdict(c.health) == "warn" for c in bad):
-        return warned(summary, remedy, *evidence)
-    return failed(summary, remedy, *evidence)
+        return warned(summary, remedy, *evidence, rules=rules)
+    return failed(summary, remedy, *evidence, rules=rules)
 
 
 def _health_summary(chip: ChipRow) -> str:
@@ -189,13 +222,15 @@ def npu_temperature(ctx: Context) -> Finding:
     verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
     level = worst([v.level for v in verdicts])
     if level == "unknown":
-        return skipped("npu-smi printed no temperature and no alarm code was read", *evidence)
+        return skipped("npu-smi printed no temperature and no alarm code was read", *evidence,
+                       rules=("no-temperature",))
     bad = [v for v in verdicts if v.level in ("warn", "fail")]
     if not bad:
         return passed(_calm_summary(ctx, readings), *evidence)
     summary = _trouble_summary(bad)
     evidence += [f"{v.key}: {reason}" for v in bad for reason in v.reasons]
-    return (failed if level == "fail" else warned)(summary, _COOLING, *evidence)
+    rules = tuple(dict.fromkeys(rule for v in bad for rule in v.rules))
+    return (failed if level == "fail" else warned)(summary, _COOLING, *evidence, rules=rules)
 
 
 def _thermal_readings(ctx: Context, info: NpuInfo) -> tuple[list[ChipReading], list[str]]:

@@ -26,6 +26,20 @@ if TYPE_CHECKING:
 _BUSY_CLASSES = ("0108", "02", "0302", "12")
 _CLASS_NAMES = {"0108": "NVMe", "02": "network", "0302": "GPU", "12": "accelerator"}
 
+# The check's rules, by name -> the statuses they give; its playbook lists the same rules under
+# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
+# name them yet.
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "pcie.contention": {
+        "no-ascend-function": "skip",  # pcie_contention
+        "pci-unreadable": "skip",  # pcie_contention
+        "link-degraded": "warn",  # degraded
+        "shared-uplink": "warn",  # _sharing
+        "aer-correctable": "warn",  # _aer_problems, policy pcie.aer_correctable_warn
+        "aer-uncorrectable": "warn",  # _aer_problems, policy pcie.aer_uncorrectable_warn
+    },
+}
+
 
 def _busy_class(fn: PciFunction) -> str | None:
     code = fn.class_code or ""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,30 @@ LIST_NOTE = ("the tokenizer returns plain integer lists (no dtype yet): numpy.as
 _IN_USE = threading.Lock()
 DTYPE_PLAYBOOK = "see playbook tokenizer.dtype"
 IDS_PLAYBOOK = "see playbook tokenizer.token-ids"
+
+# The checks' rules, by name -> the statuses they give (each check's playbook lists the same
+# rules under "What the check does"; tests/checks/test_check_rules.py).
+_LOAD_RULES = {"tokenizer-not-loaded": "warn/skip", "vocabulary-too-small": "fail"}
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "tokenizer.dtype": {
+        **_LOAD_RULES,
+        "ids-dtype": "warn/fail",
+        "attention-mask": "fail",
+        "no-attention-mask": "warn",
+        "library-drift": "warn",
+    },
+    "tokenizer.token-ids": {
+        **_LOAD_RULES,
+        "id-past-embedding": "fail",
+        "config-id-past-vocab": "fail",
+        "declared-vocab-too-small": "fail",
+        "config-id-not-special": "warn",
+        "no-vocab-size": "warn",
+        "spare-embedding-rows": "warn",
+        "template-unfinished": "warn",
+    },
+}
+Problem = tuple[str, str]  # (rule, one line)
 FILES_REMEDY = ("copy the tokenizer files of the checkpoint (tokenizer.json, or vocab.json + "
                 "merges.txt) from where it was downloaded")
 
@@ -90,11 +114,12 @@ def load_tokenizer(ctx: Context) -> Loaded:
 
 
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
+    rules = ("tokenizer-not-loaded",)
     if exc.status == "warn":
         return warned(exc.reason, "ship the tokenizer files (tokenizer.json, "
                       "tokenizer_config.json) with the checkpoint",
-                      one_line(str(exc.__cause__ or "")))
-    return skipped(exc.reason)
+                      one_line(str(exc.__cause__ or "")), rules=rules)
+    return skipped(exc.reason, rules=rules)
 
 
 @dataclass(frozen=True)
@@ -127,8 +152,7 @@ def library_note(ctx: Context, loaded: Loaded) -> LibraryNote:
 def _with_note(finding: Finding, note: LibraryNote) -> Finding:
     if not note.differs:
         return finding
-    return Finding(finding.status, f"{finding.summary} ({note.differs})", finding.evidence,
-                   finding.remedy)
+    return replace(finding, summary=f"{finding.summary} ({note.differs})")
 
 
 def vocabulary_problem(loaded: Loaded, vocab_size: int | None, probe_ids: int) -> str:
@@ -235,12 +259,12 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
         evidence.append(LIST_NOTE)
     evidence += [MASK_NOTE, versions] if versions else [MASK_NOTE]
     # without a vocabulary the dtypes and the mask of an empty batch say nothing
-    problems = [("fail", vocabulary)] if vocabulary else [
-        *((sev, f"{seen.framework}: {why}") for seen in observed
+    problems = [("fail", vocabulary, "vocabulary-too-small")] if vocabulary else [
+        *((sev, f"{seen.framework}: {why}", "ids-dtype") for seen in observed
           for sev, why in [_ids_problem(seen)] if sev),
-        *(("fail", f"{seen.framework}: {why}") for seen in observed
+        *(("fail", f"{seen.framework}: {why}", "attention-mask") for seen in observed
           for why in [_mask_problem(seen)] if why)]
-    problems += [("warn", why) for why in drift]
+    problems += [("warn", why, "library-drift") for why in drift]
     remedy = ("keep input_ids int64 (int32 at most) and the attention_mask integer 0/1 "
               f"with 1 = attend; fix the tokenizer wrapper; {DTYPE_PLAYBOOK}")
     if vocabulary:
@@ -248,15 +272,16 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
     if drift:
         remedy += ("; install the transformers/tokenizers the baseline was validated with, "
                    "or re-validate and record a new baseline")
-    fails = [why for sev, why in problems if sev == "fail"]
+    fails = [why for sev, why, _ in problems if sev == "fail"]
+    rules = tuple(dict.fromkeys(rule for _, _, rule in problems))
     if fails:
-        return failed("; ".join(fails), remedy, *evidence)
+        return failed("; ".join(fails), remedy, *evidence, rules=rules)
     if problems:
-        return warned("; ".join(why for _, why in problems), remedy, *evidence)
+        return warned("; ".join(why for _, why, _ in problems), remedy, *evidence, rules=rules)
     if all(seen.mask_dtype is None for seen in observed):
         return warned("the tokenizer returns no attention_mask; ids are "
                       f"{observed[0].ids_dtype}", "build the mask in the serving engine; "
-                      + DTYPE_PLAYBOOK, *evidence)
+                      + DTYPE_PLAYBOOK, *evidence, rules=("no-attention-mask",))
     first = observed[0]
     ids = "integers" if first.ids_dtype == "int" else first.ids_dtype
     mask = "" if first.mask_dtype == "int" else f" {first.mask_dtype}"
@@ -278,9 +303,7 @@ def tokenizer_dtype(ctx: Context) -> Finding:
     extra = [] if batch.padded else ["no pad token in tokenizer_config.json: the batch was "
                                      "not padded, so the mask over padding was not seen"]
     finding = judge_dtype([seen], note.evidence, library_drift(ctx), vocabulary)
-    finding = Finding(finding.status, finding.summary, (*finding.evidence, *extra),
-                      finding.remedy)
-    return _with_note(finding, note)
+    return _with_note(replace(finding, evidence=(*finding.evidence, *extra)), note)
 
 
 def library_drift(ctx: Context) -> list[str]:
@@ -344,20 +367,32 @@ def round_trip(ids: Sequence[int], dtype: str) -> list[tuple[int, int]]:
     return [(a, b) for a in ids for b in [narrowed(a, dtype)] if a != b]
 
 
-def _config_problems(seen: IdObservation, vocab: int) -> tuple[list[str], list[str]]:
+def _config_problems(seen: IdObservation, vocab: int) -> tuple[list[Problem], list[Problem]]:
     """(fails, warns) from special ids in config.json/generation_config.json."""
-    fails, warns = [], []
+    fails: list[Problem] = []
+    warns: list[Problem] = []
     for where, token_id in seen.config_ids:
         if token_id >= vocab:
-            fails.append(f"{where} = {token_id} is >= vocab_size {vocab}")
+            fails.append(("config-id-past-vocab",
+                          f"{where} = {token_id} is >= vocab_size {vocab}"))
         elif seen.known_ids and token_id not in seen.known_ids:
-            warns.append(f"{where} = {token_id} is not a special token of the tokenizer "
-                         "(remapped or clamped?)")
+            warns.append(("config-id-not-special",
+                          f"{where} = {token_id} is not a special token of the tokenizer "
+                          "(remapped or clamped?)"))
     for where, declared in seen.declared_vocab:
         if declared < seen.tokenizer_size:
-            fails.append(f"{where} = {declared} is smaller than the tokenizer "
-                         f"({seen.tokenizer_size} ids)")
+            fails.append(("declared-vocab-too-small",
+                          f"{where} = {declared} is smaller than the tokenizer "
+                          f"({seen.tokenizer_size} ids)"))
     return fails, warns
+
+
+def _lines(problems: Sequence[Problem]) -> str:
+    return "; ".join(line for _, line in problems)
+
+
+def _rules(problems: Sequence[Problem]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(rule for rule, _ in problems))
 
 
 def _id_evidence(seen: IdObservation) -> list[str]:
@@ -385,35 +420,41 @@ def judge_token_ids(seen: IdObservation) -> Finding:
     evidence = _id_evidence(seen)
     remedy = ("ship the tokenizer that belongs to the checkpoint, keep ids int64/int32 end "
               f"to end, never clamp or remap ids; {IDS_PLAYBOOK}")
-    fails = [seen.vocabulary] if seen.vocabulary else []
+    fails: list[Problem] = ([("vocabulary-too-small", seen.vocabulary)]
+                            if seen.vocabulary else [])
     if seen.vocabulary:
         remedy = f"{FILES_REMEDY}; {IDS_PLAYBOOK}"
-    template = ([f"the chat template did not finish: {seen.template_note}"]
-                if seen.template_stopped else [])
+    template: list[Problem] = ([("template-unfinished",
+                                 f"the chat template did not finish: {seen.template_note}")]
+                               if seen.template_stopped else [])
     if seen.vocab_size is None:
         fails_c, warns = _config_problems(seen, 1 << 62)
         if fails or fails_c:
-            return failed("; ".join(fails + fails_c), remedy, *evidence)
-        return warned("; ".join(["config.json has no vocab_size: cannot compare the "
-                                 f"tokenizer's largest id {seen.largest_id} with the embedding",
-                                 *template]),
+            return failed(_lines(fails + fails_c), remedy, *evidence,
+                          rules=_rules(fails + fails_c))
+        unknown: list[Problem] = [("no-vocab-size", "config.json has no vocab_size: cannot "
+                                   f"compare the tokenizer's largest id {seen.largest_id} "
+                                   "with the embedding"), *template]
+        return warned(_lines(unknown),
                       "run with the model directory that holds config.json; " + IDS_PLAYBOOK,
-                      *evidence, *warns)
+                      *evidence, *(line for _, line in warns), rules=_rules(unknown))
     if seen.largest_id >= seen.vocab_size:
-        fails.insert(0, f"the tokenizer produces id {seen.largest_id} but the embedding has "
-                        f"{seen.vocab_size} rows (vocab_size): ids >= {seen.vocab_size} "
-                        "index past it")
+        fails.insert(0, ("id-past-embedding",
+                         f"the tokenizer produces id {seen.largest_id} but the embedding has "
+                         f"{seen.vocab_size} rows (vocab_size): ids >= {seen.vocab_size} "
+                         "index past it"))
     fails_c, warns = _config_problems(seen, seen.vocab_size)
     fails += fails_c
     if fails:
-        return failed("; ".join(fails), remedy, *evidence)
+        return failed(_lines(fails), remedy, *evidence, rules=_rules(fails))
     spare = seen.vocab_size - seen.tokenizer_size
     if spare > PADDING_ROWS_WARN:
-        warns.insert(0, f"the embedding has {spare} rows beyond the tokenizer's "
-                        f"{seen.tokenizer_size} ids: the tokenizer of another model?")
+        warns.insert(0, ("spare-embedding-rows",
+                         f"the embedding has {spare} rows beyond the tokenizer's "
+                         f"{seen.tokenizer_size} ids: the tokenizer of another model?"))
     warns += template
     if warns:
-        return warned("; ".join(warns), remedy, *evidence)
+        return warned(_lines(warns), remedy, *evidence, rules=_rules(warns))
     return passed(f"largest id {seen.largest_id} < vocab_size {seen.vocab_size}", *evidence)
 
 
@@ -498,6 +539,4 @@ def tokenizer_token_ids(ctx: Context) -> Finding:
         observed = observe_ids(loaded)
     note = library_note(ctx, loaded)
     finding = judge_token_ids(observed)
-    finding = Finding(finding.status, finding.summary, (*finding.evidence, note.evidence),
-                      finding.remedy)
-    return _with_note(finding, note)
+    return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence)), note)

@@ -94,6 +94,28 @@ class Installed:
 
 
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
+
+# The check's rules, by name -> the statuses they give; its playbook lists the same rules under
+# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
+# name them yet.
+# "policy": the status policy versions.unknown_is sets (warn by default).
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "versions.parity": {
+        "nothing-installed": "skip",  # _skip_reason
+        "version-file-unusable": "warn",  # _describe_file
+        "interpreter-not-judged": "warn",  # judge_interpreter
+        "firmware-driver-fields": "warn",  # judge_driver_firmware (derived)
+        "driver-hdk-table": "warn/fail",  # _driver_by_table
+        "innerversion-family": "warn",  # _driver_by_family (derived)
+        # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
+        "not-in-the-data": "policy",
+        "nnal-equals-cann": "fail",  # judge_nnal
+        "torch-npu-build": "warn/fail",  # judge_torch
+        "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
+        "vllm-ascend-row": "fail",  # judge_vllm_ascend
+        "mindie-cann": "fail",  # judge_mindie
+    },
+}
 PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "
                  "(e.g. the virtualenv of `vllm serve`).")
 

@@ -29,6 +29,7 @@ from console.chat.backend import ChatBackend
 from console.msprof import MsprofError, OpConflict, read_conflicts
 from console.options import ConsoleOptions, backend_for
 from console.ui import messages as msg
+from console.ui import safe
 from console.ui.chat_controller import ChatController
 from console.ui.recording_controller import RecordingController
 from console.ui.telemetry_controller import TelemetryController
@@ -122,9 +123,9 @@ class ConsoleApp(App[int]):
     def on_mount(self) -> None:
         self._main = self.screen
         self.set_subtitle()
-        self.main_widget(PressurePanel).show(None, None, self.conflicts)
+        self.telemetry.redraw_pressure()
         if self.msprof_error:
-            self.notify(self.msprof_error, title="--msprof", severity="error", timeout=20)
+            safe.notify(self, self.msprof_error, title="--msprof", severity="error", timeout=20)
         if self.options.record is not None and not self.options.read_only:
             self.recording.start(self.options.record)
         self.chat.start()
@@ -144,14 +145,14 @@ class ConsoleApp(App[int]):
             parts.append(f"● REC {self.recording.recorder.path.name}")
         if self.options.read_only:
             parts.append("read-only")
-        self.sub_title = " · ".join(p for p in parts if p)
+        self.sub_title = safe.line(" · ".join(p for p in parts if p))
 
     # --- worker messages -> controllers ---------------------------------------------------------
     # a message that lands while the app closes finds no widget: it is dropped
 
     def on_npu_sampled(self, message: msg.NpuSampled) -> None:
         with suppress(NoMatches):
-            self.telemetry.take_npu(message.snapshot)
+            self.telemetry.take_npu(message.snapshot, message.causes)
 
     def on_host_sampled(self, message: msg.HostSampled) -> None:
         with suppress(NoMatches):
@@ -265,10 +266,10 @@ class ConsoleApp(App[int]):
     def action_copy_reply(self) -> None:
         text = self.chat.session.last_reply()
         if text is None:
-            self.notify("no reply to copy yet", severity="warning")
+            safe.notify(self, "no reply to copy yet", severity="warning")
             return
         self.copy_to_clipboard(text)  # OSC 52: works over ssh and inside tmux
-        self.notify(f"copied the last reply ({len(text)} characters)")
+        safe.notify(self, f"copied the last reply ({len(text)} characters)")
 
     def action_save_transcript(self) -> None:
         settings = self.main_widget(ChatPane).settings()
@@ -277,9 +278,9 @@ class ConsoleApp(App[int]):
             md_path, json_path = self.chat.session.save_transcript(
                 directory, self.chat.label, None if isinstance(settings, str) else settings)
         except OSError as exc:
-            self.notify(f"{directory}: cannot save the transcript ({exc})", severity="error")
+            safe.notify(self, f"{directory}: cannot save the transcript ({exc})", severity="error")
             return
-        self.notify(f"transcript saved: {md_path} (and {json_path.name})", timeout=10)
+        safe.notify(self, f"transcript saved: {md_path} (and {json_path.name})", timeout=10)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from console.chat.backend import BackendUnavailable, ChatBackend, ChatSettings
 from console.chat.reply import ReplyDelta, ReplyDone, ReplyEvent, ReplyStats, Stopper, run_reply
 from console.chat.session import QUEUED_NOTE, ChatSession, Prompt
+from console.ui import safe
 from console.ui.messages import BackendFailed, BackendProgress, BackendReady
 from console.ui.messages import ReplyEvent as ReplyMessage
 from console.ui.widgets.chat import ChatPane
@@ -126,14 +127,14 @@ class ChatController:
         action, prompt = self.session.submit(text, settings)
         if prompt is None:
             self.pane.restore_prompt(text)
-            self.app.notify("a reply is still streaming; Esc cancels it" if action == "busy"
-                            else "no model to send to (see the line above the chat)",
-                            severity="warning")
+            safe.notify(self.app, "a reply is still streaming; Esc cancels it" if action == "busy"
+                        else "no model to send to (see the line above the chat)",
+                        severity="warning")
             return
         note = QUEUED_NOTE if action == "queued" else ""
         await self.pane.add_user(prompt.turn_id, text, note)
         if action == "queued":
-            self.app.notify(QUEUED_NOTE, timeout=3)
+            safe.notify(self.app, QUEUED_NOTE, timeout=3)
             self._show_loading()
             return
         await self._start(prompt)
@@ -172,7 +173,7 @@ class ChatController:
         prompt = self.session.finish(text, event.stats, event.error)
         self.stopper = None
         if event.error:
-            self.app.notify(event.error, title="the reply failed", severity="error")
+            safe.notify(self.app, event.error, title="the reply failed", severity="error")
             if prompt is not None:
                 self.pane.restore_prompt(prompt.text)
         self.reply_finished(self.backend, event.stats)
@@ -184,5 +185,5 @@ class ChatController:
         self.stopper.set()
         if self.backend is not None:
             self.backend.cancel()
-        self.app.notify("generation cancelled", timeout=2)
+        safe.notify(self.app, "generation cancelled", timeout=2)
         return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from console.chat.reply import ReplyDelta, ReplyDone
+from console.pressure import ZeroCauses
 from console.snapshots import HostSnapshot, NpuSnapshot, ServingSnapshot
 
 
@@ -46,9 +47,13 @@ class ReplyEvent(Message):
 
 
 class NpuSampled(Message):
-    def __init__(self, snapshot: NpuSnapshot) -> None:
+    """A sample; `causes`: what the sampled machine shows of the documented zero readings
+    (profiler running, virtual machine), None where not knowable."""
+
+    def __init__(self, snapshot: NpuSnapshot, causes: ZeroCauses | None = None) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.causes = causes
 
 
 class HostSampled(Message):

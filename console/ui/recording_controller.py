@@ -8,6 +8,7 @@ from typing import Any
 
 from console.recording import Player, Recorder, RecordingError, new_recording_path
 from console.snapshots import EngineSnapshot, HostSnapshot, NpuSnapshot, ServingSnapshot
+from console.ui import safe
 from console.ui.messages import Replayed, ReplayEnded
 from console.ui.wiring import Wiring
 
@@ -27,12 +28,12 @@ class RecordingController:
     def toggle(self) -> None:
         options = self.w.options
         if options.read_only:
-            self.app.notify("read-only: recording is disabled", severity="warning")
+            safe.notify(self.app, "read-only: recording is disabled", severity="warning")
             return
         if self.recorder is not None:
             path = self.recorder.path
             self.stop()
-            self.app.notify(f"recording stopped: {path}")
+            safe.notify(self.app, f"recording stopped: {path}")
             return
         self.start(options.record or new_recording_path(options.recordings_dir))
 
@@ -42,9 +43,9 @@ class RecordingController:
                 path.parent.mkdir(parents=True, exist_ok=True)
             self.recorder = Recorder(path)
         except (RecordingError, OSError) as exc:
-            self.app.notify(str(exc), title="record", severity="error", timeout=15)
+            safe.notify(self.app, exc, title="record", severity="error", timeout=15)
             return
-        self.app.notify(f"recording telemetry to {path}")
+        safe.notify(self.app, f"recording telemetry to {path}")
         self.set_subtitle()
 
     def stop(self) -> None:
@@ -53,7 +54,7 @@ class RecordingController:
             try:
                 recorder.close()
             except RecordingError as exc:
-                self.app.notify(str(exc), title="record", severity="error")
+                safe.notify(self.app, exc, title="record", severity="error")
         self.set_subtitle()
 
     def record(self, snapshot: Any) -> None:
@@ -62,7 +63,7 @@ class RecordingController:
         try:
             self.recorder.add(snapshot)
         except RecordingError as exc:
-            self.app.notify(f"{exc}; recording stopped", title="record", severity="error")
+            safe.notify(self.app, f"{exc}; recording stopped", title="record", severity="error")
             self.recorder = None
             self.set_subtitle()
 
@@ -93,9 +94,9 @@ class RecordingController:
 
     def ended(self, message: ReplayEnded) -> None:
         if message.error:
-            self.app.notify(message.error, title="replay", severity="error", timeout=30)
+            safe.notify(self.app, message.error, title="replay", severity="error", timeout=30)
         elif message.skipped_rows:
-            self.app.notify(f"end of the recording; {message.skipped_rows} damaged row(s) were "
-                            "skipped", title="replay", severity="warning")
+            safe.notify(self.app, f"end of the recording; {message.skipped_rows} damaged row(s) "
+                        "were skipped", title="replay", severity="warning")
         else:
-            self.app.notify("end of the recording", title="replay")
+            safe.notify(self.app, "end of the recording", title="replay")

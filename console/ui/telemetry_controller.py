@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.css.query import NoMatches
 
-from console import exporter, serving, telemetry
+from console import exporter, pressure, serving, telemetry
 from console.alerts import AlertLog, evaluate_all
 from console.chat.backend import ChatBackend
 from console.chat.reply import ReplyStats
@@ -26,6 +26,7 @@ from console.snapshots import (
     NpuSnapshot,
     ServingSnapshot,
 )
+from console.ui import safe
 from console.ui.messages import HostSampled, NpuSampled, ServingSampled
 from console.ui.widgets.alerts import AlertsPanel
 from console.ui.widgets.engine_panel import EnginePanel
@@ -56,6 +57,9 @@ class TelemetryController:
         self.samplers = {s: telemetry.Sampler(options.interval_s, stale, wiring.clock)
                          for s in self.sources}
         self.alert_log = AlertLog()
+        self.pressure_limits = pressure.pressure_limits(policy)
+        self.causes: dict[str, pressure.ZeroCauses] = {}  # per source, from its last sample
+        self._causes = pressure.CauseReader(host)  # used by the NPU worker only
         self.host_snapshot: HostSnapshot | None = None
         self.engine_snapshot: EngineSnapshot | None = None
         self.serving_snapshot: ServingSnapshot | None = None
@@ -109,8 +113,8 @@ class TelemetryController:
         return self._http
 
     def _sample_npu(self) -> None:
-        self.app.post_message(NpuSampled(
-            telemetry.sample_npu(self.host, self.w.options.npu_timeout_s, self.w.clock)))
+        snapshot = telemetry.sample_npu(self.host, self.w.options.npu_timeout_s, self.w.clock)
+        self.app.post_message(NpuSampled(snapshot, self._causes.read(snapshot)))
 
     def _sample_exporter(self, url: str) -> None:
         self.app.post_message(NpuSampled(
@@ -131,7 +135,9 @@ class TelemetryController:
 
     # --- taking snapshots (UI thread) ----------------------------------------------------------
 
-    def take_npu(self, snapshot: NpuSnapshot) -> None:
+    def take_npu(self, snapshot: NpuSnapshot, causes: pressure.ZeroCauses | None = None) -> None:
+        """`causes`: None for a source whose machine cannot be asked (an exporter, a replay)."""
+        self.causes[snapshot.source] = causes or pressure.UNKNOWN_CAUSES
         sampler = self.samplers.get(snapshot.source)
         if sampler is None:  # a recording made with other sources: show them too
             sampler = self.samplers[snapshot.source] = telemetry.Sampler(
@@ -209,11 +215,20 @@ class TelemetryController:
             panel = panels.get(source)
             if shown is not None and panel is not None:
                 panel.show(shown, self.history, now, sampler.is_stale(now))
-        good = [s for s in self.shown_npus() if s.ok]
-        merged = (NpuSnapshot(good[0].taken_at, tuple(c for s in good for c in s.chips), (),
-                              True, None, 0.0) if good else None)
-        self.w.widget(PressurePanel).show(merged, self.engine_snapshot,
-                                                 self.conflicts)
+        self.redraw_pressure()
+
+    def redraw_pressure(self) -> None:
+        shown = self.shown_npus()
+        good = [(s, self.causes.get(s.source, pressure.UNKNOWN_CAUSES)) for s in shown if s.ok]
+        rows = pressure.pressure_rows(good, self.pressure_limits)
+        if rows:
+            note = pressure.causes_note([causes for _, causes in good])
+        elif not shown:
+            note = "waiting for the first NPU sample…"
+        else:
+            errors = [s.error for s in shown if s.error]
+            note = "no NPU data" + (f": {errors[0]}" if errors else "")
+        self.w.widget(PressurePanel).show(rows, note, self.conflicts)
 
     def update_alerts(self) -> None:
         now = self.now()
@@ -227,5 +242,5 @@ class TelemetryController:
             self.record(alert)
 
     def _notify(self, alert: Alert) -> None:
-        self.app.notify(f"{alert.message}: {alert.value}", title="alert",
-                        severity="error" if alert.level == "fail" else "warning")
+        safe.notify(self.app, f"{alert.message}: {alert.value}", title="alert",
+                    severity="error" if alert.level == "fail" else "warning")

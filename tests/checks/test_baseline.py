@@ -17,9 +17,13 @@ from checks.baseline import (
     TokenizerFingerprint,
     compare,
     from_data,
+    load_baseline,
     to_data,
 )
+from checks.builtin.baseline import baseline_drift
 from checks.cli import main
+from checks.context import Context
+from checks.policy import load_policy
 from probes.live import LiveHost
 
 
@@ -194,6 +198,9 @@ def test_tokenizer_fingerprint_detects_another_tokenizer(tmp_path: Path,
     result = json.loads(capsys.readouterr().out)["results"][0]
     assert result["status"] == "fail"
     assert any(line.startswith("tokenizer.probe_ids:") for line in result["evidence"])
+    finding = baseline_drift(Context(LiveHost(), load_policy(), model_dir=model,
+                                     baseline=load_baseline(base)))
+    assert "tokenizer-drift" in finding.rules
 
 
 def test_module_entry_point_gives_one_line_errors(tmp_path: Path) -> None:
@@ -208,3 +215,29 @@ def test_module_entry_point_gives_one_line_errors(tmp_path: Path) -> None:
     assert out.stderr.strip().splitlines() == [
         f"ascend-doctor: --baseline {tmp_path / 'missing.yaml'}: cannot read "
         "(No such file or directory)"]
+
+
+# -- the rules the findings name (tests/checks/test_check_rules.py) ---------------------------
+
+
+def test_each_kind_of_drift_names_its_rule(fake_root: FakeRoot, tmp_path: Path) -> None:
+    host = build_a2(fake_root)
+    data = record(fake_root, host, tmp_path / "base.yaml")
+    data["versions"]["torch-npu"] = "2.6.0"
+    data["environment"]["ASCEND_GLOBAL_LOG_LEVEL"] = "3"
+    data["npu"]["hbm_total_mb"][0] = 65536
+    finding = baseline_drift(Context(host, load_policy(), baseline=from_data(data)))
+    assert finding.status == "fail"
+    assert set(finding.rules) == {"version-drift", "environment-drift", "inventory-drift"}
+    assert baseline_drift(Context(host, load_policy())).rules == ("no-baseline",)
+
+
+def test_nothing_comparable_skips(fake_root: FakeRoot, tmp_path: Path) -> None:
+    from probes.recording import RecordingHost, SnapshotHost
+
+    empty = RecordingHost(LiveHost(root=str(fake_root.path), env={}))
+    assert empty.env == {}  # the environment is recorded (empty), nothing else is
+    nothing = SnapshotHost(empty.save(tmp_path / "nothing-recorded"))
+    finding = baseline_drift(Context(nothing, load_policy(), baseline=_base()))
+    assert finding.status == "skip", finding
+    assert finding.rules == ("nothing-compared",)

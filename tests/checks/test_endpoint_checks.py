@@ -91,6 +91,7 @@ def test_a_healthy_vllm_like_server_passes(server: Callable[[Routes], str]) -> N
     assert health.status == "pass" and MODEL_ID in health.summary
     assert smoke.status == "pass" and "well-formed" in smoke.summary
     assert metrics.status == "pass" and "vLLM exports what the console reads" in metrics.summary
+    assert health.rules == smoke.rules == metrics.rules == ()
     assert any("kv_cache_usage <- vllm:kv_cache_usage_perc" in e for e in metrics.evidence)
 
 
@@ -98,6 +99,15 @@ def test_the_named_model_must_be_served(server: Callable[[Routes], str]) -> None
     url = server({"/v1/models": ok_json(MODELS)})
     finding = endpoint_health(ctx(url, "qwen3-30b-a3b"))
     assert finding.status == "fail" and "does not serve 'qwen3-30b-a3b'" in finding.summary
+    assert finding.rules == ("model-not-served",)
+
+
+def test_a_server_without_a_model_fails(server: Callable[[Routes], str]) -> None:
+    context = ctx(server({"/v1/models": ok_json(b'{"object": "list", "data": []}')}))
+    for check in (endpoint_health, endpoint_smoke):
+        finding = check(context)
+        assert finding.status == "fail" and "lists no model" in finding.summary
+        assert finding.rules == ("no-model-listed",)
 
 
 def test_auth_is_explained_and_the_key_is_sent(server: Callable[[Routes], str]) -> None:
@@ -109,6 +119,7 @@ def test_auth_is_explained_and_the_key_is_sent(server: Callable[[Routes], str]) 
     url = server({"/v1/models": models})
     refused = endpoint_health(ctx(url))
     assert refused.status == "fail" and "HTTP 401" in refused.summary
+    assert refused.rules == ("unreachable",)
     assert "--endpoint-api-key-env" in refused.remedy
     assert endpoint_health(ctx(url, key=Secret("sk-test"))).status == "pass"
 
@@ -117,6 +128,7 @@ def test_a_loaded_server_and_old_names_warn(server: Callable[[Routes], str]) -> 
     b = (SERVING / "vllm_v1_names_b.prom").read_bytes()  # 2 waiting
     finding = endpoint_metrics(ctx(server(vllm_routes(b))))
     assert finding.status == "warn" and "2 requests waiting" in finding.summary
+    assert finding.rules == ("loaded",)
     mindie = (SERVING / "mindie_a.prom").read_bytes()
     finding = endpoint_metrics(ctx(server(vllm_routes(mindie))))
     assert finding.status == "pass" and finding.summary.startswith("MindIE")
@@ -126,6 +138,17 @@ def test_no_metrics_is_a_warn_saying_so(server: Callable[[Routes], str]) -> None
     url = server({"/v1/models": ok_json(MODELS)})
     finding = endpoint_metrics(ctx(url))
     assert finding.status == "warn" and "exports no /metrics" in finding.summary
+    assert finding.rules == ("no-metrics",)
+
+
+def test_metrics_of_another_exporter_or_with_gaps_warn(server: Callable[[Routes], str]) -> None:
+    other = b"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n"
+    finding = endpoint_metrics(ctx(server(vllm_routes(other))))
+    assert finding.status == "warn" and finding.rules == ("not-serving-metrics",)
+    partial = b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0.0\n"
+    finding = endpoint_metrics(ctx(server(vllm_routes(partial))))
+    assert finding.status == "warn" and "lacks" in finding.summary
+    assert finding.rules == ("metrics-missing",)
 
 
 def test_a_malformed_or_cut_stream_fails_the_smoke(server: Callable[[Routes], str]) -> None:
@@ -133,11 +156,21 @@ def test_a_malformed_or_cut_stream_fails_the_smoke(server: Callable[[Routes], st
     finding = endpoint_smoke(ctx(server({"/v1/models": ok_json(MODELS),
                                          "/v1/chat/completions": sse(cut)})))
     assert finding.status == "fail" and "malformed" in finding.summary
+    assert finding.rules == ("malformed-stream",)
     assert any("cut mid-event" in e for e in finding.evidence)
     error = b'data: {"error": {"message": "engine dead", "code": 500}}\n\n'
     finding = endpoint_smoke(ctx(server({"/v1/models": ok_json(MODELS),
                                          "/v1/chat/completions": sse(error)})))
     assert finding.status == "fail" and "no text" in finding.summary
+    assert finding.rules == ("no-text",)
+
+
+def test_a_reply_past_the_stream_cap_fails(server: Callable[[Routes], str]) -> None:
+    chunk = b'data: {"choices": [{"delta": {"content": "' + b"x" * 4000 + b'"}}]}\n\n'
+    url = server({"/v1/models": ok_json(MODELS), "/v1/chat/completions": sse(chunk * 300)})
+    finding = endpoint_smoke(ctx(url))
+    assert finding.status == "fail" and "1 MiB" in finding.summary
+    assert finding.rules == ("reply-too-long",)
 
 
 def test_an_over_budget_first_token_warns(server: Callable[[Routes], str],
@@ -148,6 +181,7 @@ def test_an_over_budget_first_token_warns(server: Callable[[Routes], str],
     context = Context(LiveHost(), load_policy(policy), endpoint=EndpointTarget.of(url))
     finding = endpoint_smoke(context)
     assert finding.status == "warn" and "over the 0 s budget" in finding.summary
+    assert finding.rules == ("slow-first-token",)
 
 
 def test_a_stopped_server_fails_each_check_with_one_line() -> None:
@@ -155,4 +189,5 @@ def test_a_stopped_server_fails_each_check_with_one_line() -> None:
     for check in (endpoint_health, endpoint_smoke, endpoint_metrics):
         finding = check(context)
         assert finding.status == "fail" and "connection refused" in finding.summary
+        assert finding.rules == ("unreachable",)
         assert "\n" not in finding.summary

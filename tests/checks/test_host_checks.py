@@ -43,7 +43,7 @@ def test_nodes_all_present_but_plain_files_warn(fake_root: FakeRoot) -> None:
     with_npu_smi(fake_root)
     with_nodes(fake_root, 8)
     finding = device_nodes(ctx_for(fake_root))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("not-a-character-device",)
     assert "not character devices" in finding.summary
 
 
@@ -51,7 +51,7 @@ def test_missing_manager_nodes_fail_naming_them(fake_root: FakeRoot) -> None:
     with_npu_smi(fake_root)
     with_nodes(fake_root, 8, shared=("davinci_manager",))
     finding = device_nodes(ctx_for(fake_root))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("missing-shared-node",)
     assert "/dev/devmm_svm" in finding.summary and "/dev/hisi_hdc" in finding.summary
     assert "--device /dev/devmm_svm" in finding.remedy
 
@@ -61,12 +61,21 @@ def test_fewer_davinci_nodes_than_chips_fail(fake_root: FakeRoot) -> None:
     with_nodes(fake_root, 2)
     finding = device_nodes(ctx_for(fake_root))
     assert finding.status == "fail" and "6 of 8 /dev/davinci<N>" in finding.summary
+    assert finding.rules == ("missing-davinci-node",)
 
 
 def test_no_npu_machine_skips(fake_root: FakeRoot) -> None:
     fake_root.dir("/dev")
     finding = device_nodes(ctx_for(fake_root))
     assert finding.status == "skip" and "not an NPU machine" in finding.summary
+    assert finding.rules == ("not-an-npu-machine",)
+
+
+def test_an_unlistable_dev_skips(fake_root: FakeRoot) -> None:
+    fake_root.file("/dev", "a file where /dev should be a directory")
+    finding = device_nodes(ctx_for(fake_root))
+    assert finding.status == "skip" and finding.summary.startswith("cannot list /dev")
+    assert finding.rules == ("dev-unreadable",)
 
 
 def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
@@ -142,7 +151,7 @@ def test_unknown_family_says_so_and_warns_for_the_common_nodes(fake_root: FakeRo
     fake_root.script("/usr/local/bin/npu-smi", "echo 'dcmi module initialize failed' >&2\n"
                      "exit 1\n")
     finding = device_nodes(ctx_for(fake_root))
-    assert finding.status == "warn", finding
+    assert finding.status == "warn" and finding.rules == ("missing-usual-node",), finding
     assert "missing /dev/devmm_svm (NPU family unknown" in finding.summary
     assert any(e.startswith("NPU family unknown") for e in finding.evidence)
 

@@ -41,14 +41,14 @@ def test_healthy_a2_passes(fake_root: FakeRoot) -> None:
     health = npu_health(ctx)
     assert health.status == "pass" and "8 chip(s) report OK" in health.summary
     temp = npu_temperature(ctx)
-    assert temp.status == "pass"
+    assert temp.status == "pass" and health.rules == temp.rules == ()
     assert "hottest chip 39 °C" in temp.summary
 
 
 def test_warning_chips_warn_and_name_the_chip(fake_root: FakeRoot) -> None:
     ctx = machine(fake_root, corpus("004"), health=HEALTH_032)
     finding = npu_health(ctx)
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("health-warning",)
     assert "Warning" in finding.summary and "NPU" in finding.summary
     assert any("-t health" in line for line in finding.evidence)
 
@@ -56,7 +56,7 @@ def test_warning_chips_warn_and_name_the_chip(fake_root: FakeRoot) -> None:
 def test_alarm_chip_fails_with_its_error_codes(fake_root: FakeRoot) -> None:
     ctx = machine(fake_root, corpus("064"), health=HEALTH_032)
     finding = npu_health(ctx)
-    assert finding.status == "fail"
+    assert finding.status == "fail" and "health-alarm" in finding.rules
     assert "Alarm" in finding.summary
     codes = [line for line in finding.evidence if line.count("0x") >= 1]
     assert codes, finding.evidence
@@ -67,7 +67,7 @@ def test_npu_smi_error_fails_with_known_cause(fake_root: FakeRoot, sample: str,
                                               cause: str) -> None:
     ctx = machine(fake_root, corpus(sample), exit_code=1)
     finding = npu_health(ctx)
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("npu-smi-error",)
     assert "-8020" in finding.summary
     assert cause in finding.remedy
 
@@ -83,7 +83,7 @@ def test_no_npu_smi_skips_with_the_reason(fake_root: FakeRoot) -> None:
     ctx = Context(LiveHost(root=str(fake_root.path), env={"PATH": "/usr/bin"}), load_policy())
     for fn in (npu_health, npu_temperature):
         finding = fn(ctx)
-        assert finding.status == "skip"
+        assert finding.status == "skip" and finding.rules == ("no-npu",)
         assert "not found" in finding.summary
 
 
@@ -93,6 +93,14 @@ def test_hung_npu_smi_fails(fake_root: FakeRoot) -> None:
     ctx = Context(host, load_policy(), timeout_s=0.5)
     finding = npu_health(ctx)
     assert finding.status == "fail" and "hung" in finding.summary
+    assert finding.rules == ("npu-smi-hung",)
+
+
+def test_a_table_without_chips_skips(fake_root: FakeRoot) -> None:
+    header = "".join(corpus("014").read_text().splitlines(keepends=True)[:6])
+    for fn in (npu_health, npu_temperature):
+        finding = fn(machine(fake_root, header))
+        assert finding.status == "skip" and finding.rules == ("no-chips",), finding
 
 
 def _table(temps_c: dict[int, int] | None = None, health: dict[int, str] | None = None) -> str:
@@ -136,7 +144,7 @@ def test_no_fixed_chip_threshold_a_hot_box_of_equals_passes(fake_root: FakeRoot,
 def test_a_chip_far_above_its_peers_warns(fake_root: FakeRoot) -> None:
     ctx = machine(fake_root, _table({0: 56}))  # the others are 33-39 °C, median 37
     finding = npu_temperature(ctx)
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("hotter-than-peers",)
     assert finding.summary == ("NPU 0 chip 0: 56 °C, 19 °C above the median of the 7 other "
                                "chips (37 °C)")
 
@@ -161,6 +169,7 @@ def test_hbm_temperature_against_the_documented_alarm(fake_root: FakeRoot, hbm_c
     assert finding.status == status
     if status == "fail":
         assert f"HBM {hbm_c} °C, above the 95 °C HBM alarm" in finding.summary
+        assert finding.rules == ("hbm-alarm",)
     else:
         assert f"HBM at most {hbm_c} °C (alarm above 95 °C)" in finding.summary
 
@@ -182,7 +191,7 @@ def test_thermal_fault_codes_from_health(fake_root: FakeRoot, code: str, status:
                                          meaning: str) -> None:
     ctx = machine(fake_root, _table(health={3: "Alarm"}), health=_health("Alarm", code))
     finding = npu_temperature(ctx)
-    assert finding.status == status
+    assert finding.status == status and finding.rules == ("thermal-alarm-code",)
     assert finding.summary.startswith(f"NPU 3 chip 0: fault 0x{code}: {meaning}")
 
 
@@ -194,7 +203,7 @@ def test_other_fault_codes_are_not_thermal(fake_root: FakeRoot) -> None:
 def test_unreadable_codes_of_a_chip_not_ok_warn(fake_root: FakeRoot) -> None:
     ctx = machine(fake_root, _table(health={3: "Warning"}))  # -t health: usage, exit 1
     finding = npu_temperature(ctx)
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("thermal-codes-unread",)
     assert finding.summary.startswith("NPU 3 chip 0: thermal alarm codes not read (health "
                                       "Warning, ")
 
@@ -203,7 +212,7 @@ def test_unreadable_codes_of_a_chip_not_ok_warn(fake_root: FakeRoot) -> None:
 def test_health_that_could_not_be_read_warns(fake_root: FakeRoot, word: str) -> None:
     ctx = machine(fake_root, _table(health={2: word}))
     finding = npu_health(ctx)
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("health-unread",)
     assert f"NPU 2 chip 0 (910B4) {word} (health could not be read)" in finding.summary
     assert npu_temperature(ctx).status == "warn"  # and its thermal codes are unknown too
 

@@ -62,7 +62,7 @@ def test_both_checks_are_registered_under_tokenizer() -> None:
 @pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
 def test_no_model_skips(fn: CheckFn) -> None:
     finding = fn(ctx_for(None))
-    assert finding.status == "skip"
+    assert finding.status == "skip" and finding.rules == ("tokenizer-not-loaded",)
     assert "no --model given" in finding.summary
 
 
@@ -86,7 +86,7 @@ def test_a_directory_without_a_tokenizer_warns(tmp_path: Path) -> None:
     needs_transformers()
     (tmp_path / "config.json").write_text(json.dumps(qwen3_moe_config()))
     finding = tokenizer_token_ids(ctx_for(tmp_path))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("tokenizer-not-loaded",)
     assert "no tokenizer files in" in finding.summary
     assert "tokenizer.json" in finding.summary
 
@@ -143,7 +143,7 @@ def test_a_small_vocab_size_fails_naming_the_largest_id(tmp_path: Path) -> None:
     needs_transformers()
     model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=65536))
     finding = tokenizer_token_ids(ctx_for(model))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules[0] == "id-past-embedding"
     assert "151668" in finding.summary and "65536" in finding.summary
     assert "tokenizer.token-ids" in finding.remedy
 
@@ -160,7 +160,7 @@ def test_a_qwen3_tokenizer_on_a_qwen35_embedding_warns(tmp_path: Path) -> None:
     needs_transformers()
     model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=248320))
     finding = tokenizer_token_ids(ctx_for(model))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("spare-embedding-rows",)
     assert "another model" in finding.summary
 
 
@@ -168,7 +168,7 @@ def test_a_clamped_eos_in_generation_config_warns(tmp_path: Path) -> None:
     needs_transformers()
     model = write_qwen3_model_dir(tmp_path / "m", generation_config={"eos_token_id": [1]})
     finding = tokenizer_token_ids(ctx_for(model))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("config-id-not-special",)
     assert "generation_config.json eos_token_id = 1" in finding.summary
 
 
@@ -192,6 +192,7 @@ def test_tokenizer_libraries_that_left_the_baseline_warn() -> None:
     drift = ["transformers 4.57.1 here, 4.51.0 in the baseline (...)"]
     finding = judge_dtype([seen()], "transformers 4.57.1", drift)
     assert finding.status == "warn" and finding.summary == drift[0]
+    assert finding.rules == ("library-drift",)
     assert "record a new baseline" in finding.remedy
     broken = judge_dtype([seen(ids="int16")], "", drift)
     assert broken.status == "fail" and drift[0] not in broken.summary
@@ -223,18 +224,19 @@ def test_int32_ids_pass() -> None:
 @pytest.mark.parametrize("ids", ["int16", "uint16", "float16", "bfloat16"])
 def test_narrow_or_float_ids_fail(ids: str) -> None:
     finding = judge_dtype([seen(), seen("pt", ids=ids)])
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("ids-dtype",)
     assert f"pt: input_ids are {ids}" in finding.summary
 
 
 def test_unusual_wide_ids_warn() -> None:
-    assert judge_dtype([seen(ids="uint32")]).status == "warn"
+    finding = judge_dtype([seen(ids="uint32")])
+    assert finding.status == "warn" and finding.rules == ("ids-dtype",)
 
 
 @pytest.mark.parametrize("mask", ["float16", "float32", "bool"])
 def test_a_non_integer_mask_fails(mask: str) -> None:
     finding = judge_dtype([seen(mask=mask)])
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("attention-mask",)
     assert f"attention_mask is {mask}" in finding.summary
 
 
@@ -246,13 +248,13 @@ def test_an_additive_mask_fails() -> None:
 
 def test_an_inverted_mask_fails() -> None:
     finding = judge_dtype([seen(real=0.0, pad=1.0)])
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("attention-mask",)
     assert "inverted" in finding.summary
 
 
 def test_no_mask_warns() -> None:
     finding = judge_dtype([seen(mask=None, values=(), real=None, pad=None)])
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("no-attention-mask",)
     assert "no attention_mask" in finding.summary
 
 
@@ -293,7 +295,7 @@ def test_qwen3_ids_pass() -> None:
 
 def test_an_id_past_the_embedding_fails() -> None:
     finding = judge_token_ids(ids_seen(vocab_size=151643))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules[0] == "id-past-embedding"
     assert "id 151668" in finding.summary and "151643 rows" in finding.summary
 
 
@@ -306,20 +308,20 @@ def test_a_probe_id_past_the_embedding_fails() -> None:
 
 def test_a_config_id_past_the_embedding_fails() -> None:
     finding = judge_token_ids(ids_seen(config_ids=(("config.json pad_token_id", 200000),)))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("config-id-past-vocab",)
     assert "pad_token_id = 200000" in finding.summary
 
 
 def test_a_declared_tokenizer_vocab_smaller_than_the_tokenizer_fails() -> None:
     declared = (("tokenizer_config.json vocab_size", 65536),)
     finding = judge_token_ids(ids_seen(declared_vocab=declared))
-    assert finding.status == "fail"
+    assert finding.status == "fail" and finding.rules == ("declared-vocab-too-small",)
     assert "tokenizer_config.json vocab_size = 65536" in finding.summary
 
 
 def test_no_vocab_size_warns() -> None:
     finding = judge_token_ids(ids_seen(vocab_size=None))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("no-vocab-size",)
     assert "no vocab_size" in finding.summary
 
 
@@ -347,6 +349,7 @@ def test_tokenizer_config_alone_fails_both_naming_the_missing_files(healthy: Pat
     dtype, ids = tokenizer_dtype(ctx), tokenizer_token_ids(ctx)
     missing = "has tokenizer_config.json but none of tokenizer.json, vocab.json + merges.txt"
     assert dtype.status == "fail", text_of(dtype)
+    assert dtype.rules == ids.rules == ("vocabulary-too-small",)
     assert "the tokenizer turns the probe text into no ids" in dtype.summary
     assert missing in dtype.summary
     assert ids.status == "fail", text_of(ids)
@@ -409,7 +412,7 @@ def test_a_looping_chat_template_stops_within_its_budget(healthy: Path, tmp_path
     (model / "chat_template.jinja").write_text(
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
     finding = tokenizer_token_ids(ctx_for(model))
-    assert finding.status == "warn"
+    assert finding.status == "warn" and finding.rules == ("template-unfinished",)
     assert "the chat template did not finish: chat template (chat_template.jinja) not used: " \
         "stopped: more than 200000 steps" in finding.summary
     assert "probe (plain encode" in text_of(finding)

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Input, LoadingIndicator, Markdown, Option
 import playbooks
 from checks.model import Result, Status
 from checks.runner import Run
+from checks.sources_view import split_source
 from console.ui.screens.doctor import DoctorScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.playbook import PlaybookBrowser, PlaybookScreen, playbook_markdown
@@ -50,7 +51,11 @@ def rows(table: DataTable[Any]) -> list[list[str]]:
 
 
 def static_text(screen: Any, selector: str) -> str:
-    content = screen.query_one(selector, Static).content
+    return static_text_of(screen.query_one(selector, Static))
+
+
+def static_text_of(widget: Static) -> str:
+    content = widget.content
     return content.plain if isinstance(content, Text) else str(content)
 
 
@@ -142,11 +147,40 @@ async def test_doctor_shows_a_broken_run_and_can_run_again() -> None:
 
 # -- PlaybookScreen and browser ---------------------------------------------------------------
 
-def test_playbook_markdown_lists_title_and_sources() -> None:
+def test_playbook_markdown_has_the_title_and_a_sources_heading() -> None:
     book = playbooks.get("symptom.garbled-output")
     text = playbook_markdown(book)
     assert text.startswith(f"# {book.title}\n")
-    assert "## Sources" in text and book.sources[0] in text
+    assert text.rstrip().endswith("## Sources")
+
+
+def books_with_addresses() -> list[playbooks.Playbook]:
+    return [b for b in playbooks.load_all() if any(split_source(s)[1] for s in b.sources)]
+
+
+async def test_every_source_address_stays_whole_on_one_line_of_a_narrow_screen() -> None:
+    app = Host()
+    books = books_with_addresses()
+    assert len(books) >= 5  # the test looks at real playbooks that cite web addresses
+    async with app.run_test(size=(60, 30)) as pilot:
+        for book in books:
+            screen = PlaybookScreen(book.id)
+            await app.push_screen(screen)
+            await pilot.pause()
+            expected = [u for s in book.sources for u in split_source(s)[1]]
+            shown = list(screen.query(".source-url").results(Static))
+            assert [static_text_of(w) for w in shown] == expected
+            for widget in shown:  # one row, as wide as the address, however narrow the screen
+                assert widget.region.height == 1
+                assert widget.region.width == len(static_text_of(widget))
+                content = widget.content
+                assert isinstance(content, Text) and str(content.style).endswith(
+                    f"link {content.plain}")  # a terminal hyperlink to the whole address
+            prose = list(screen.query(".source-prose").results(Static))
+            assert len(prose) == len(book.sources)
+            assert all(w.region.right <= 60 for w in prose)  # sentences wrap at the screen
+            app.pop_screen()
+            await pilot.pause()
 
 
 async def test_unknown_playbook_suggests_close_ones() -> None:

@@ -15,6 +15,14 @@ from textual.widgets import DataTable, Input, Sparkline, Static
 from checks.thermal import ThermalLimits
 from console.history import History
 from console.msprof import OpConflict
+from console.pressure import (
+    UNKNOWN_CAUSES,
+    PressureLimits,
+    PressureRow,
+    ZeroCauses,
+    causes_note,
+    pressure_rows,
+)
 from console.snapshots import (
     Alert,
     ChipSample,
@@ -33,9 +41,10 @@ from console.ui.widgets.npu import (
     sparkline,
     temperature_history_key,
 )
-from console.ui.widgets.pressure import HEURISTIC_LABEL, PressurePanel, heuristic_reading
+from console.ui.widgets.pressure import HEURISTIC_LABEL, PressurePanel
 from probes.inventory import parse_output
 from probes.npu_smi import NpuInfo
+from probes.virt import VirtReading
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"
 A2_8_CHIPS = "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
@@ -232,49 +241,71 @@ def test_levels_and_sparkline() -> None:
 
 # -- PressurePanel ----------------------------------------------------------------------------
 
+LIMITS = PressureLimits(high_percent=60.0, low_percent=30.0, idle_percent=10.0)
+
+
 def conflict(operator: str, bank: float, group: float) -> OpConflict:
     return OpConflict(operator, "ResourceConflictRatio.csv", 4, bank, group, 0.1, None,
                       max(bank, group))
 
 
-async def test_pressure_panel_heuristic_kv_and_msprof() -> None:
+def pressure_of(snapshot: NpuSnapshot, causes: ZeroCauses = UNKNOWN_CAUSES) -> list[PressureRow]:
+    return pressure_rows([(snapshot, causes)], LIMITS)
+
+
+async def test_pressure_panel_heuristic_and_msprof_profile() -> None:
     panel = PressurePanel()
     npu = corpus_snapshot(A3_DUAL_DIE, bandwidth={"0/0": 82.0, "0/1": 5.0, "1/0": 40.0})
     conflicts = [conflict("Add", 0.02, 0.01), conflict("MatMulV3", 0.31, 0.12)]
     async with Host(panel).run_test(size=SIZE) as pilot:
-        panel.show(npu, engine_snapshot(), conflicts)
+        panel.show(pressure_of(npu), "a note", conflicts)
         await pilot.pause()
         assert static_text(panel, "#pressure-heuristic") == HEURISTIC_LABEL
         chips = rows(panel.query_one("#pressure-chips", DataTable))
         assert chips[0] == ["NPU 0/0", "82 %", "0 %", "suggests memory-bound"]
         assert chips[1][3] == "idle, or host/launch-bound"
         assert chips[3][1] == "–" and chips[3][3].startswith("not sampled")
-        kv = rendered(panel, "#pressure-kv")
-        assert "[layers, 2, heads, seq, dim]" in kv and "512 B base-address alignment" in kv
-        assert "64.0 MiB" in kv and "25% (512 / 2048 positions)" in kv
-        assert "msprof measurements" in static_text(panel, "#pressure-msprof")
+        assert static_text(panel, "#pressure-chips-note") == "a note"
+        assert "from the msprof profile (--msprof), not live" in static_text(
+            panel, "#pressure-msprof")
         ops = rows(panel.query_one("#pressure-conflicts", DataTable))
         assert [r[0] for r in ops] == ["MatMulV3", "Add"] and ops[0][1] == "31.0%"
-        text = " ".join(static_text(panel, f"#{w.id}") for w in panel.query(Static) if w.id)
-        assert "measured" not in text.replace("msprof measurements", "")
+        assert not panel.query("#pressure-kv")  # the KV cache is the engine panel's
 
 
-async def test_pressure_panel_without_anything() -> None:
+async def test_pressure_panel_never_suggests_live_bank_conflicts() -> None:
+    panel = PressurePanel()
+    npu = corpus_snapshot(A2_8_CHIPS, bandwidth={"0/0": 82.0})
+    async with Host(panel).run_test(size=SIZE) as pilot:
+        panel.show(pressure_of(npu), "", None)
+        await pilot.pause()
+        assert "bank" not in str(panel.border_title).lower()
+        assert not panel.query_one("#pressure-msprof").display
+        assert not panel.query_one("#pressure-conflicts").display
+        note = static_text(panel, "#pressure-msprof-note")
+        assert note.startswith("bank conflicts are not measured live") and "--msprof DIR" in note
+
+
+async def test_pressure_panel_without_npu_data() -> None:
     panel = PressurePanel()
     async with Host(panel).run_test(size=SIZE) as pilot:
-        panel.show(error_snapshot("npu-smi not found on PATH"), None, None)
+        panel.show([], "no NPU data: npu-smi not found on PATH", None)
         await pilot.pause()
         assert "no NPU data: npu-smi not found" in static_text(panel, "#pressure-chips-note")
-        assert static_text(panel, "#pressure-kv") == "KV cache: no model loaded"
-        assert "--msprof DIR" in static_text(panel, "#pressure-msprof-note")
-        assert not panel.query_one("#pressure-msprof").display
+        assert not panel.query_one("#pressure-chips").display
 
 
-def test_heuristic_never_claims_a_measurement() -> None:
-    readings = [heuristic_reading(b, a).plain for b in (None, 0, 50, 90) for a in (None, 0, 50, 90)]
-    assert all("measured" not in r for r in readings)
-    assert heuristic_reading(90, 10).plain == "suggests memory-bound"
-
+async def test_pressure_panel_names_a_documented_zero_instead_of_idle() -> None:
+    panel = PressurePanel()
+    npu = corpus_snapshot(A2_8_CHIPS, bandwidth={"0/0": 0.0})
+    vm = ZeroCauses((), VirtReading("KVM", "/sys/class/dmi/id/product_name: KVM"))
+    async with Host(panel).run_test(size=SIZE) as pilot:
+        panel.show(pressure_of(npu, vm), causes_note([vm]), None)
+        await pilot.pause()
+        chips = rows(panel.query_one("#pressure-chips", DataTable))
+        assert chips[0][3] == "HBM-BW reads 0 in a VM pass-through: not judged"
+        assert "idle" not in chips[0][3]
+        assert "a VM (KVM" in static_text(panel, "#pressure-chips-note")
 
 # -- HostPanel, EnginePanel, AlertsPanel -------------------------------------------------------
 
@@ -307,8 +338,10 @@ async def test_engine_panel_with_and_without_model() -> None:
         facts = rendered(panel, "#engine-facts")
         for expected in ("cpu", "bfloat16", "Qwen3MoeForCausalLM", "dequantise at load",
                          "rms_norm, rope", "125 ms", "512.0 tok/s", "23.5 tok/s",
-                         "25% (512 / 2048 positions)"):
+                         "64.0 MiB, 25% (512 / 2048 positions)",
+                         "[layers, 2, heads, seq, dim]"):
             assert expected in facts
+        assert "512 B base address (informational: no vendor source" in facts
         assert list(panel.query_one("#engine-decode-trend", Sparkline).data or []) == [
             20.0, 22.0, 23.5]
 

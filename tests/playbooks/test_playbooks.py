@@ -9,7 +9,14 @@ import pytest
 
 import playbooks
 from playbooks import Playbook, PlaybookError, PlaybookNotFound
-from playbooks._loader import SECTIONS, load_dir, parse_playbook
+from playbooks._loader import (
+    CHECK_SECTIONS,
+    RULES_SECTION,
+    SECTIONS,
+    load_dir,
+    parse_playbook,
+    rule_list,
+)
 from playbooks._search import stem, tokenize
 
 CHECK_IDS = (
@@ -175,9 +182,10 @@ def test_check_references_are_known_check_ids() -> None:
 
 def test_every_playbook_has_all_sections_and_a_source() -> None:
     for book in all_books():
-        headings = re.findall(r"^## (.+)$", book.body, flags=re.MULTILINE)
-        assert tuple(headings) == SECTIONS, book.id
-        for name in SECTIONS:
+        headings = tuple(re.findall(r"^## (.+)$", book.body, flags=re.MULTILINE))
+        expected = CHECK_SECTIONS if book.kind == "check" and len(headings) == 6 else SECTIONS
+        assert headings == expected, book.id
+        for name in expected:
             assert book.section(name), f"{book.id}: empty {name}"
         assert book.sources, book.id
         assert book.symptoms, book.id
@@ -395,3 +403,19 @@ def test_import_pulls_in_no_heavy_packages() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == ""
+
+
+def test_a_check_playbook_may_say_what_the_check_does() -> None:
+    rules = ("- `npu-smi-hung` (fail): it hung.\n- `no-npu` (skip): none.\n"
+             "- `health-word` (warn/fail): a word\n  over two lines.\n")
+    body = "".join(f"## {name}\n\n{rules if name == RULES_SECTION else 'x'}\n\n"
+                   for name in CHECK_SECTIONS)
+    text = f"---\nid: a.check\ntitle: T\nkind: check\nsources: [s]\n---\n{body}"
+    book = parse_playbook(text, "a.check.md")
+    assert book.rules() == {"npu-smi-hung": "fail", "no-npu": "skip", "health-word": "warn/fail"}
+    assert rule_list("- `x` (warn) no colon\n* `y` (fail): not a dash\n") == {}
+    symptom = text.replace("kind: check", "kind: symptom")
+    with pytest.raises(PlaybookError, match="exactly these '## ' sections"):
+        parse_playbook(symptom, "a.check.md")
+    assert parse_playbook(text.replace(f"## {RULES_SECTION}\n\n{rules}\n\n", ""),
+                          "a.check.md").rules() == {}

@@ -132,8 +132,8 @@ def test_log_dir_precedence() -> None:
     assert any("ASCEND_WORK_PATH=/data/work is overridden" in n for n in chosen.notes)
 
     work = resolve_log_dir({"ASCEND_WORK_PATH": "/data/work", "HOME": "/home/u"})
-    # PATHS.md names no log subdirectory under ASCEND_WORK_PATH: the base itself, said so
-    assert (work.path, work.source) == ("/data/work", "ASCEND_WORK_PATH")
+    # envref_07_0007: the logs of a work path are in its log/ subdirectory, said so
+    assert (work.path, work.source) == ("/data/work/log", "ASCEND_WORK_PATH")
     assert any("base directory" in n for n in work.notes)
 
     home = resolve_log_dir({"HOME": "/home/u"})

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, LoadingIndicator, Static
 
 from checks.model import STATUSES, Result, Status
 from checks.runner import Run
+from console.ui import safe
 from console.ui.screens.playbook import PlaybookScreen
 
 STATUS_STYLES: dict[Status, str] = {
@@ -54,16 +55,16 @@ def counts_text(run: Run) -> Text:
 
 
 def detail_text(result: Result) -> Text:
-    text = Text(f"{result.title} ({result.id})\n", style="bold")
-    text.append(result.summary + "\n")
-    for line in result.evidence:
-        text.append(f"  · {line}\n", style="dim")
+    """A result's lines; each is outside text (evidence quotes the machine), one line each."""
+    lines = [safe.text(f"{result.title} ({result.id})", style="bold"), safe.text(result.summary)]
+    lines += [safe.text(f"  · {line}", style="dim") for line in result.evidence]
     if result.remedy:
-        text.append(f"fix: {result.remedy}\n", style="yellow")
+        lines.append(safe.text(f"fix: {result.remedy}", style="yellow"))
     if result.waiver:
-        text.append(f"waived: {result.waiver}\n", style="cyan")
-    text.append(f"Enter opens playbook {result.playbook or result.id}", style="italic")
-    return text
+        lines.append(safe.text(f"waived: {result.waiver}", style="cyan"))
+    lines.append(safe.text(f"Enter opens playbook {result.playbook or result.id}",
+                           style="italic"))
+    return Text("\n").join(lines)
 
 
 class DoctorScreen(Screen[None]):
@@ -149,19 +150,20 @@ class DoctorScreen(Screen[None]):
     def _show_failure(self, message: ChecksFailed) -> None:
         self.query_one("#doctor-loading").display = False
         self.query_one("#doctor-summary", Static).update(
-            Text(f"the doctor could not run: {message.error} (press r to try again)",
-                 style="bold red"))
+            safe.text(f"the doctor could not run: {message.error} (press r to try again)",
+                      style="bold red"))
 
     def _fill(self, table: DataTable[Text], run: Run) -> None:
         table.clear()
         self._results = {}
         for category, results in group_by_category(run.results).items():
-            table.add_row(Text(""), Text(category, style="bold underline"), Text(""),
+            table.add_row(Text(""), safe.text(category, style="bold underline"), Text(""),
                           key=CATEGORY_PREFIX + category)
             for index, result in enumerate(results):
                 key = f"{category}:{index}:{result.id}"
                 self._results[key] = result
-                table.add_row(status_cell(result.status), Text(result.id), Text(result.summary),
+                table.add_row(status_cell(result.status), safe.text(result.id),
+                              safe.text(result.summary),
                               key=key)
         if len(table.rows) > 1:
             table.move_cursor(row=1)

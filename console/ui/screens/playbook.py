@@ -1,32 +1,62 @@
-"""Playbook screens: one playbook rendered as Markdown, and a browser with symptom search."""
+"""Playbook screens: one playbook rendered as Markdown, and a browser with symptom search.
+
+A playbook's sources are shown as `ascend-doctor explain` prints them (`checks.sources_view`):
+each source's sentence wraps, and each web address it cites is a link on a line of its own that
+is never folded (the page scrolls sideways for an address wider than the screen), so it can be
+opened (click, or Tab then Enter) and copied whole.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 import playbooks
+from checks.sources_view import split_source
+from console.ui import safe
 from playbooks import Playbook, PlaybookNotFound
 
 SEARCH_LIMIT = 20
 
 
 def playbook_markdown(book: Playbook) -> str:
-    """Title, id and kind, the body, then the sources the playbook rests on."""
+    """Title, id and kind, the body and the checks; the sources follow as `SourceList`."""
     parts = [f"# {book.title}", f"`{book.id}` · {book.kind}", book.body.strip()]
     if book.checks:
         parts.append("## Checks\n\n" + "\n".join(f"- `{check}`" for check in book.checks))
     if book.sources:
-        parts.append("## Sources\n\n" + "\n".join(f"- {source}" for source in book.sources))
+        parts.append("## Sources")
     return "\n\n".join(parts) + "\n"
+
+
+class SourceList(ScrollableContainer, can_focus=False):
+    """Each source: its sentence (wrapped), then each address it cites as an unfolded link."""
+
+    DEFAULT_CSS = """
+    SourceList { layout: vertical; height: auto; overflow-x: auto; overflow-y: hidden; }
+    SourceList .source-url { width: auto; margin-left: 2; text-wrap: nowrap; }
+    """
+
+    def __init__(self, sources: tuple[str, ...]) -> None:
+        super().__init__(id="playbook-sources")
+        self.sources = sources
+
+    def compose(self) -> ComposeResult:
+        for source in self.sources:
+            prose, urls = split_source(source)
+            yield Static(safe.text(f"• {prose}"), classes="source-prose")
+            for url in urls:
+                shown = safe.line(url)
+                yield Static(Text(shown, style=Style(link=shown)), classes="source-url")
 
 
 def not_found_markdown(error: PlaybookNotFound) -> str:
@@ -60,12 +90,14 @@ class PlaybookScreen(Screen[None]):
         except PlaybookNotFound as error:
             self.sub_title = "not found"
             return not_found_markdown(error)
-        self.sub_title = self.playbook.title
+        self.sub_title = safe.line(self.playbook.title)
         return playbook_markdown(self.playbook)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="playbook-scroll"):
-            yield Markdown(self.markdown_text, id="playbook-body")
+            yield Markdown(safe.markdown(self.markdown_text), id="playbook-body")
+            if self.playbook is not None and self.playbook.sources:
+                yield SourceList(self.playbook.sources)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -104,7 +136,7 @@ class PlaybookBrowser(Screen[None]):
 
     @staticmethod
     def _option(book: Playbook) -> Option:
-        return Option(f"{book.id:<40} {book.title}", id=book.id)
+        return Option(safe.line(f"{book.id:<40} {book.title}"), id=book.id)
 
     def _list(self, books: list[Playbook], query: str = "") -> None:
         results = self.query_one("#browser-results", OptionList)
@@ -115,7 +147,7 @@ class PlaybookBrowser(Screen[None]):
         hint = (f"{len(books)} playbooks" if not query
                 else f"{len(books)} matches for {query!r}" if books
                 else f"nothing matches {query!r}; try other words")
-        self.query_one("#browser-hint", Static).update(Text(hint))
+        self.query_one("#browser-hint", Static).update(safe.text(hint))
 
     @property
     def result_ids(self) -> list[str]:

@@ -11,6 +11,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
 from console.snapshots import Alert
+from console.ui import safe
 
 LEVEL_STYLES = {"warn": "bold yellow", "fail": "bold white on red"}
 ALERT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -67,7 +68,7 @@ class AlertsPanel(Widget):
         style = LEVEL_STYLES.get(alert.level, "")
         return [
             Text(format_clock(alert.raised_at)),
-            Text(alert.level.upper(), style=style),
-            Text(alert.message),
-            Text(alert.value),
+            safe.text(alert.level.upper(), style=style),
+            safe.text(alert.message),
+            safe.text(alert.value),
         ]

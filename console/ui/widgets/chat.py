@@ -17,6 +17,7 @@ from textual.widgets.markdown import MarkdownStream
 
 from console.chat.backend import ChatSettings
 from console.chat.reply import ReplyStats
+from console.ui import safe
 
 WAITING = "waiting for the first token…"
 
@@ -44,11 +45,11 @@ class Turn(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label("you" if self.role == "user" else "model", classes="turn-who")
-        yield Markdown(self.text)
+        yield Markdown(safe.markdown(self.text))
         if self.role == "assistant":
             yield Static(WAITING, classes="turn-footer")
         else:
-            note = Static(self.note, classes="turn-note")
+            note = Static(safe.block(self.note), classes="turn-note")
             note.display = bool(self.note)
             yield note
 
@@ -57,12 +58,12 @@ class Turn(Vertical):
         return self.query_one(Markdown)
 
     def set_footer(self, text: str) -> None:
-        self.query_one(".turn-footer", Static).update(text)
+        self.query_one(".turn-footer", Static).update(safe.block(text))
 
     def set_note(self, text: str) -> None:
         """A line under a user message ("model still loading — sent when ready")."""
         note = self.query_one(".turn-note", Static)
-        note.update(text)
+        note.update(safe.block(text))
         note.display = bool(text)
 
 
@@ -112,7 +113,7 @@ class ChatPane(Vertical):
     def set_status(self, text: str, ready: bool) -> None:
         self.ready = ready
         status = self.query_one("#chat-status", Static)
-        status.update(text)
+        status.update(safe.block(text))
         status.set_class(not ready, "not-ready")
 
     # --- settings --------------------------------------------------------------------------
@@ -141,7 +142,7 @@ class ChatPane(Vertical):
             return
         settings = self.settings()
         if isinstance(settings, str):
-            self.notify(settings, severity="error")
+            safe.notify(self.app, settings, severity="error")
             return
         event.input.value = ""
         self.post_message(self.Send(prompt, settings))
@@ -177,7 +178,7 @@ class ChatPane(Vertical):
             return
         turn.text += text
         turn.set_footer(f"streaming… {tokens} tokens")
-        await turn.stream.write(text)
+        await turn.stream.write(safe.markdown(text))
 
     async def finish_reply(self, reply_id: int, stats: ReplyStats, error: str = "") -> str:
         """Close the reply's stream and show its footer; returns its text."""

@@ -1,9 +1,13 @@
-"""Engine panel: what the in-process engine runs on and how fast its last generation went."""
+"""Engine panel: what the in-process engine runs on, its KV cache, and how fast its last
+generation went.
+
+The KV cache's base-address alignment is shown for information: the engine allocates it
+512-byte aligned by its own choice, and no vendor source asks a KV cache for an alignment.
+"""
 
 from __future__ import annotations
 
 from rich.table import Table
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widget import Widget
@@ -11,11 +15,13 @@ from textual.widgets import Sparkline, Static
 
 from console.history import History
 from console.snapshots import EngineSnapshot
+from console.ui import safe
 
 PREFILL_HISTORY_KEY = "engine:prefill_tokens_per_s"
 DECODE_HISTORY_KEY = "engine:decode_tokens_per_s"
 NO_MODEL = "no model loaded"
 NO_VALUE = "–"
+KV_ALIGNMENT_NOTE = "informational: no vendor source asks for an alignment"
 
 
 def format_rate(tokens_per_s: float | None) -> str:
@@ -47,7 +53,9 @@ def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
         ("TTFT", ttft),
         ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
         ("decode", format_rate(snapshot.decode_tokens_per_s)),
-        ("KV cache", kv_occupancy_text(snapshot)),
+        ("KV cache", f"{format_bytes(snapshot.kv_cache_bytes)}, {kv_occupancy_text(snapshot)}"),
+        ("KV layout", snapshot.kv_layout),
+        ("KV alignment", f"{snapshot.kv_alignment_bytes} B base address ({KV_ALIGNMENT_NOTE})"),
     ]
 
 
@@ -56,7 +64,7 @@ def facts_table(rows: list[tuple[str, str]]) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     for label, value in rows:
-        grid.add_row(label, Text(value))
+        grid.add_row(label, safe.text(value))
     return grid
 
 
@@ -95,7 +103,7 @@ class EnginePanel(Widget):
     def show(self, snapshot: EngineSnapshot | None, history: History) -> None:
         facts = self.query_one("#engine-facts", Static)
         if snapshot is None:
-            facts.update(Text(self.empty, style="dim"))
+            facts.update(safe.text(self.empty, style="dim"))
         else:
             facts.update(facts_table(engine_facts(snapshot)))
         for trend in self.query(".engine-trend"):

@@ -8,7 +8,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from console.snapshots import HostSnapshot
-from probes.textsafe import one_line
+from console.ui import safe
 
 BAR_WIDTH = 20
 WARN_PERCENT = 80.0
@@ -38,7 +38,7 @@ def format_size_mb(size_mb: float) -> str:
 def _line(label: str, percent: float, detail: str) -> Text:
     text = Text(f"{label:<5}")
     text.append_text(bar(percent))
-    text.append(f" {percent:5.1f} %  {detail}")
+    text.append_text(safe.text(f" {percent:5.1f} %  {detail}"))
     return text
 
 
@@ -61,7 +61,7 @@ class HostPanel(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.border_title = "Host"
         # whose deployment the doctor screen judges: outside text, shown and never interpreted
-        self.border_subtitle = Text(one_line(target)) if target else ""
+        self.border_subtitle = safe.text(target) if target else ""
 
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first host sample…", id="host-lines")
@@ -86,7 +86,7 @@ class HostPanel(Widget):
         free, total = snapshot.log_disk_free_mb, snapshot.log_disk_total_mb
         where = snapshot.log_dir or "log directory"
         if free is None or not total:
-            return Text(f"{'Logs':<5}disk of {where}: not measured", style="dim")
+            return safe.text(f"{'Logs':<5}disk of {where}: not measured", style="dim")
         percent = 100 * (total - free) / total
         detail = f"{format_size_mb(free)} free of {format_size_mb(total)} ({where})"
         return _line("Logs", percent, detail)

@@ -16,7 +16,7 @@ from checks.health import HealthLevel, health_level
 from checks.thermal import ThermalLimits, ThermalVerdict, judge_by_key
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
-from probes.textsafe import one_line
+from console.ui import safe
 
 Level = HealthLevel  # the same four words colour temperatures too
 LEVEL_STYLES: dict[Level, str] = {
@@ -137,10 +137,10 @@ class NpuPanel(Widget):
         self._processes_known = False
         self._history = History(maxlen=1)
         self.source = source  # "" for this machine's npu-smi, else the exporter's host:port
-        self.border_title = f"NPU · {source}" if source else "NPU"
+        self.border_title = safe.text(f"NPU · {source}" if source else "NPU")
 
     def compose(self) -> ComposeResult:
-        first = (f"waiting for {self.source}…" if self.source
+        first = (safe.text(f"waiting for {self.source}…") if self.source
                  else "waiting for the first npu-smi sample…")
         yield Static(first, id="npu-status")
         chips: DataTable[Text] = DataTable(
@@ -188,11 +188,11 @@ class NpuPanel(Widget):
             text.append(" STALE ", style="bold white on red")
             text.append(" ")
         if not snapshot.ok and snapshot.source:
-            text.append(f"no data from {snapshot.source}: {one_line(snapshot.error or '')}",
-                        style="bold")
+            text.append_text(safe.text(f"no data from {snapshot.source}: {snapshot.error}",
+                                       style="bold"))
             return text
         if not snapshot.ok:
-            text.append(f"no NPU found: {snapshot.error}", style="bold")
+            text.append_text(safe.text(f"no NPU found: {snapshot.error}", style="bold"))
             return text
         chips = len(snapshot.chips)
         text.append(f"{chips} chip{'s' if chips != 1 else ''}")
@@ -229,8 +229,8 @@ class NpuPanel(Widget):
         return [
             Text(str(chip.npu_id), style=LEVEL_STYLES[level] if level in ("warn", "fail") else ""),
             Text(NO_VALUE if chip.chip_id is None else str(chip.chip_id)),
-            Text(chip.name or NO_VALUE),
-            Text(chip.health or NO_VALUE, style=LEVEL_STYLES[health_level(chip.health)]),
+            safe.text(chip.name),
+            safe.text(chip.health, style=LEVEL_STYLES[health_level(chip.health)]),
             Text(_num(chip.temperature_c, " °C"), style=LEVEL_STYLES[temp_level]),
             Text(_num(chip.power_w, " W", ".1f")),
             Text(_num(chip.aicore_percent, " %")),
@@ -261,7 +261,7 @@ class NpuPanel(Widget):
         for process in shown:
             table.add_row(*self._process_cells(process))
         note = self.query_one("#npu-process-note", Static)
-        note.update(Text(self._process_note(len(shown), error)))
+        note.update(safe.text(self._process_note(len(shown), error)))
 
     def _process_note(self, shown: int, error: bool) -> str:
         if error:
@@ -280,6 +280,6 @@ class NpuPanel(Widget):
             Text(str(process.npu_id)),
             Text(NO_VALUE if process.chip_id is None else str(process.chip_id)),
             Text(str(process.pid)),
-            Text(process.name or NO_VALUE),
+            safe.text(process.name or None),
             Text(_num(process.memory_mb, " MB")),
         ]

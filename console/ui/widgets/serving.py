@@ -14,8 +14,8 @@ from textual.widgets import Static
 
 from console.history import History
 from console.snapshots import ServingSnapshot
+from console.ui import safe
 from console.ui.widgets.npu import format_age, sparkline
-from probes.textsafe import one_line
 
 NOT_EXPORTED = "not exported"
 NO_TRAFFIC = "– (no requests in the window)"
@@ -86,14 +86,14 @@ def serving_table(snapshot: ServingSnapshot) -> Table:
         if all(m in missing for m in logical):
             grid.add_row(label, Text(NOT_EXPORTED, style="dim"))
         else:
-            grid.add_row(label, Text(values[label]))
+            grid.add_row(label, safe.text(values[label]))
     return grid
 
 
 def status_text(snapshot: ServingSnapshot, now: float) -> Text:
     if not snapshot.ok:
-        return Text(one_line(snapshot.error or "no data"), style="bold")
-    text = Text(f"{snapshot.server} · {one_line(snapshot.url)}")
+        return safe.text(snapshot.error or "no data", style="bold")
+    text = safe.text(f"{snapshot.server} · {snapshot.url}")
     text.append(f" · data {format_age(now - snapshot.taken_at)} old", style="dim")
     if snapshot.window_s is not None:
         text.append(f" · window {snapshot.window_s:.0f} s", style="dim")
@@ -121,7 +121,7 @@ class ServingPanel(Widget):
         self.border_title = "Serving"
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"waiting for the first scrape of {one_line(self.url)}…"),
+        yield Static(safe.text(f"waiting for the first scrape of {self.url}…"),
                      id="serving-status")
         yield Static("", id="serving-table")
         yield Static("", id="serving-trend")
