@@ -26,6 +26,16 @@ if TYPE_CHECKING:
     from engine.opcoverage import Judge
     from probes.checkpoint import ModelConfig, ModelDir
 
+CHECK_RULES: dict[str, dict[str, str]] = {
+    "engine.op-coverage": {
+        "no-torch": "skip",
+        "no-config": "skip",
+        "nothing-to-judge": "skip",
+        "engine-cannot-trace": "skip",
+        "no-torch-npu": "skip",
+        "operator-without-kernel": "warn",
+    },
+}
 REMEDY = ("An operator without an NPU kernel runs through torch_npu's CPU fallback (a copy to "
           "the host and back on every call) or fails. Use a torch_npu release whose registry "
           "has it, or change the model code that calls it (see `ascend-doctor explain "
@@ -94,13 +104,14 @@ def _read_model(ctx: Context) -> tuple[ModelConfig | None, str | None, bool, str
 def op_coverage(ctx: Context) -> Finding:
     if importlib.util.find_spec("torch") is None:
         return skipped("torch is not installed in the doctor's Python: the trace needs it "
-                       "(pip install torch, or run `ascend-doctor ops` where it is)")
+                       "(pip install torch, or run `ascend-doctor ops` where it is)",
+                       rules=("no-torch",))
     config, scale_dtype, fp8, why = _read_model(ctx)
     if config is None:
-        return skipped(why)
+        return skipped(why, rules=("no-config",))
     judge, how, has_npu = _judge(ctx)
     if judge is None:
-        return skipped(how)
+        return skipped(how, rules=("nothing-to-judge",))
     from engine.config import from_facts
     from engine.errors import EngineError
     from engine.opscan import scan
@@ -109,7 +120,8 @@ def op_coverage(ctx: Context) -> Finding:
         report = scan(from_facts(config), judge, fp8_mode="resident" if fp8 else "dequantize",
                       scale_dtype=scale_dtype, model=str(ctx.model_dir))
     except EngineError as exc:
-        return skipped(f"the engine cannot trace this model: {exc}")
+        return skipped(f"the engine cannot trace this model: {exc}",
+                       rules=("engine-cannot-trace",))
     return verdict(report.document(), how, has_npu)
 
 
@@ -134,7 +146,7 @@ def verdict(document: Mapping[str, Any], how: str, has_npu: bool = True) -> Find
         found = (f"all {len(ops)} operators of one prefill + decode have NPU kernels "
                  f"({len(ops) - composite} native, {composite} composite) for {how}")
         if not has_npu:
-            return skipped(f"no torch_npu to judge; {found}", *common)
+            return skipped(f"no torch_npu to judge; {found}", *common, rules=("no-torch-npu",))
         return passed(found, *common)
     names = ", ".join(str(op["op"]) for op in lacking[:SHOWN])
     more = f" and {len(lacking) - SHOWN} more" if len(lacking) > SHOWN else ""
@@ -142,4 +154,5 @@ def verdict(document: Mapping[str, Any], how: str, has_npu: bool = True) -> Find
                 f"{op.get('prefill_calls', 0)} calls per prefill, {op.get('decode_calls', 0)} "
                 "per decode step" for op in lacking]
     return warned(f"{len(lacking)} of {len(ops)} operators have no NPU kernel for {how}: "
-                  f"{names}{more}", REMEDY, *evidence, *common)
+                  f"{names}{more}", REMEDY, *evidence, *common,
+                  rules=("operator-without-kernel",))

@@ -46,7 +46,7 @@ def test_it_runs_only_when_asked(tmp_path: Path) -> None:
 def test_predicted_for_the_judged_interpreters_torch_npu(tmp_path: Path) -> None:
     found = op_coverage(context(tmp_path, {"torch": "2.5.1", "torch_npu": "2.5.1"},
                                 write(tmp_path / "m", "qwen3_5_moe", fp8=True)))
-    assert found.status == "pass", found
+    assert found.status == "pass" and found.rules == (), found
     assert "have NPU kernels" in found.summary and "torch_npu 2.5.1 (predicted)" in found.summary
     assert any(e.startswith("target: npu, torch 2.5 line") for e in found.evidence)
     assert any("fused op npu_rms_norm: available" in e for e in found.evidence)
@@ -56,10 +56,41 @@ def test_predicted_for_the_judged_interpreters_torch_npu(tmp_path: Path) -> None
 def test_without_torch_npu_there_is_nothing_to_pass(tmp_path: Path) -> None:
     found = op_coverage(context(tmp_path, {"torch": "2.7.1"}, write(tmp_path / "m", "llama")))
     assert found.status == "skip" and found.summary.startswith("no torch_npu to judge")
+    assert found.rules == ("no-torch-npu",)
     assert "torch 2.7.1's line (predicted;" in found.summary
-    if "torch" not in context(tmp_path / "none", {}, None).host.python_packages().packages:
-        nothing = op_coverage(context(tmp_path / "none", {}, write(tmp_path / "m2", "llama")))
-        assert nothing.status == "skip" and "neither torch_npu nor torch" in nothing.summary
+
+
+def test_nothing_to_judge_without_torch_npu_and_torch(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from probes.host import PythonEnvironment
+
+    ctx = context(tmp_path, {}, write(tmp_path / "m", "llama"))
+    monkeypatch.setattr(ctx.host, "python_packages",
+                        lambda: PythonEnvironment("/opt/py/bin/python", packages={}))
+    found = op_coverage(ctx)
+    assert found.status == "skip" and found.rules == ("nothing-to-judge",)
+    assert "neither torch_npu nor torch is installed in /opt/py/bin/python" in found.summary
+
+
+def test_skips_that_name_what_is_missing(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    packages = {"torch": "2.5.1", "torch_npu": "2.5.1"}
+    no_config = op_coverage(context(tmp_path / "a", packages, tmp_path / "empty"))
+    assert no_config.status == "skip" and no_config.rules == ("no-config",)
+    assert "config.json" in no_config.summary
+    (tmp_path / "gpt2").mkdir()
+    (tmp_path / "gpt2" / "config.json").write_text(json.dumps(
+        {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 10}))
+    refused = op_coverage(context(tmp_path / "b", packages, tmp_path / "gpt2"))
+    assert refused.status == "skip" and refused.rules == ("engine-cannot-trace",)
+    assert "not supported" in refused.summary
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    no_torch = op_coverage(context(tmp_path / "c", packages, write(tmp_path / "m", "llama")))
+    assert no_torch.status == "skip" and no_torch.rules == ("no-torch",)
 
 
 def _document(statuses: dict[str, str]) -> dict[str, Any]:
@@ -75,7 +106,7 @@ def test_an_operator_without_a_kernel_is_a_warning_naming_where_it_is_called() -
     found: Finding = verdict(_document({"aten::mm": "native", "aten::t": "composite",
                                         "aten::foo": "fallback", "x::bar": "missing"}),
                              "torch_npu 2.5.1 (predicted)")
-    assert found.status == "warn"
+    assert found.status == "warn" and found.rules == ("operator-without-kernel",)
     assert found.summary == ("2 of 4 operators have no NPU kernel for torch_npu 2.5.1 "
                              "(predicted): aten::foo, x::bar")
     assert found.evidence[0] == ("aten::foo: aten::foo detail; called from SparseMoe._grouped > "
