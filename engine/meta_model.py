@@ -39,6 +39,9 @@ META = torch.device("meta")
 # A config claiming more layers than this has its kinds looked for in the first ones only
 # (the kinds are found arithmetically; this bounds the search for their first layer).
 SEARCH_LAYERS = 100_000
+# Tensors the traced layers may hold (Qwen3-235B: 4 x 128 experts a layer; DeepSeek-V3 style
+# 256): a config claiming millions of experts is refused before anything is built.
+MAX_TENSORS = 200_000
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,17 @@ def _cache(config: ModelConfig, layers: tuple[LayerUse, ...], dtype: torch.dtype
     return KVCache.allocate(shape, dtype, META, state=state, kinds=kinds)
 
 
+def _check_size(config: ModelConfig, layer_count: int) -> None:
+    facts = config.facts
+    assert facts is not None
+    tensors = sum(spec.copies for index in range(layer_count)
+                  for spec in layer_tensors(facts, layer_kind(facts, index)))
+    if tensors > MAX_TENSORS:
+        raise ModelFormatError(f"{facts.source}: the first {layer_count} layers alone would "
+                               f"hold {tensors:,} tensors (num_experts "
+                               f"{config.num_experts:,}); check config.json")
+
+
 def build_meta_model(config: ModelConfig, dtype: torch.dtype, fp8_mode: str = "dequantize",
                      max_seq_len: int = 64, scale_dtype: str = "BF16") -> MetaModel:
     """The engine's decoder over one layer of each kind, on the meta device."""
@@ -150,6 +164,7 @@ def build_meta_model(config: ModelConfig, dtype: torch.dtype, fp8_mode: str = "d
         raise ModelFormatError(f"fp8 mode {fp8_mode!r}: use one of {', '.join(FP8_MODES)}")
     layers = representative_layers(config)
     built = layers[-1].index + 1
+    _check_size(config, built)
     reduced = dataclasses.replace(config, num_layers=built)
     weights = meta_weights(reduced, built, dtype, fp8_mode, scale_dtype)
     decoder = Decoder(reduced, weights, max_seq_len, META, dtype, FAMILIES[config.architecture])

@@ -457,13 +457,29 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     mm_t = run_case(mm_case, dev, settings)
     copy_bps = copy_case.cost.bytes / copy_t.median_s
     flops_ps = mm_case.cost.flops / mm_t.median_s
-    rows = []
+    budget = memory_budget(device, settings)
+    rows, too_big = [], []
     for i, case in enumerate(cases, 2):
         report(i, case.name)
+        if case.cost.bytes > budget:
+            too_big.append(case.name)
+            continue
         rows.append(measured(case, run_case(case, dev, settings), copy_bps, flops_ps))
     report(total, "")
     rows.sort(key=lambda r: r["pct_of_roofline"])
-    return _document(config, dev, meta, model, settings, copy_case, copy_t, mm_case, mm_t, rows)
+    document = _document(config, dev, meta, model, settings, copy_case, copy_t, mm_case, mm_t,
+                         rows)
+    if too_big:
+        document["notes"].append(f"not run, their tensors exceed half the free memory "
+                                 f"({budget / 2**30:.1f} GiB): {', '.join(too_big)}")
+    return document
+
+
+def memory_budget(device: torch.device, settings: Settings) -> int:
+    """Bytes one case may allocate: half the device's free memory, less the cycled copies."""
+    from engine.runner import available_memory_bytes
+
+    return max(0, available_memory_bytes(device) // 2 - settings.cold_bytes)
 
 
 def _document(config: ModelConfig, dev: Device, meta: MetaModel, model: str,

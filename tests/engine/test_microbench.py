@@ -96,3 +96,17 @@ def test_a_short_run_gives_a_consistent_document(tmp_path: Path) -> None:
         memory_s = op["bytes"] / copy_bps
         assert op["roofline_s"] >= memory_s * (1 - 1e-9)
         assert op["pct_of_roofline"] == pytest.approx(100 * op["roofline_s"] / op["median_s"])
+
+
+def test_a_case_larger_than_half_the_free_memory_is_not_run(tmp_path: Path) -> None:
+    import json
+
+    from engine.config import parse_config
+
+    document = json.loads((write(tmp_path, "llama") / "config.json").read_text())
+    document["vocab_size"] = 10**9  # an lm_head of 2 TB in bfloat16
+    result = bench(parse_config(document, "huge/config.json"), torch.device("cpu"),
+                   settings=TINY)
+    assert "gemv lm_head" not in {op["name"] for op in result["operators"]}
+    assert result["notes"][-1].startswith("not run, their tensors exceed half the free memory")
+    assert result["notes"][-1].endswith(": gemv lm_head")

@@ -202,3 +202,14 @@ def test_bad_requests_are_engine_errors(tmp_path: Path) -> None:
             choose_judge("cuda")
     with pytest.raises(EngineError, match=r"config\.json"):
         scan_path(tmp_path / "absent", "cpu")
+
+
+def test_a_config_claiming_millions_of_experts_is_refused_before_building(
+        tmp_path: Path) -> None:
+    from engine.config import parse_config
+    from tests.engine.tiny_configs import config
+
+    document = config("qwen3_moe")
+    document["num_experts"] = 10**7
+    with pytest.raises(EngineError, match="30,000,020 tensors"):
+        scan(parse_config(document, "huge/config.json"), choose_judge("cpu"))
