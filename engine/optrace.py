@@ -1,15 +1,13 @@
 """Trace the aten operators one prefill and one decode step of a model issue, on the meta device.
 
-Two interposers watch the engine run (engine.meta_model builds it without weights):
-
-- a dispatch mode sees every aten operator after torch's CompositeImplicit decompositions, the
-  level at which a backend's kernels are chosen; it records the operator, its input dtypes and
-  shapes, the engine function it was called from (the Python stack) and the layer;
-- a function mode sees the torch calls the engine makes (F.linear, F.scaled_dot_product_attention,
-  ...) whose aten operator is CompositeImplicit: a backend that registers such an operator
-  itself (torch_npu does for some) runs it whole, so the trace keeps the call and, for each
-  decomposed operator, which such calls it came from (`Call.within`). engine.opcoverage decides,
-  per backend, which of the two levels reaches the device.
+A dispatch mode watches the engine run (engine.meta_model builds it without weights). The
+engine runs under inference mode, where an operator reaches the mode before torch decomposes
+it: a CompositeImplicit operator (`linear`, `scaled_dot_product_attention`, `to`) is recorded
+as such and then decomposed with the mode still watching, so every operator it turns into is
+recorded too, with the composite calls it came from (`Call.within`). A backend that registers
+such an operator itself (torch_npu does for some) runs it whole; engine.opcoverage decides,
+per backend, which level reaches the device. Each record holds the operator, its input
+dtypes and shapes, the engine functions on the Python stack and the decoder layer.
 
 Meta tensors hold no values, so the few places where the engine reads values back (the experts a
 token was routed to, tokens per expert) are answered with a plausible routing: tokens spread
@@ -168,8 +166,8 @@ def spread(items: int, bins: int) -> torch.Tensor:
 
 
 def placeholder(tensor: torch.Tensor) -> torch.Tensor:
-    """Host values for a meta tensor read back: 0, 1, 2, ... for integers (distinct, in
-    range for any index it is used as), zeros otherwise."""
+    """Host values for a meta tensor read back: 0, 1, 2, ... for integers (distinct, and
+    valid indices into anything at least as long), zeros otherwise."""
     if tensor.dtype.is_floating_point or tensor.dtype == torch.bool:
         return torch.zeros(tuple(tensor.shape), dtype=tensor.dtype)
     return torch.arange(tensor.numel(), dtype=torch.int64).reshape(tuple(tensor.shape))
