@@ -103,6 +103,11 @@ BUILTIN: tuple[Check, ...] = (
            "/metrics: the serving metrics the console reads (vLLM old and new names, MindIE), "
            "KV-cache use and waiting requests under the policy's limits",
            "endpoint:endpoint_metrics", needs=("endpoint",)),
+    _check("engine.op-coverage", "The NPU has kernels for every operator the model runs",
+           "engine", "aten operators of one prefill + decode of --model (traced on the meta "
+           "device), each against the NPU's kernels: probed with torch_npu, else predicted "
+           "from torch_npu's registry for the judged interpreter's torch_npu; runs only when "
+           "named in --only (it loads torch)", "ops:op_coverage", needs=("model", "asked")),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
            "baseline:baseline_drift", needs=("baseline",)),

@@ -32,7 +32,7 @@ RULE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TAGGED = frozenset({
     "npu.health", "npu.temperature", "devices.nodes", "baseline.drift", "tokenizer.dtype",
     "tokenizer.token-ids", "endpoint.health", "endpoint.smoke", "endpoint.metrics",
-    "npu.hbm-fit", "checkpoint.format", "checkpoint.fp8-scales",
+    "npu.hbm-fit", "checkpoint.format", "checkpoint.fp8-scales", "engine.op-coverage",
 })
 # Rules declared and listed, but the findings do not name them yet: the --pid target work is
 # changing these modules now, so they carry the declaration only (merges stay simple).
