@@ -69,6 +69,28 @@ def is_fp8(model: ModelDir) -> bool:
                                             for t in model.tensors.values())
 
 
+# The skips model_or_skip tags; a check that uses it declares them among its own rules.
+MODEL_SKIP_RULES = ("no-model", "not-recorded", "model-unreadable")
+
+
+def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
+    """The model, or the skip that says why there is none to look at (tagged with one of
+    MODEL_SKIP_RULES)."""
+    no_model, not_recorded, unreadable = MODEL_SKIP_RULES
+    if ctx.model_dir is None:
+        return None, skipped(NO_MODEL, rules=(no_model,))
+    from probes.checkpoint import CheckpointError
+
+    try:
+        return model_dir(ctx), None
+    except NotRecorded as exc:
+        return None, skipped(f"the model directory was not recorded ({exc.path})",
+                             rules=(not_recorded,))
+    except (CheckpointError, HostError) as exc:
+        return None, skipped(f"cannot read the checkpoint: {exc} (see checkpoint.format)",
+                             rules=(unreadable,))
+
+
 # -- what it is ---------------------------------------------------------------------------------
 
 

@@ -29,10 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checks.builtin.checkpoint import FP8_DTYPES, is_fp8, model_dir
+from checks.builtin.checkpoint import FP8_DTYPES, is_fp8, model_or_skip
 from checks.context import Context
-from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
-from probes.errors import HostError, NotRecorded
+from checks.model import Finding, failed, passed, skipped, warned
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,23 +104,6 @@ class ScaleProblem:
     count: int  # blocks affected; 1 for structural problems
     detail: str
     rule: str = ""
-
-
-def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
-    """The model, or the skip that says why there is none to look at (rules `no-model`,
-    `not-recorded`, `model-unreadable`)."""
-    if ctx.model_dir is None:
-        return None, skipped(NO_MODEL, rules=("no-model",))
-    from probes.checkpoint import CheckpointError
-
-    try:
-        return model_dir(ctx), None
-    except NotRecorded as exc:
-        return None, skipped(f"the model directory was not recorded ({exc.path})",
-                             rules=("not-recorded",))
-    except (CheckpointError, HostError) as exc:
-        return None, skipped(f"cannot read the checkpoint: {exc} (see checkpoint.format)",
-                             rules=("model-unreadable",))
 
 
 # -- the layout ---------------------------------------------------------------------------------
