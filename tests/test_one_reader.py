@@ -13,9 +13,6 @@ MODEL_FILES = frozenset({"config.json", "generation_config.json", "model.safeten
 SAFETENSORS_READERS = frozenset({"safe_open", "load_file", "load", "deserialize"})
 # The one JSON reader for these files; a module naming them may call it, or parse nothing.
 READER = "probes.checkpoint"
-# Modules still reading model files themselves, with why (none now). An entry whose module
-# stops doing it fails.
-PENDING: dict[str, str] = {}
 
 
 def modules() -> list[Path]:
@@ -78,10 +75,7 @@ def violations() -> dict[str, list[str]]:
 
 
 def test_only_probes_reads_model_directories() -> None:
-    found = violations()
-    assert {k: v for k, v in found.items() if k not in PENDING} == {}
-    stale = set(PENDING) - set(found)
-    assert not stale, f"no longer reading model files itself, remove from PENDING: {stale}"
+    assert violations() == {}
 
 
 def test_the_rules_notice_a_reader(tmp_path: Path) -> None:

@@ -50,9 +50,6 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 # rewrites the comments at the end (the replacement text is in the hand-over of issue #11) and
 # empties this set. Each entry is an expected failure until then: strict, so a fixed file turns
 # the suite red until its entry is removed.
-PENDING_PY = frozenset((
-))
-
 OPENABLE_RES = (
     re.compile(r"https?://\S+"),
     re.compile(r"\b[a-z][a-z0-9_]*_\d{2}_\d{4}\b"),                     # hiascend page ids
@@ -127,22 +124,10 @@ def test_no_shipped_data_or_document_cites_notes_beside_the_repository(
     assert not offenders, "cite a primary source instead:\n" + "\n".join(offenders)
 
 
-def test_no_python_file_outside_the_pending_list_cites_notes(repo_names: frozenset[str]) -> None:
-    offenders = [hit for path in shipped_files()
-                 if path.suffix == ".py" and relative(path) not in PENDING_PY
+def test_no_python_file_cites_notes_beside_the_repository(repo_names: frozenset[str]) -> None:
+    offenders = [hit for path in shipped_files() if path.suffix == ".py"
                  for hit in outside_citations(path, repo_names)]
     assert not offenders, "cite a primary source instead:\n" + "\n".join(offenders)
-
-
-@pytest.mark.xfail(strict=True, reason="comments still cite notes beside the repository; the "
-                   "lead rewrites them at the end of issue #11 and then removes the entry from "
-                   "PENDING_PY (an XPASS here means: remove it now)")
-@pytest.mark.parametrize("name", sorted(PENDING_PY))
-def test_pending_python_comments_cite_primary_sources(
-        name: str, repo_names: frozenset[str]) -> None:
-    path = REPO / name
-    offenders = outside_citations(path, repo_names) if path.is_file() else []
-    assert not offenders, "\n".join(offenders)
 
 
 @pytest.mark.parametrize("line", [
