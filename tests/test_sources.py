@@ -113,10 +113,6 @@ def repo_names() -> frozenset[str]:
     return _repository_names()
 
 
-def relative(path: Path) -> str:
-    return path.relative_to(REPO).as_posix()
-
-
 def test_no_shipped_data_or_document_cites_notes_beside_the_repository(
         repo_names: frozenset[str]) -> None:
     offenders = [hit for path in shipped_files() if path.suffix != ".py"
