@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import LayerCache
+from engine.cpu_decode import CpuLinear
 from engine.errors import UnsupportedArchitecture
 
 
@@ -27,24 +28,7 @@ class QuantizedWeight(Protocol):
     def dequantize(self, dtype: torch.dtype) -> torch.Tensor: ...
 
 
-@dataclass(frozen=True)
-class Transposed:
-    """A linear weight stored [in, out]: float32 GEMVs on CPU read it about 2x faster than
-    the [out, in] layout (measured with torch 2.13 on a 2-core AVX-512 CPU: 25.3 against
-    10.8 GB/s for a 512 x 151936 lm_head GEMV)."""
-
-    kn: torch.Tensor
-
-    @classmethod
-    def of(cls, weight: torch.Tensor) -> Transposed:
-        return cls(weight.t().contiguous())
-
-    @property
-    def nbytes(self) -> int:
-        return self.kn.numel() * self.kn.element_size()
-
-
-Weight = torch.Tensor | QuantizedWeight | Transposed
+Weight = torch.Tensor | QuantizedWeight | CpuLinear
 NormFn = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
 
 
@@ -52,23 +36,17 @@ def materialize(weight: Weight, dtype: torch.dtype) -> torch.Tensor:
     """The weight as an [out, in] tensor of `dtype`; FP8-resident weights are dequantised."""
     if isinstance(weight, torch.Tensor):
         return weight
-    if isinstance(weight, Transposed):
-        return weight.kn.t()
-    return weight.dequantize(dtype)
+    if hasattr(weight, "dequantize"):
+        return weight.dequantize(dtype)
+    assert isinstance(weight, CpuLinear)
+    return weight.dense()
 
 
 def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
-    if isinstance(weight, Transposed):
-        y = x @ weight.kn
+    if isinstance(weight, CpuLinear):  # the CPU's own layouts (engine.cpu_decode)
+        y = weight.matmul(x)
         return y if bias is None else y + bias
     return F.linear(x, materialize(weight, x.dtype), bias)
-
-
-def prefer_layout(weight: Weight, device: torch.device, dtype: torch.dtype) -> Weight:
-    """The faster layout for this device: [in, out] for float32 on CPU, else unchanged."""
-    if isinstance(weight, torch.Tensor) and device.type == "cpu" and dtype == torch.float32:
-        return Transposed.of(weight)
-    return weight
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
