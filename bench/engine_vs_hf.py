@@ -231,13 +231,21 @@ def load_times(path: Path, runs: int) -> dict[str, Any]:
 
 
 def kv_quality(path: Path, name: str) -> dict[str, Any]:
+    """Top-1 agreement counts a position when the int8 run's top-1 is a top-1 of the bfloat16
+    run (its logits are rounded to 8 bits, so a few percent of positions are exact ties)."""
     ids = text_ids(path, KV_POSITIONS)
     plain = load_engine(path, "bfloat16")
     quant = load_engine(path, "bfloat16", kv_cache="int8")
     want, got = plain.logits(ids), quant.logits(ids)
+    best = want.max(-1).values
+    picked = want.gather(-1, got.argmax(-1, keepdim=True))[:, 0]
+    top2 = want.topk(2, -1).values
     kv = {e: e.stats.kv_cache_bytes - e.stats.state_bytes for e in (plain, quant)}
     return {"model": name, "positions": len(ids),
-            "top1_agreement": round(float((want.argmax(-1) == got.argmax(-1)).float().mean()), 4),
+            "top1_agreement": round(float((picked == best).float().mean()), 4),
+            "argmax_agreement": round(float((want.argmax(-1) == got.argmax(-1)).float().mean()),
+                                      4),
+            "reference_ties": int((top2[:, 0] == top2[:, 1]).sum()),
             "mean_abs_logit_diff": round(float((want - got).abs().mean()), 5),
             "max_abs_logit_diff": round(float((want - got).abs().max()), 4),
             "kv_bytes_ratio": round(kv[quant] / kv[plain], 4)}
@@ -290,10 +298,12 @@ def _print_load(load: dict[str, Any]) -> None:
 def _print_kv(rows: list[dict[str, Any]]) -> None:
     print(f"\nint8 KV against the bfloat16 cache, teacher-forced over {KV_POSITIONS} positions "
           "of tests/engine/data/kv_text.txt")
-    print("| model | top-1 agreement | mean abs logit diff | max abs logit diff | KV bytes x |")
-    print("|---|---|---|---|---|")
+    print("| model | top-1 agreement | plain argmax agreement (reference ties) | mean abs logit "
+          "diff | max abs logit diff | KV bytes x |")
+    print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['top1_agreement']:.2%} | {r['mean_abs_logit_diff']:.4f} | "
+        print(f"| {r['model']} | {r['top1_agreement']:.2%} | {r['argmax_agreement']:.2%} "
+              f"({r['reference_ties']}) | {r['mean_abs_logit_diff']:.4f} | "
               f"{r['max_abs_logit_diff']:.3f} | {r['kv_bytes_ratio']:.3f} |")
 
 

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from engine import Engine, GenerationConfig
-from engine import cpu_decode
+from engine import Engine, GenerationConfig, cpu_decode
 from engine.cpu_decode import DecodeStep, ResidentFp8, Rows, Transposed, prefer_layout
 from engine.fp8 import Fp8Weight, quantize_block
 from engine.runner import ModelRunner
