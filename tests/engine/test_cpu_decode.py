@@ -171,3 +171,22 @@ def test_other_devices_never_take_the_cpu_path(tmp_path: Path,
 
 def _refuse(self: DecodeStep) -> DecodeStep:
     raise AssertionError("the CPU decode step ran on another device")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(("heads", "kv_heads"), [(9, 3), (4, 4)])
+def test_one_query_attention_matches_sdpa(dtype: torch.dtype, heads: int,
+                                          kv_heads: int) -> None:
+    generator = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 1, heads, 64, generator=generator)
+    keys, values = (torch.randn(1, 37, kv_heads, 64, generator=generator) for _ in range(2))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), scale=0.125,
+        enable_gqa=heads != kv_heads).transpose(1, 2)  # float32 reference
+    got = cpu_decode.decode_attention(q.to(dtype), keys.to(dtype), values.to(dtype), 0.125)
+    assert got.dtype == dtype and got.shape == want.shape
+    tolerance = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 2e-2}[dtype]
+    assert (got.float() - want).abs().max().item() < tolerance * want.abs().max().item()
+    assert cpu_decode.decode_attention_for(torch.device("cpu"), torch.bfloat16) is not None
+    assert cpu_decode.decode_attention_for(torch.device("cpu"), torch.float32) is None
+    assert cpu_decode.decode_attention_for(torch.device("cuda"), torch.bfloat16) is None
