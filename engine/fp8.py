@@ -181,7 +181,8 @@ def _dequantize_bf16(raw: torch.Tensor, scale: torch.Tensor,
 
 def _multiply_tiles(values: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
                     dtype: torch.dtype) -> torch.Tensor:
-    """values [rows, cols] times each tile's scale, into a new [rows, cols] tensor of dtype.
+    """values [rows, cols] times each tile's scale, as a [rows, cols] tensor of dtype (in
+    place when the values already have that dtype: callers hand over a fresh buffer).
 
     The tile scales are first spread along a row of tiles (a [tile rows, cols] table, small),
     then broadcast over the rows of each tile: the multiply's inner loop runs along whole rows
@@ -189,7 +190,9 @@ def _multiply_tiles(values: torch.Tensor, scale: torch.Tensor, block: tuple[int,
     one more multiply; nothing is padded.
     """
     rows, cols = int(values.shape[0]), int(values.shape[1])
-    out = torch.empty((rows, cols), dtype=dtype, device=values.device)
+    # Same dtype: the values' own buffer (fresh from the shifts) becomes the result.
+    out = values if values.dtype == dtype else torch.empty((rows, cols), dtype=dtype,
+                                                          device=values.device)
     spread = scale.repeat_interleave(block[1], dim=1)[:, :cols]
     whole = rows // block[0]
     if whole:
