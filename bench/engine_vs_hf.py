@@ -23,7 +23,9 @@ over 512 positions of a fixed text, and KV bytes.
 "roofline_fraction", "tokens_identical"}], "fp8", "load", "kv_int8", "load_average"}.
 Prints, never asserts. The machine is shared: read the ratios, the load average and
 `other cores` (CPU the rest of the machine burned meanwhile).
-Run: .venv/bin/python bench/engine_vs_hf.py [--runs 5] [--json]  (about 10 minutes on 2 cores)
+`--profile` prints instead where one decode step of our engine spends its time.
+Run: .venv/bin/python bench/engine_vs_hf.py [--runs 5] [--json | --profile]  (about 10 minutes
+on 2 cores)
 """
 
 from __future__ import annotations
@@ -338,14 +340,34 @@ def _verdict(what: str, met: bool) -> str:
     return f"{what}: {'met' if met else 'MISSED'}"
 
 
+def print_profiles(models: Path) -> None:
+    import speed_models
+    from speed_profile import print_profile, profile_decode
+
+    rows = [(case.model, case.dtype, case.path, "dequantize", case.prompt)
+            for case in cases(models)]
+    fp8_dir = speed_models.demo(models, "smollm2-moe-fp8")
+    rows += [("smollm2-moe-fp8 fp8=" + mode, "bfloat16", fp8_dir, mode,
+              text_ids(fp8_dir, PROMPT_TOKENS)) for mode in ("dequantize", "resident")]
+    for name, dtype, path, fp8, prompt in rows:
+        engine = load_engine(path, dtype, fp8=fp8)
+        print_profile(name, dtype, profile_decode(engine, prompt))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per side (median)")
     parser.add_argument("--models", type=Path, default=ROOT / "demo-assets" / "bench",
                         help="where the benchmark models are built once (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--profile", action="store_true",
+                        help="only print where one decode step of our engine spends its time")
     args = parser.parse_args()
     import speed_models
+
+    if args.profile:
+        print_profiles(args.models)
+        return
 
     bandwidths = [read_bandwidth_gbps()]
     found = []
