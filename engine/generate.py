@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,9 +223,13 @@ class Engine:
             check_kv_plan(cache_shape(config, max_seq_len), torch_dtype, int8_kv, torch_device,
                           state=state_shape(config))
             check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device)
-            tokenizer = load_tokenizer(model_path, model.tokenizer_files, require_tokenizer)
-            weights, ignored = load_model_dir(model, config, device=torch_device,
-                                              dtype=torch_dtype, fp8=fp8)
+            with ThreadPoolExecutor(1, thread_name_prefix="engine-tokenizer") as pool:
+                # The tokenizer (mostly Python) loads while the weights (mostly torch) do.
+                tokenizer_load = pool.submit(load_tokenizer, model_path, model.tokenizer_files,
+                                             require_tokenizer)
+                weights, ignored = load_model_dir(model, config, device=torch_device,
+                                                  dtype=torch_dtype, fp8=fp8)
+                tokenizer = tokenizer_load.result()
             eos = (*config.eos_token_ids, *generation_eos_ids(model.generation_config))
         runner = ModelRunner(config, weights, torch_device, torch_dtype, max_seq_len,
                              int8_kv=int8_kv)

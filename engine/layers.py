@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import LayerCache
+from engine.cpu_decode import AttendFn, CpuLinear
 from engine.errors import UnsupportedArchitecture
 
 
@@ -27,24 +28,7 @@ class QuantizedWeight(Protocol):
     def dequantize(self, dtype: torch.dtype) -> torch.Tensor: ...
 
 
-@dataclass(frozen=True)
-class Transposed:
-    """A linear weight stored [in, out]: float32 GEMVs on CPU read it about 2x faster than
-    the [out, in] layout (measured with torch 2.13 on a 2-core AVX-512 CPU: 25.3 against
-    10.8 GB/s for a 512 x 151936 lm_head GEMV)."""
-
-    kn: torch.Tensor
-
-    @classmethod
-    def of(cls, weight: torch.Tensor) -> Transposed:
-        return cls(weight.t().contiguous())
-
-    @property
-    def nbytes(self) -> int:
-        return self.kn.numel() * self.kn.element_size()
-
-
-Weight = torch.Tensor | QuantizedWeight | Transposed
+Weight = torch.Tensor | QuantizedWeight | CpuLinear
 NormFn = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
 
 
@@ -52,23 +36,17 @@ def materialize(weight: Weight, dtype: torch.dtype) -> torch.Tensor:
     """The weight as an [out, in] tensor of `dtype`; FP8-resident weights are dequantised."""
     if isinstance(weight, torch.Tensor):
         return weight
-    if isinstance(weight, Transposed):
-        return weight.kn.t()
-    return weight.dequantize(dtype)
+    if hasattr(weight, "dequantize"):
+        return weight.dequantize(dtype)
+    assert isinstance(weight, CpuLinear)
+    return weight.dense()
 
 
 def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) -> torch.Tensor:
-    if isinstance(weight, Transposed):
-        y = x @ weight.kn
+    if isinstance(weight, CpuLinear):  # the CPU's own layouts (engine.cpu_decode)
+        y = weight.matmul(x)
         return y if bias is None else y + bias
     return F.linear(x, materialize(weight, x.dtype), bias)
-
-
-def prefer_layout(weight: Weight, device: torch.device, dtype: torch.dtype) -> Weight:
-    """The faster layout for this device: [in, out] for float32 on CPU, else unchanged."""
-    if isinstance(weight, torch.Tensor) and device.type == "cpu" and dtype == torch.float32:
-        return Transposed.of(weight)
-    return weight
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -88,7 +66,11 @@ def offset_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.
 
 class Rotary:
     """cos/sin tables for every position up to max_seq_len (rotate-half layout) over the first
-    `rotary_dim` dims of a head (all of them, or 25% with partial rotary)."""
+    `rotary_dim` dims of a head (all of them, or 25% with partial rotary).
+
+    The sin table is stored with its first half negated, so that rotate_half(x) * sin is
+    halves_swapped(x) * signed_sin: one flip instead of two slices, a negation and a cat,
+    and the same bits (a sign moves from one factor to the other)."""
 
     def __init__(self, rotary_dim: int, theta: float, max_seq_len: int,
                  rope_scaling: dict[str, Any] | None, device: torch.device,
@@ -97,14 +79,20 @@ class Rotary:
         positions = torch.arange(max_seq_len, dtype=torch.float32)
         freqs = torch.outer(positions, inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
+        sign = torch.ones(rotary_dim)
+        sign[:rotary_dim // 2] = -1.0
         self.cos = (emb.cos() * attention_scaling).to(device=device, dtype=dtype)
-        self.sin = (emb.sin() * attention_scaling).to(device=device, dtype=dtype)
+        self.signed_sin = (emb.sin() * attention_scaling * sign).to(device=device, dtype=dtype)
+        self._last: tuple[int, int, torch.Tensor, torch.Tensor] | None = None
 
     def tables(self, start: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin shaped [1, length, 1, rotary_dim] to broadcast over BSND."""
-        cos = self.cos[start:start + length]
-        sin = self.sin[start:start + length]
-        return cos[None, :, None, :], sin[None, :, None, :]
+        """cos and signed sin shaped [1, length, 1, rotary_dim] to broadcast over BSND (every
+        layer of one forward asks for the same positions: the views are made once)."""
+        if self._last is None or self._last[:2] != (start, length):
+            cos = self.cos[start:start + length][None, :, None, :]
+            sin = self.signed_sin[start:start + length][None, :, None, :]
+            self._last = (start, length, cos, sin)
+        return self._last[2], self._last[3]
 
 
 def _inv_freq(head_dim: int, theta: float,
@@ -135,18 +123,19 @@ def _llama3_inv_freq(inv_freq: torch.Tensor, scaling: dict[str, Any]) -> torch.T
     return torch.where(medium, smoothed, scaled)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
+def swap_halves(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (x2, x1) along the last dim; rotate_half(x) is this times (-1, +1)."""
     half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x.unflatten(-1, (2, half)).flip(-2).flatten(-2)
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """Rotate the first cos.shape[-1] dims of each head; the rest pass through."""
     dim = cos.shape[-1]
     if dim == x.shape[-1]:
-        return x * cos + rotate_half(x) * sin
+        return x * cos + swap_halves(x) * signed_sin
     turned, kept = x[..., :dim], x[..., dim:]
-    return torch.cat((turned * cos + rotate_half(turned) * sin, kept), dim=-1)
+    return torch.cat((turned * cos + swap_halves(turned) * signed_sin, kept), dim=-1)
 
 
 @dataclass
@@ -172,8 +161,9 @@ class Attention:
 
     def __init__(self, weights: AttentionWeights, num_heads: int, num_kv_heads: int,
                  head_dim: int, eps: float, norm: NormFn = rms_norm,
-                 output_gate: bool = False) -> None:
+                 output_gate: bool = False, decode_attention: AttendFn | None = None) -> None:
         self.w = weights
+        self.decode_attention = decode_attention  # a device's own one-query kernel
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
         self.eps = eps
         self.norm = norm
@@ -210,11 +200,15 @@ class Attention:
         length = x.shape[1]
         cache.write(start, k, v)
         keys, values = cache.read(start + length)
-        mask = None if length == 1 else _causal_mask(start, length, x.device)
-        out = F.scaled_dot_product_attention(
-            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
-            attn_mask=mask, scale=self.scale, enable_gqa=self.num_heads != self.num_kv_heads)
-        out = out.transpose(1, 2).reshape(x.shape[0], length, self.num_heads * self.head_dim)
+        if length == 1 and self.decode_attention is not None:
+            out = self.decode_attention(q, keys, values, self.scale)
+        else:
+            mask = None if length == 1 else _causal_mask(start, length, x.device)
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+                attn_mask=mask, scale=self.scale,
+                enable_gqa=self.num_heads != self.num_kv_heads).transpose(1, 2)
+        out = out.reshape(x.shape[0], length, self.num_heads * self.head_dim)
         if gate is not None:
             out = out * torch.sigmoid(gate)
         return linear(out, self.w.o, self.w.o_bias)

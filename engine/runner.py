@@ -3,14 +3,16 @@ anything is allocated (the arithmetic is probes.model_memory, shared with the do
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import torch
 
 from engine.cache import CacheShape, KVCache, StateShape, element_bytes, kv_cache_bytes, state_bytes
+from engine.cpu_decode import DecodeStep
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
 from engine.models import FAMILIES
@@ -186,6 +188,8 @@ class ModelRunner:
         kinds = [config.layer_kind(i) == FULL_ATTENTION for i in range(config.num_layers)]
         self.cache = KVCache.allocate(shape, dtype, device, int8_kv, state, kinds)
         self._token = torch.zeros(1, 1, dtype=torch.int64, device=device)
+        self._decode_step: Callable[[], contextlib.AbstractContextManager[object]] = (
+            (lambda: DecodeStep(dtype)) if device.type == "cpu" else contextlib.nullcontext)
 
     @torch.inference_mode()
     def prefill(self, ids: list[int], last_only: bool = True) -> torch.Tensor:
@@ -197,7 +201,8 @@ class ModelRunner:
     def decode(self, token_id: int) -> torch.Tensor:
         """float32 logits [vocab] for the token at the next cache position."""
         self._token.fill_(token_id)
-        return self.model.decode(self._token, self.cache)[0]
+        with self._decode_step():  # the CPU's decode fast path (engine.cpu_decode)
+            return self.model.decode(self._token, self.cache)[0]
 
     @property
     def positions_left(self) -> int:

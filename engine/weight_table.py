@@ -7,8 +7,9 @@ from typing import Any
 
 import torch
 
+from engine.cpu_decode import Transposed, prefer_layout
 from engine.errors import ModelFormatError
-from engine.layers import Transposed, Weight, prefer_layout
+from engine.layers import Weight
 
 
 class WeightTable:

@@ -325,6 +325,37 @@ class _Loader:
         return tensor if source.rows is None else tensor[source.rows[0]:source.rows[1]]
 
 
+MAX_LOAD_THREADS = 8
+
+
+def _load_all(model: ModelDir, config: ModelConfig, sources: list[tuple[str, Source]],
+              device: torch.device | str, dtype: torch.dtype, fp8: str) -> dict[str, Weight]:
+    """Every tensor copied out (and dequantised); on the CPU by one thread per torch thread,
+    each with torch's own threads at 1: the copies and shifts are small and many, and on a
+    2-core machine two OpenMP threads per copy spend more time waiting for each other (and
+    contending for page faults on fresh memory) than working."""
+    workers = min(torch.get_num_threads(), MAX_LOAD_THREADS)
+    if torch.device(device).type != "cpu" or workers < 2 or len(sources) < 2:
+        loader = _Loader(model, config, device, dtype, fp8)
+        return {name: loader.load(name, source) for name, source in sources}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def load_share(share: list[tuple[str, Source]]) -> dict[str, Weight]:
+        loader = _Loader(model, config, device, dtype, fp8)
+        return {name: loader.load(name, source) for name, source in share}
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # new threads take this count too
+    try:
+        with ThreadPoolExecutor(workers, thread_name_prefix="engine-load") as pool:
+            loaded: dict[str, Weight] = {}
+            for part in pool.map(load_share, [sources[i::workers] for i in range(workers)]):
+                loaded.update(part)
+    finally:
+        torch.set_num_threads(threads)
+    return {name: loaded[name] for name, _ in sources}
+
+
 def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device | str = "cpu",
                    dtype: torch.dtype = torch.bfloat16,
                    fp8: str = "dequantize") -> tuple[dict[str, Weight], dict[str, int]]:
@@ -333,9 +364,7 @@ def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device
     if problems:
         raise ModelFormatError(problems[0])
     plan = plan_load(model, config)
-    loader = _Loader(model, config, device, dtype, fp8)
-    weights: dict[str, Weight] = {name: loader.load(name, source)
-                                  for name, source in plan.sources.items()}
+    weights = _load_all(model, config, list(plan.sources.items()), device, dtype, fp8)
     if config.tie_word_embeddings:
         weights["lm_head.weight"] = weights["embed.weight"]
     return weights, plan.ignored

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine.cpu_decode import decode_attention_for
 from engine.deltanet import DeltaNetWeights, GatedDeltaNet, Projections
 from engine.layers import (
     Attention,
@@ -81,7 +82,8 @@ def attention(ctx: LayerContext, layer: int) -> Attention:
         q_norm=table.get(p + "attn.q_norm.weight") if cfg.qk_norm else None,
         k_norm=table.get(p + "attn.k_norm.weight") if cfg.qk_norm else None)
     return Attention(weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, ctx.eps, ctx.norm,
-                     output_gate=cfg.attn_output_gate)
+                     output_gate=cfg.attn_output_gate,
+                     decode_attention=decode_attention_for(table.device, table.dtype))
 
 
 def deltanet(ctx: LayerContext, layer: int, projections: Projections) -> GatedDeltaNet:

@@ -11,9 +11,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine import Engine, GenerationConfig
+from engine.cpu_decode import Rows, Transposed
 from engine.fp8 import Fp8Weight
 from engine.fp8 import quantize_block as quantize_block_fp8
-from engine.layers import Transposed
 from tests.engine.tiny_models import ARCHITECTURES, VOCAB_SIZE, save_tiny
 
 PROMPT_LEN = 12
@@ -160,6 +160,8 @@ def test_cpu_float32_stores_projections_in_out(tiny: tuple[str, Any, Path]) -> N
     fp32 = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
     bf16 = Engine.load(directory, device="cpu", dtype="bfloat16", max_seq_len=16)
     assert isinstance(fp32.runner.model.blocks[0].attn.w.q, Transposed)
-    assert isinstance(bf16.runner.model.blocks[0].attn.w.q, torch.Tensor)
+    bf16_q = bf16.runner.model.blocks[0].attn.w.q
+    assert isinstance(bf16_q, Rows) and bf16_q.nk.shape[0] == bf16.config.num_heads * \
+        bf16.config.head_dim  # reduced precision keeps [out, in]
     if fp32.config.tie_word_embeddings:  # the [in, out] lm_head is an extra copy
         assert fp32.stats.weight_bytes > 2 * bf16.stats.weight_bytes
