@@ -18,7 +18,6 @@ be stopped, so there is no fixed chip threshold. What the rule judges, per chip:
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -104,6 +103,14 @@ def worst(levels: Sequence[ThermalLevel]) -> ThermalLevel:
     return max(levels, key=_ORDER.__getitem__, default="unknown")
 
 
+def _median(values: Sequence[float]) -> float:
+    """The median (as statistics.median, without importing statistics and with it decimal,
+    fractions and random on every run that judges a chip)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def _others(temperatures: Sequence[float | None], index: int) -> list[float]:
     return [t for i, t in enumerate(temperatures) if i != index and t is not None]
 
@@ -143,7 +150,7 @@ def _peer_findings(chip: ChipReading, others: list[float],
                    limits: ThermalLimits) -> list[Found]:
     if chip.temperature_c is None or len(others) < MIN_PEERS:
         return []
-    median_c = statistics.median(others)
+    median_c = _median(others)
     above_c = chip.temperature_c - median_c
     if above_c < limits.above_peers_warn_c:
         return []
@@ -157,4 +164,4 @@ def above_peers_c(temperatures: Sequence[float | None], index: int) -> float | N
     own = temperatures[index]
     if own is None or len(others) < MIN_PEERS:
         return None
-    return own - statistics.median(others)
+    return own - _median(others)
