@@ -40,6 +40,8 @@ MIN_PEERS = 2  # a median of one other chip is that chip: two chips cannot outvo
 
 @dataclass(frozen=True)
 class ThermalLimits:
+    """The policy's numbers for the temperature rule."""
+
     hbm_alarm_c: float  # npu.hbm_temperature_alarm_c
     above_peers_warn_c: float  # npu.temperature_above_peers_warn_c
 
@@ -65,6 +67,8 @@ class ChipReading:
 
 @dataclass(frozen=True)
 class ThermalVerdict:
+    """The rule's verdict on one chip, with a reason and a rule name per finding."""
+
     key: str
     level: ThermalLevel  # "unknown": no temperature and no code was read for this chip
     reasons: tuple[str, ...]  # one line each, empty when ok

@@ -116,6 +116,8 @@ def locate_model(host: Host, path: str) -> ModelLocation:
 
 @dataclass(frozen=True)
 class ShardInfo:
+    """One safetensors shard as its header describes it, and its size on disk."""
+
     name: str
     header_size: int
     data_end: int  # the largest data_offsets end
@@ -133,6 +135,8 @@ class ShardInfo:
 
 @dataclass(frozen=True)
 class ModelDir:
+    """A model directory: its config, every tensor, the shards and what is missing."""
+
     path: str
     config: ModelConfig
     tensors: Mapping[str, TensorInfo]

@@ -79,6 +79,8 @@ def parse_quantization(quant: Any) -> tuple[QuantFormat, list[FieldProblem]]:
 
 @dataclass(frozen=True)
 class _Common:
+    """The fields every quantisation format shares."""
+
     method: str
     modules_to_not_convert: tuple[str, ...]
     activation_scheme: str

@@ -152,6 +152,8 @@ def _read_health(ctx: Context, chip: ChipRow) -> HealthRead:
 
 @dataclass(frozen=True)
 class HbmRead:
+    """`-t memory` of one chip: its HBM temperature (None when unread) and a note."""
+
     hbm_temperature_c: float | None
     note: str  # what the evidence says: the value, or why there is none
     timed_out: bool = False

@@ -154,6 +154,8 @@ class _BlockBuilder:
 
 @dataclass
 class _KvState:
+    """What the walk over a `-t` output has seen so far; only parse_kv builds it."""
+
     kind: str
     chip_id_after: bool
     current: _BlockBuilder = field(default_factory=_BlockBuilder)

@@ -79,6 +79,8 @@ class MappingRow:
 
 @dataclass(frozen=True, slots=True)
 class NpuMapping:
+    """`npu-smi info -m`: one row per chip (and MCU)."""
+
     rows: tuple[MappingRow, ...]
     warnings: tuple[str, ...] = ()
 
@@ -95,6 +97,8 @@ class ListEntry:
 
 @dataclass(frozen=True, slots=True)
 class NpuList:
+    """`npu-smi info -l`: the card count and one entry per card."""
+
     total_count: int | None
     npus: tuple[ListEntry, ...]
     warnings: tuple[str, ...] = ()
@@ -119,6 +123,8 @@ class WatchRow:
 
 @dataclass(frozen=True, slots=True)
 class WatchTable:
+    """`npu-smi info watch`: its columns and one row per chip and interval."""
+
     columns: tuple[str, ...]
     rows: tuple[WatchRow, ...]
     warnings: tuple[str, ...] = ()
@@ -157,6 +163,8 @@ class KvBlock:
 
 @dataclass(frozen=True)
 class KvOutput:
+    """An `npu-smi info -t <type>` output: card-level lines and one block per chip."""
+
     kind: str  # one of KV_KINDS
     npu_id: int | None  # the `NPU ID` card-level line
     blocks: tuple[KvBlock, ...]
@@ -166,6 +174,8 @@ class KvOutput:
 
 @dataclass(frozen=True)
 class HealthReport:
+    """What `-t health` says of one chip: its status word and error codes."""
+
     status: str | None  # `OK`, `Warning`, `Alarm`, `Critical`, ... as printed
     error_codes: tuple[str, ...]  # 8-hex codes; empty when `NA`
     error_information: tuple[str, ...]  # one text per line; empty when `NA`
@@ -182,6 +192,8 @@ class ChipTemperatures:
 
 @dataclass(frozen=True)
 class Process:
+    """One process line of a `-t` output (`-t proc-mem`): pid, name and device memory."""
+
     pid: int
     name: str  # kernel comm, may be "" (npu-smi prints a blank name on A3)
     memory_mb: int | None
@@ -189,12 +201,16 @@ class Process:
 
 @dataclass(frozen=True)
 class ChipProcesses:
+    """The processes of one chip in `-t proc-mem`."""
+
     chip_id: int | None  # None when the output was cut before the chip's `Chip ID` line
     processes: tuple[Process, ...]
 
 
 @dataclass(frozen=True)
 class ProcMem:
+    """`npu-smi info -t proc-mem`: the processes of each chip of one card."""
+
     npu_id: int | None
     chips: tuple[ChipProcesses, ...]
     warnings: tuple[str, ...]
@@ -202,6 +218,8 @@ class ProcMem:
 
 @dataclass(frozen=True)
 class Topology:
+    """`npu-smi info -t topo`: the link matrix, CPU affinity and legend."""
+
     devices: tuple[str, ...]  # header labels in order: `NPU0`.. or `Phy-ID0`.. (A3)
     links: Mapping[tuple[str, str], str]  # (row, column) -> `HCCS`, `SYS`, `X` (self), ...
     cpu_affinity: Mapping[str, str | None]  # `144-167`; None without the column (A3 on ARM)
