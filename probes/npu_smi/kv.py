@@ -28,7 +28,8 @@ from probes.npu_smi.kvlines import (
     process_of,
     warning,
 )
-from probes.npu_smi.model import KvBlock, KvOutput, Process, Value
+from probes.npu_smi.model import Value
+from probes.npu_smi.model_kv import KvBlock, KvOutput, Process
 
 KV_KINDS = (
     "usages",

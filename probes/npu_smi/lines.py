@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi.model import (
+from probes.npu_smi.model import WatchValue
+from probes.npu_smi.model_lines import (
     ListEntry,
     MappingRow,
     NpuList,
     NpuMapping,
     WatchRow,
     WatchTable,
-    WatchValue,
 )
 from probes.npu_smi.noise import is_noise
 from probes.npu_smi.text import is_placeholder, not_a_number, to_float, to_int, to_text
