@@ -10,20 +10,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
-from checks.options import (
-    BaselineRecordOptions,
-    BundleOptions,
-    EndpointOptions,
-    HostOptions,
-    NpuOptions,
-    RunOptions,
-)
+from checks.options import EndpointOptions, HostOptions, RunOptions
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
+
+if TYPE_CHECKING:
+    from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
 
 
 def _columns() -> int:
@@ -252,10 +248,14 @@ def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:
+    from checks.command_options import NpuOptions
+
     return NpuOptions(host=host_options(args), from_file=args.from_file, json=args.json)
 
 
 def bundle_options(args: argparse.Namespace) -> BundleOptions:
+    from checks.command_options import BundleOptions
+
     return BundleOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
         output=_path(args.output), include_logs=not args.no_logs, metrics=_path(args.metrics),
@@ -263,6 +263,8 @@ def bundle_options(args: argparse.Namespace) -> BundleOptions:
 
 
 def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
+    from checks.command_options import BaselineRecordOptions
+
     output = None if args.output in (None, "", "-") else Path(args.output)
     return BaselineRecordOptions(host=host_options(args), model=args.model, output=output)
 

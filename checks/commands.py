@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from checks import inputs
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
-from checks.options import BaselineRecordOptions, BundleOptions, NpuOptions, RunOptions
 from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
@@ -22,6 +21,8 @@ from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
+    from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+    from checks.options import RunOptions
 
 
 def cmd_list() -> int:

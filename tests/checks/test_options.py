@@ -16,13 +16,8 @@ from checks.cli import (
     npu_options,
     run_options,
 )
-from checks.options import (
-    BaselineRecordOptions,
-    BundleOptions,
-    HostOptions,
-    NpuOptions,
-    RunOptions,
-)
+from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+from checks.options import HostOptions, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
