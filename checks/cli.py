@@ -139,12 +139,50 @@ exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ascend-doctor", epilog=EPILOG,
-                     formatter_class=_RawFormatter,
-                     description="Is this Ascend machine, its software stack and this "
-                     "checkpoint ready to serve a Qwen MoE model?")
+class _NeedsCommands(Exception):
+    """The command line may name a sub-command, or asks for help or gets an error: parse it
+    again with every sub-command's parser, which says it right."""
+
+
+class _RunParser(_Parser):
+    """The parser of a run without a sub-command (most runs): it builds none of the
+    sub-commands' parsers, and hands anything it would print over to the full parser."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _NeedsCommands(message)
+
+    def print_help(self, file: Any = None) -> None:
+        raise _NeedsCommands("help")
+
+
+COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line; the sub-commands' parsers are built only when it may need
+    them (a token that names one, a help request, an error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(token in COMMANDS for token in args):
+        parser = _main_parser(_RunParser)
+        parser.set_defaults(command=None)
+        try:
+            return parser.parse_args(args)
+        except _NeedsCommands:
+            pass
+    return build_parser().parse_args(args)
+
+
+def _main_parser(parser_class: type[_Parser]) -> _Parser:
+    parser = parser_class(prog="ascend-doctor", epilog=EPILOG,
+                          formatter_class=_RawFormatter,
+                          description="Is this Ascend machine, its software stack and this "
+                          "checkpoint ready to serve a Qwen MoE model?")
     _add_run_options(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _main_parser(_Parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
@@ -273,7 +311,7 @@ def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:
