@@ -20,20 +20,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from checks.thermal_codes import (
+    RULE_CODE,
+    RULE_CODES_UNREAD,
+    RULE_HBM,
+    RULE_PEERS,
+    THERMAL_CODES,
+    ThermalLevel,
+    normalise_code,
+)
 
 if TYPE_CHECKING:
     from checks.policy import Policy
 
-ThermalLevel = Literal["ok", "warn", "fail", "unknown"]
+__all__ = ["RULE_CODE", "RULE_CODES_UNREAD", "RULE_HBM", "RULE_PEERS", "THERMAL_CODES",
+           "ChipReading", "ThermalLevel", "ThermalLimits", "ThermalVerdict", "above_peers_c",
+           "judge_by_key", "judge_temperatures", "normalise_code", "thermal_limits", "worst"]
 
-# code (8 hex digits, upper case, no 0x) -> (level, meaning as the fault knowledge graph states it)
-THERMAL_CODES: dict[str, tuple[ThermalLevel, str]] = {
-    "80E00209": ("fail", "HBM temperature above 95 °C (alarm)"),
-    "80E0020B": ("fail", "HBM fatal high-temperature alarm"),
-    "80E20207": ("warn", "SoC non-fatal high-temperature alarm (threshold not published)"),
-    "80DE0207": ("warn", "DDR chip non-fatal high-temperature alarm"),
-}
 _ORDER: dict[ThermalLevel, int] = {"unknown": 0, "ok": 1, "warn": 2, "fail": 3}
 MIN_PEERS = 2  # a median of one other chip is that chip: two chips cannot outvote each other
 
@@ -72,20 +77,10 @@ class ThermalVerdict:
     key: str
     level: ThermalLevel  # "unknown": no temperature and no code was read for this chip
     reasons: tuple[str, ...]  # one line each, empty when ok
-    rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* below), same order
+    rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* names), same order
 
 
-# the rule names (npu.temperature's playbook lists them under "What the check does")
-RULE_CODE = "thermal-alarm-code"
-RULE_CODES_UNREAD = "thermal-codes-unread"
-RULE_HBM = "hbm-alarm"
-RULE_PEERS = "hotter-than-peers"
 Found = tuple[ThermalLevel, str, str]  # level, reason, rule
-
-
-def normalise_code(code: str) -> str:
-    """`0x80e00209` / `80E00209` -> `80E00209`."""
-    return code.strip().upper().removeprefix("0X")
 
 
 def judge_temperatures(chips: Sequence[ChipReading],
