@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checks.builtin.checkpoint import fp8_scales  # noqa: E402  (the path is set just above)
+from checks.builtin.fp8_scales import fp8_scales  # noqa: E402  (the path is set just above)
 from checks.context import Context  # noqa: E402
 from checks.policy import load_policy  # noqa: E402
 from probes.host import CommandResult, DiskUsage, PathKind, PythonEnvironment  # noqa: E402

@@ -21,7 +21,13 @@ from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
-    from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+    from checks.command_options import (
+        BaselineRecordOptions,
+        BenchOptions,
+        BundleOptions,
+        NpuOptions,
+        OpsOptions,
+    )
 
 
 def _columns() -> int:
@@ -86,6 +92,12 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
                         "inspect` JSON or KEY=VALUE lines) of a service not running yet")
 
 
+def _tp(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= 4096:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a tensor-parallel size (1 to 4096)")
+    return int(text)
+
+
 def _csv(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
@@ -95,6 +107,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     _add_target_options(parser)
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")
+    parser.add_argument("--tp", type=_tp, metavar="N",
+                        help="tensor-parallel size npu.hbm-fit plans for (default: the "
+                        "target's -tp / MindIE worldSize, else the policy's, 1)")
     parser.add_argument("--policy", metavar="FILE", help="policy overrides (YAML)")
     parser.add_argument("--only", type=_csv, default=[], metavar="ID,...",
                         help="run only these checks")
@@ -135,6 +150,11 @@ EPILOG = """commands:
   bundle            record this machine into one .tar.gz (secrets redacted) for
                     `ascend-doctor --from BUNDLE` anywhere
   baseline record   write a YAML baseline of a validated machine (for --baseline FILE)
+  ops               which aten operators --model sends to the device, and whether the
+                    device has kernels for them (predicted from torch_npu's registry
+                    without an NPU)
+  bench             micro-benchmarks of --model's hot operators at its real shapes,
+                    against this device's measured copy bandwidth and matmul peak
 
 exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
             3 the doctor itself could not run (bad arguments, unreadable policy)
@@ -157,7 +177,7 @@ class _RunParser(_Parser):
         raise _NeedsCommands("help")
 
 
-COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline")
+COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline", "ops", "bench")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -199,7 +219,68 @@ def build_parser() -> argparse.ArgumentParser:
     npu.add_argument("--json", action="store_true", help="print the ascend-npu/1 JSON document")
     _add_bundle_parser(sub)
     _add_baseline_parser(sub)
+    _add_ops_parser(sub)
+    _add_bench_parser(sub)
     return parser
+
+
+FP8_MODES = ("dequantize", "resident")
+
+
+def _add_ops_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    ops = sub.add_parser(
+        "ops", help="which operators the model sends to the device, and their kernels",
+        description="Trace one prefill and one decode step of --model on the meta device "
+        "(config.json is enough: no weights are read or allocated) and list every aten "
+        "operator that reaches the device, with its calls, dtypes, shapes and where in the "
+        "model it is called; then say whether the device has a kernel for it. With torch_npu "
+        "importable the dispatcher is asked; without it `--device npu` predicts from "
+        "torch_npu's published operator registry for --torch-npu VERSION, the torch_npu of "
+        "--python PATH, or this torch's line. Exit 1 when an operator has no kernel.")
+    ops.add_argument("--model", metavar="DIR", required=True,
+                     help="model directory (config.json; shards are not needed)")
+    ops.add_argument("--device", choices=("npu", "cpu", "cuda"), default="npu",
+                     help="the device whose kernels are asked about (default npu)")
+    ops.add_argument("--torch-npu", metavar="VERSION",
+                     help="predict for this torch_npu release (e.g. 2.5.1.post3)")
+    ops.add_argument("--python", metavar="PATH",
+                     help="predict for the torch_npu installed in this interpreter")
+    ops.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),
+                     help="compute dtype the engine would use (default bfloat16)")
+    ops.add_argument("--fp8", default="dequantize", choices=FP8_MODES,
+                     help="FP8 checkpoints: dequantise at load (default) or keep FP8 resident")
+    ops.add_argument("--json", action="store_true", help="print the ascend-doctor-ops/1 document")
+
+
+def _add_bench_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    bench = sub.add_parser(
+        "bench", help="micro-benchmarks of the model's hot operators at its real shapes",
+        description="Time the model's hot operators at its real shapes and dtypes (decode "
+        "GEMV of each projection, expert GEMMs at typical tokens per expert, attention at "
+        "several context lengths, the DeltaNet recurrent step, router top-k, RMSNorm) with "
+        "random tensors of one layer (a 35B model allocates one layer's tensors, not 35B), "
+        "and compare each with this device's copy bandwidth and matmul peak measured in the "
+        "same run. Exit 1 when --compare finds an operator slower than --slower-pct.")
+    bench.add_argument("--model", metavar="DIR", required=True,
+                       help="model directory (config.json is enough)")
+    bench.add_argument("--device", choices=("auto", "npu", "cuda", "cpu"), default="auto",
+                       help="where to run (default auto: npu, then cuda, then cpu)")
+    bench.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),
+                       help="compute dtype (default bfloat16)")
+    bench.add_argument("--fp8", default="dequantize", choices=FP8_MODES,
+                       help="FP8 checkpoints: time BF16 weights (default: dequantised at load) "
+                       "or FP8-resident weights dequantised per use")
+    bench.add_argument("--json", action="store_true",
+                       help="print the ascend-doctor-bench/1 document")
+    bench.add_argument("-o", "--output", metavar="FILE",
+                       help="also write the document to FILE (to --compare on another machine)")
+    bench.add_argument("--compare", metavar="FILE",
+                       help="a document recorded elsewhere: which operators got slower, by how "
+                       "much")
+    bench.add_argument("--slower-pct", type=float, default=10.0, metavar="PCT",
+                       help="report operators slower than this (default 10)")
+    bench.add_argument("--quick", action="store_true",
+                       help="fewer samples and context lengths (a smoke run, noisier)")
 
 
 def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
@@ -270,7 +351,7 @@ def host_options(args: argparse.Namespace) -> HostOptions:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
-        host=host_options(args), model=args.model, policy=_path(args.policy),
+        host=host_options(args), model=args.model, tp=args.tp, policy=_path(args.policy),
         only=tuple(args.only), skip=tuple(args.skip), json=args.json, junit=_path(args.junit),
         verbose=args.verbose, baseline=_path(args.baseline), prometheus=_path(args.prometheus),
         endpoint=_endpoint(args))
@@ -300,6 +381,23 @@ def bundle_options(args: argparse.Namespace) -> BundleOptions:
         host=host_options(args), model=args.model, policy=_path(args.policy),
         output=_path(args.output), include_logs=not args.no_logs, metrics=_path(args.metrics),
         redact_hostnames=args.redact_hostnames)
+
+
+def ops_options(args: argparse.Namespace) -> OpsOptions:
+    from checks.command_options import OpsOptions
+
+    return OpsOptions(model=args.model, device=args.device, torch_npu=args.torch_npu,
+                      python=args.python, dtype=args.dtype, fp8=args.fp8, json=args.json)
+
+
+def bench_options(args: argparse.Namespace) -> BenchOptions:
+    from checks.command_options import BenchOptions
+
+    if not args.slower_pct >= 0:
+        raise UsageError(f"--slower-pct {args.slower_pct}: must be 0 or more")
+    return BenchOptions(model=args.model, device=args.device, dtype=args.dtype, fp8=args.fp8,
+                        json=args.json, output=_path(args.output), compare=_path(args.compare),
+                        slower_pct=args.slower_pct, quick=args.quick)
 
 
 def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
@@ -360,6 +458,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return commands.cmd_bundle(bundle_options(args))
     if args.command == "baseline":
         return commands.cmd_baseline_record(baseline_record_options(args))
+    if args.command == "ops":
+        return commands.cmd_ops(ops_options(args))
+    if args.command == "bench":
+        return commands.cmd_bench(bench_options(args))
     return commands.cmd_run(run_options(args))
 
 

@@ -1,4 +1,4 @@
-"""The options of the sub-commands that list or record (`npu`, `bundle`, `baseline record`),
+"""The options of the sub-commands (`npu`, `bundle`, `baseline record`, `ops`, `bench`),
 as frozen objects built once by `checks.cli` (beside `checks.options`, which a run of the
 checks takes, so that a run never builds these)."""
 
@@ -47,3 +47,31 @@ class BaselineRecordOptions:
     host: HostOptions = field(default_factory=HostOptions)
     model: str | None = None  # also fingerprint this model directory's tokenizer
     output: Path | None = None  # None (or -): stdout
+
+
+@dataclass(frozen=True)
+class OpsOptions:
+    """`ascend-doctor ops`: the operators one prefill and decode of --model send to a device."""
+
+    model: str  # a model directory on this machine (config.json is enough)
+    device: str = "npu"  # npu | cpu | cuda
+    torch_npu: str | None = None  # --torch-npu VERSION: predict for that release
+    python: str | None = None  # --python PATH: predict for the torch_npu installed there
+    dtype: str = "bfloat16"
+    fp8: str = "dequantize"  # how the engine would hold FP8 weights
+    json: bool = False  # the ascend-doctor-ops/1 document
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`ascend-doctor bench`: micro-benchmarks of --model's hot operators at its shapes."""
+
+    model: str
+    device: str = "auto"  # auto | npu | cuda | cpu
+    dtype: str = "bfloat16"
+    fp8: str = "dequantize"
+    json: bool = False  # the ascend-doctor-bench/1 document
+    output: Path | None = None  # -o FILE: also write the document (for --compare elsewhere)
+    compare: Path | None = None  # --compare FILE: another machine's document
+    slower_pct: float = 10.0  # --slower-pct: a slowdown above this is reported
+    quick: bool = False  # fewer samples and shapes (a smoke run)

@@ -1,6 +1,6 @@
 """Every sub-command of `ascend-doctor`: run, list, explain, playbooks, npu, bundle,
-baseline record. Each takes its options object (checks/options.py) and returns the exit code;
-a bad input raises UsageError (checks/errors.py), which the CLI prints as one line."""
+baseline record, ops, bench. Each takes its options object (checks/options.py) and returns the
+exit code; a bad input raises UsageError (checks/errors.py), which the CLI prints as one line."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from checks import inputs
-from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError
+from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
@@ -21,7 +21,13 @@ from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
-    from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+    from checks.command_options import (
+        BaselineRecordOptions,
+        BenchOptions,
+        BundleOptions,
+        NpuOptions,
+        OpsOptions,
+    )
     from checks.options import RunOptions
 
 
@@ -90,7 +96,8 @@ def cmd_run(options: RunOptions) -> int:
     observed = inputs.observe(options.host)
     apply_output_cap(observed.host, policy)
     ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline,
-                         endpoint=endpoint)
+                         endpoint=endpoint, requested=frozenset(options.only),
+                         tensor_parallel=options.tp)
     run = run_checks(checks, ctx)
     ctx.target = inputs.still_there(observed)
     info = inputs.host_info(ctx, options.model, policy.source)
@@ -187,3 +194,102 @@ def cmd_baseline_record(options: BaselineRecordOptions) -> int:
           f"variables, {now.npu.count if now.npu else 0} NPU chips"
           f"{', tokenizer fingerprint' if now.tokenizer else ''}", file=sys.stderr)
     return EXIT_OK
+
+
+def _needs_torch(command: str) -> None:
+    """One line instead of a traceback where torch is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError(f"`ascend-doctor {command}` runs the engine and needs torch, which is "
+                         "not installed in this Python; pip install torch (and torch_npu on an "
+                         "NPU box)")
+
+
+def target_torch_npu(python: str) -> str:
+    """The torch_npu version installed in the interpreter `python` (UsageError without one)."""
+    from probes.live import LiveHost
+
+    found = LiveHost(root="/", python=python).python_packages()
+    if found.error:
+        raise UsageError(f"--python {python}: {found.error}")
+    version = found.version_of("torch_npu")
+    if version is None:
+        raise UsageError(f"--python {python}: no torch_npu installed there; pass --torch-npu "
+                         "VERSION to predict for a release")
+    return version
+
+
+def cmd_ops(options: OpsOptions) -> int:
+    """The operators --model sends to the device and whether it has kernels for them."""
+    _needs_torch("ops")
+    from engine.errors import EngineError
+    from engine.opscan import scan_path
+
+    torch_npu = options.torch_npu
+    if torch_npu is None and options.python:
+        torch_npu = target_torch_npu(options.python)
+    try:
+        report = scan_path(Path(options.model), options.device, torch_npu, options.dtype,
+                           options.fp8)
+    except EngineError as exc:
+        raise UsageError(str(exc)) from None
+    document = report.document()
+    if options.json:
+        print(json_text(json.dumps(document, indent=2, ensure_ascii=False)))
+    else:
+        from checks.ops_view import render
+
+        render(document, make_console())
+    return EXIT_WARN if report.warnings else EXIT_OK
+
+
+def _comparison_document(comparison: Any) -> dict[str, Any]:
+    return {"other": comparison.other, "slower_pct": comparison.slower_pct,
+            "slower": [d.name for d in comparison.slower],
+            "operators": [{"name": d.name, "there_s": d.then_s, "here_s": d.now_s,
+                           "ratio": d.ratio, "shape_changed": d.shape_changed}
+                          for d in comparison.deltas],
+            "peaks": [{"name": p.name, "unit": p.unit, "there": p.then, "here": p.now}
+                      for p in comparison.peaks]}
+
+
+def cmd_bench(options: BenchOptions) -> int:
+    """Micro-benchmarks of --model's hot operators; with --compare, what got slower."""
+    _needs_torch("bench")
+    from checks.bench_compare import CompareError, compare, load
+
+    try:
+        other = load(options.compare) if options.compare else None
+    except CompareError as exc:
+        raise UsageError(f"--compare {exc}") from None
+    from checks.bench_view import progress_bar, render, render_comparison
+    from engine.config import load_config
+    from engine.errors import EngineError
+    from engine.microbench import QUICK, Settings, bench
+    from engine.runner import parse_dtype, pick_device
+
+    try:
+        config = load_config(Path(options.model))
+        device = pick_device(options.device)
+        with progress_bar(True) as update:
+            document = bench(config, device, dtype=parse_dtype(options.dtype),
+                             fp8_mode=options.fp8, settings=QUICK if options.quick else Settings(),
+                             progress=update, model=options.model)
+    except EngineError as exc:
+        raise UsageError(str(exc)) from None
+    comparison = compare(document, other, options.slower_pct) if other is not None else None
+    if options.output:
+        from checks.prom import write_atomic
+
+        write_atomic(options.output, json.dumps(document, indent=2) + "\n", "-o")
+    if options.json:
+        shown = {**document, "comparison": _comparison_document(comparison)} if comparison \
+            else document
+        print(json_text(json.dumps(shown, indent=2, ensure_ascii=False)))
+    else:
+        console = make_console()
+        render(document, console)
+        if comparison is not None:
+            render_comparison(comparison, console)
+    return EXIT_WARN if comparison is not None and comparison.slower else EXIT_OK

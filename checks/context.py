@@ -34,6 +34,8 @@ class Context:
     baseline: Baseline | None = None  # --baseline FILE, for the baseline.drift check
     endpoint: EndpointTarget | None = None  # --endpoint URL, for the endpoint.* checks
     target: Target = field(default_factory=shell_target)  # whose deployment is judged
+    tensor_parallel: int | None = None  # --tp N: the chips of one tensor-parallel group
+    requested: frozenset[str] = frozenset()  # the ids named in --only (checks that need "asked")
     _facts: dict[str, Any] = field(default_factory=dict, repr=False)
     _locks: dict[str, threading.Lock] = field(default_factory=dict, repr=False)
     _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)

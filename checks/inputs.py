@@ -14,7 +14,7 @@ from checks.errors import UsageError
 from checks.options import EndpointOptions, HostOptions
 from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
-from probes.errors import NotRecorded, ProbeError
+from probes.errors import NotRecorded
 from probes.host import Host
 from probes.target.model import Target, shell_target
 
@@ -205,16 +205,18 @@ def model_dir(model: str | None, options: HostOptions, host: Host,
     if not model:
         found = target.serving.model_dir if target is not None else None
         return Path(found.value) if found is not None else None
+    from probes.checkpoint import locate_model
+
     path = os.path.abspath(model) if options.is_live else model
     try:
-        kind = host.kind(path)
+        location = locate_model(host, path)
     except NotRecorded:
         return Path(path)  # the checks say what the recording lacks
-    except ProbeError:
-        kind = "missing"
-    if kind != "dir":
-        raise UsageError(f"--model {model}: not a directory on the observed machine "
-                         "(give the model folder holding config.json)")
+    if location.kind == "gguf":
+        raise UsageError(f"--model {model}: a .gguf file; the doctor's checks read a model "
+                         "directory (config.json and safetensors shards)")
+    if location.problem is not None:
+        raise UsageError(f"--model {location.problem} on the observed machine")
     return Path(path)
 
 

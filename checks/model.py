@@ -12,8 +12,10 @@ if TYPE_CHECKING:
 Status = Literal["pass", "warn", "fail", "skip", "error"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "skip", "error")
 
-# inputs a check can declare; without them it is skipped before its module is imported
-Need = Literal["model", "baseline", "endpoint"]
+# inputs a check can declare; without them it is skipped before its module is imported.
+# "asked": the check runs only when named in --only (it loads torch: a run that does not name
+# it keeps its start-up)
+Need = Literal["model", "baseline", "endpoint", "asked"]
 NO_MODEL = "no --model given"
 NO_BASELINE = "no --baseline FILE given"
 NO_ENDPOINT = "no --endpoint URL given"
@@ -76,6 +78,9 @@ class Check:
             return NO_BASELINE
         if "endpoint" in self.needs and ctx.endpoint is None:
             return NO_ENDPOINT
+        if "asked" in self.needs and self.id not in ctx.requested:
+            return (f"not asked for: it loads torch and traces the model (run it with "
+                    f"--only {self.id}, or `ascend-doctor ops`)")
         return ""
 
 

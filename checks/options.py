@@ -58,6 +58,7 @@ class RunOptions:
 
     host: HostOptions = HostOptions()
     model: str | None = None  # --model DIR, on the observed machine
+    tp: int | None = None  # --tp N: tensor-parallel size for npu.hbm-fit (over the target's)
     policy: Path | None = None  # --policy FILE; None: the built-in defaults
     only: tuple[str, ...] = ()  # check ids
     skip: tuple[str, ...] = ()

@@ -111,7 +111,8 @@ def _merge(values: dict[str, dict[str, Any]], override: dict[str, Any], where: s
 MAX_NUMBER = 1e12
 POSITIVE_KEYS = frozenset({"runner.check_timeout_s", "runner.command_output_mb",
                            "checkpoint.fp8_block_size", "hbm_fit.max_seq_len",
-                           "hbm_fit.batch_size", "console.stale_after_intervals"})
+                           "hbm_fit.batch_size", "hbm_fit.tensor_parallel_size",
+                           "hbm_fit.kv_block_tokens", "console.stale_after_intervals"})
 
 
 def _typed(default: Any, value: Any, name: str, where: str) -> Any:

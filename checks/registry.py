@@ -57,8 +57,10 @@ BUILTIN: tuple[Check, ...] = (
            "alarm, each chip against the median of the others; power where printed",
            "npu:npu_temperature"),
     _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
-           "weights (safetensors headers) + KV cache (config, policy context) + reserve "
-           "against the free HBM of the chips used", "hbm_fit:hbm_fit", needs=("model",)),
+           "weights (safetensors headers, the index's total_size, or estimated from "
+           "config.json) + KV cache and linear-attention state (the target's context or the "
+           "policy) + reserve per chip of one tensor-parallel group (the target's -tp, --tp or "
+           "the policy)", "hbm_fit:hbm_fit", needs=("model",)),
     _check("cann.environment", "CANN toolkit environment", "environment",
            "ASCEND_HOME_PATH/OPP_PATH, set_env.sh, driver lib64 and libascendcl.so on "
            "LD_LIBRARY_PATH, ASCEND_RT_VISIBLE_DEVICES", "environment:cann_environment"),
@@ -74,11 +76,13 @@ BUILTIN: tuple[Check, ...] = (
            "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
            "devmm_svm, hisi_hdc; family from PCI ids or npu-smi chip names)",
            "devices:device_nodes"),
-    _check("checkpoint.fp8-scales", "FP8 block scales", "checkpoint",
-           "every F8_E4M3 weight's weight_scale_inv: present, shape, dtype, finite, range, "
-           "outliers", "checkpoint:fp8_scales", needs=("model",)),
+    _check("checkpoint.fp8-scales", "FP8 weight scales", "checkpoint",
+           "every FP8 weight's scale as its format keeps it (block weight_scale_inv grid, "
+           "per-channel or per-tensor weight_scale, input_scale): present, shape, dtype, "
+           "finite, range, outliers", "fp8_scales:fp8_scales", needs=("model",)),
     _check("checkpoint.format", "Checkpoint format and completeness", "checkpoint",
-           "precision, architecture, every shard present and whole, FP8 against the NPU family",
+           "precision, architecture, every shard present and opening as the loader opens it, "
+           "the tensors config.json needs; apart from that, FP8 against the chip family",
            "checkpoint:checkpoint_format", needs=("model",)),
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
            "the ids, dtypes and mask values the --model tokenizer returns for a padded "
@@ -99,6 +103,11 @@ BUILTIN: tuple[Check, ...] = (
            "/metrics: the serving metrics the console reads (vLLM old and new names, MindIE), "
            "KV-cache use and waiting requests under the policy's limits",
            "endpoint:endpoint_metrics", needs=("endpoint",)),
+    _check("engine.op-coverage", "The NPU has kernels for every operator the model runs",
+           "engine", "aten operators of one prefill + decode of --model (traced on the meta "
+           "device), each against the NPU's kernels: probed with torch_npu, else predicted "
+           "from torch_npu's registry for the judged interpreter's torch_npu; runs only when "
+           "named in --only (it loads torch)", "ops:op_coverage", needs=("model", "asked")),
     _check("baseline.drift", "Drift from the validated baseline", "baseline",
            "versions, ASCEND_* environment, NPU inventory and tokenizer against --baseline FILE",
            "baseline:baseline_drift", needs=("baseline",)),

@@ -100,6 +100,8 @@ def locate_model(host: Host, path: str) -> ModelLocation:
     """A model directory, a .gguf file, or why neither (host.kind follows links)."""
     try:
         kind = host.kind(path)
+    except NotRecorded:
+        raise  # a recording that never saw the path: the caller says so
     except HostError as exc:
         return ModelLocation(path, "other", f"unreadable ({exc.reason})")
     if kind == "dir":

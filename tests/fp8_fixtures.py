@@ -123,7 +123,8 @@ def write_model(directory: Path, tensors: Tensors, config: dict[str, Any] | None
         write_safetensors(directory / file, {n: tensors[n] for n in part})
         weight_map.update(dict.fromkeys(part, file))
     if shards > 1:
-        index = {"metadata": {"total_size": 0}, "weight_map": weight_map}
+        total = sum(np.ascontiguousarray(arr).nbytes for arr, _ in tensors.values())
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
         (directory / "model.safetensors.index.json").write_text(json.dumps(index))
     return directory
 

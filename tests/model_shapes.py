@@ -52,3 +52,41 @@ def write_header_only(directory: Path, config: dict[str, Any]) -> int:
         handle.write(struct.pack("<Q", len(text)) + text)
         handle.truncate(8 + len(text) + offset)
     return offset
+
+
+def _write_shard(path: Path, entries: list[tuple[str, str, tuple[int, ...]]]) -> int:
+    """One sparse shard holding `entries`; returns its data bytes."""
+    header: dict[str, Any] = {}
+    offset = 0
+    for name, dtype, shape in entries:
+        size = math.prod(shape) * BYTES[dtype]
+        header[name] = {"dtype": dtype, "shape": list(shape),
+                        "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with path.open("wb") as handle:
+        handle.write(struct.pack("<Q", len(text)) + text)
+        handle.truncate(8 + len(text) + offset)
+    return offset
+
+
+def write_sharded_header_only(directory: Path, config: dict[str, Any], shards: int = 0,
+                              weight_map: dict[str, str] | None = None) -> dict[str, Any]:
+    """config.json, sparse shards and model.safetensors.index.json (with the real
+    metadata.total_size of what the headers describe). The tensors go where `weight_map` says
+    (a real index), else in order over `shards` files named as the Hub names them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(config))
+    entries = header_entries(config)
+    if weight_map is None:
+        per = math.ceil(len(entries) / shards)
+        weight_map = {name: f"model-{i // per + 1:05d}-of-{shards:05d}.safetensors"
+                      for i, (name, _, _) in enumerate(entries)}
+    by_shard: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
+    for entry in entries:
+        by_shard.setdefault(weight_map[entry[0]], []).append(entry)
+    total = sum(_write_shard(directory / shard, found) for shard, found in by_shard.items())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    return index

@@ -60,7 +60,9 @@ LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_sm
         "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil",
         # the endpoint checks: only with --endpoint URL
         "checks.builtin.endpoint", "probes.http", "probes.prometheus", "httpx",
-        "prometheus_client")
+        "prometheus_client",
+        # engine.op-coverage and the ops/bench commands: only when asked for
+        "checks.builtin.ops", "checks.ops_view", "checks.bench_view", "engine.opscan")
 
 
 @pytest.mark.parametrize("report", [["--json"], []], ids=["json", "terminal"])

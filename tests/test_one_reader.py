@@ -13,10 +13,9 @@ MODEL_FILES = frozenset({"config.json", "generation_config.json", "model.safeten
 SAFETENSORS_READERS = frozenset({"safe_open", "load_file", "load", "deserialize"})
 # The one JSON reader for these files; a module naming them may call it, or parse nothing.
 READER = "probes.checkpoint"
-# Still reading config files itself (through checks.builtin.tokenizer_load.read_json); its
-# owner is to switch to probes.checkpoint.read_json / read_model_dir (bounded, through the
-# Host). An entry whose module stops doing it fails.
-PENDING = {"checks/builtin/tokenizer.py": "config.json / generation_config.json special ids"}
+# Modules still reading model files themselves, with why (none now). An entry whose module
+# stops doing it fails.
+PENDING: dict[str, str] = {}
 
 
 def modules() -> list[Path]:

@@ -51,8 +51,6 @@ UPSTREAM_PREFIX_RE = re.compile(r"[\w.-]+/[\w.-]+\s+(?:[\w./-]+/)?$")
 # empties this set. Each entry is an expected failure until then: strict, so a fixed file turns
 # the suite red until its entry is removed.
 PENDING_PY = frozenset((
-    "checks/builtin/checkpoint.py",
-    "checks/builtin/hbm_fit.py",
 ))
 
 OPENABLE_RES = (

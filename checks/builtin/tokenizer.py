@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.builtin import facts
-from checks.builtin.tokenizer_load import Batch, Loaded, TokenizerUnavailable, load, read_json
+from checks.builtin.tokenizer_load import Batch, Loaded, TokenizerUnavailable, load
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import NotRecorded
@@ -110,7 +110,7 @@ def load_tokenizer(ctx: Context) -> Loaded:
     if not on_this_machine(ctx.host):
         raise TokenizerUnavailable("tokenizer checks need the model directory on this machine")
     model_dir = Path(ctx.model_dir)
-    return ctx.fact("tokenizer", lambda: load(model_dir))
+    return ctx.fact("tokenizer", lambda: load(model_dir, ctx.host))
 
 
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
@@ -297,8 +297,8 @@ def tokenizer_dtype(ctx: Context) -> Finding:
     with _IN_USE:
         batch = loaded.batch(PROBE_BATCH)
     seen = observe_batch(batch)
-    config = read_json(loaded.files.directory / "config.json")
-    vocabulary = vocabulary_problem(loaded, config_vocab_size(config), seen.real_tokens)
+    vocab_size = config_vocab_size(loaded.files.model_config)
+    vocabulary = vocabulary_problem(loaded, vocab_size, seen.real_tokens)
     note = library_note(ctx, loaded)
     extra = [] if batch.padded else ["no pad token in tokenizer_config.json: the batch was "
                                      "not padded, so the mask over padding was not seen"]
@@ -466,19 +466,13 @@ def config_vocab_size(config: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _config_ids(model_dir: Path) -> list[tuple[str, int]]:
-    found = []
-    for name in ("config.json", "generation_config.json"):
-        document = read_json(model_dir / name)
-        for source in (document, document.get("text_config") or {}):
-            if not isinstance(source, Mapping):
-                continue
-            for key in SPECIAL_ID_KEYS:
-                value = source.get(key)
-                values = value if isinstance(value, list) else [value]
-                found += [(f"{name} {key}", v) for v in values
-                          if isinstance(v, int) and not isinstance(v, bool)]
-    return found
+def _config_ids(loaded: Loaded) -> list[tuple[str, int]]:
+    """Special ids of config.json and generation_config.json (text_config included)."""
+    from probes.model_config import special_token_ids
+
+    return special_token_ids([("config.json", loaded.files.model_config),
+                              ("generation_config.json", loaded.files.generation_config)],
+                             SPECIAL_ID_KEYS)
 
 
 @dataclass(frozen=True)
@@ -512,7 +506,6 @@ def probe_ids(loaded: Loaded) -> Probe:
 
 
 def observe_ids(loaded: Loaded) -> IdObservation:
-    model_dir = loaded.files.directory
     known = loaded.added_ids()
     probe = probe_ids(loaded)
     markers = tuple((tok, tid) for tok in ("<|im_start|>", "<|im_end|>")
@@ -520,11 +513,11 @@ def observe_ids(loaded: Loaded) -> IdObservation:
     declared_vocab = loaded.files.config.get("vocab_size")
     declared = ([("tokenizer_config.json vocab_size", declared_vocab)]
                 if isinstance(declared_vocab, int) else [])
-    vocab_size = config_vocab_size(read_json(model_dir / "config.json"))
+    vocab_size = config_vocab_size(loaded.files.model_config)
     return IdObservation(
         tokenizer_size=loaded.size(), max_added_id=max(known, default=None),
         vocab_size=vocab_size, probe_ids=probe.ids, probe_path=probe.path, marker_ids=markers,
-        config_ids=tuple(_config_ids(model_dir)), known_ids=known,
+        config_ids=tuple(_config_ids(loaded)), known_ids=known,
         declared_vocab=tuple(declared),
         vocabulary=vocabulary_problem(loaded, vocab_size, len(probe.ids)),
         template_note=probe.note, template_stopped=probe.stopped)

@@ -5,18 +5,20 @@ tokenizers wrap), which takes a tenth of a second; transformers is imported only
 that ships no `tokenizer.json` (vocab.json + merges.txt, tokenizer.model, ...). Both give
 the checks one small interface: size, added ids, token lookup, encode, a padded batch.
 
-Files are read only when they are regular files below a size limit: a tokenizer file that
-is a FIFO, a device or a multi-gigabyte blob is reported, never read.
+Every file is read through the one model-directory reader (probes.checkpoint: bounded reads
+of regular files through the Host), and only when it is a regular file below a size limit: a
+tokenizer file that is a FIFO, a device or a multi-gigabyte blob is reported, never read.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from probes.errors import HostError, NotRecorded
+from probes.host import Host
 from probes.textsafe import one_line
 
 MAX_TOKENIZER_JSON_BYTES = 512 * 1024 * 1024  # the largest real ones are tens of MB
@@ -43,34 +45,42 @@ class TokenizerUnavailable(Exception):
 # -- reading files ------------------------------------------------------------------------
 
 
-def regular_file(path: Path, max_bytes: int) -> str:
+def regular_file(host: Host, path: Path, max_bytes: int) -> str:
     """"" when `path` is a regular file of at most `max_bytes`, else why it is not read."""
     try:
-        if not path.is_file():
-            return f"{path} is not a regular file" if path.exists() else ""
-        size = path.stat().st_size
-    except OSError as exc:
-        return f"{path}: {exc.strerror or exc}"
+        kind = host.kind(str(path))
+        if kind != "file":
+            return "" if kind == "missing" else f"{path} is not a regular file"
+        size = host.file_size(str(path))
+    except NotRecorded:
+        raise
+    except HostError as exc:
+        return f"{path}: {exc.reason}"
     return f"{path} is {size:,} bytes, over the {max_bytes:,} read" if size > max_bytes else ""
 
 
-def read_json(path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> dict[str, Any]:
+def read_json(host: Host, path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> dict[str, Any]:
     """A JSON object file, or {} when it is absent, not a regular file, too big or not JSON."""
-    if not path.exists() or regular_file(path, max_bytes):
+    from probes.checkpoint import CheckpointError
+    from probes.checkpoint import read_json as read_bounded
+
+    if regular_file(host, path, max_bytes) or not host.exists(str(path)):
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        document = read_bounded(host, str(path), max_bytes)
+    except (CheckpointError, HostError):
         return {}
     return document if isinstance(document, dict) else {}
 
 
-def _read_text(path: Path) -> str | None:
-    if not path.exists() or regular_file(path, MAX_SMALL_FILE_BYTES):
+def _read_text(host: Host, path: Path) -> str | None:
+    from probes.checkpoint import CheckpointError, read_limited
+
+    if regular_file(host, path, MAX_SMALL_FILE_BYTES) or not host.exists(str(path)):
         return None
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, ValueError):
+        return read_limited(host, str(path), MAX_SMALL_FILE_BYTES).decode("utf-8")
+    except (CheckpointError, HostError, ValueError):
         return None
 
 
@@ -85,13 +95,16 @@ def token_text(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class TokenizerFiles:
-    """What a model directory holds for its tokenizer."""
+    """What a model directory holds for its tokenizer, and the model's configs the checks
+    compare it with (as written; {} when absent or unreadable)."""
 
     directory: Path
     present: tuple[str, ...]  # names of TOKENIZER_FILES (and *.tiktoken) that are there
     config: Mapping[str, Any] = field(default_factory=dict)  # tokenizer_config.json
     chat_template: str | None = None
     template_source: str = ""  # the file the chat template came from
+    model_config: Mapping[str, Any] = field(default_factory=dict)  # config.json
+    generation_config: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def has_vocabulary(self) -> bool:
@@ -111,13 +124,15 @@ class TokenizerFiles:
         return {key: value for key, value in found.items() if value is not None}
 
 
-def _chat_template(directory: Path, config: Mapping[str, Any]) -> tuple[str | None, str]:
+def _chat_template(host: Host, directory: Path,
+                   config: Mapping[str, Any]) -> tuple[str | None, str]:
     """The chat template and its file: chat_template.jinja, chat_template.json, then
     tokenizer_config.json (a string, or a list of named templates: "default")."""
-    jinja = _read_text(directory / "chat_template.jinja")
+    jinja = _read_text(host, directory / "chat_template.jinja")
     if jinja is not None:
         return jinja, "chat_template.jinja"
-    for document, name in ((read_json(directory / "chat_template.json"), "chat_template.json"),
+    for document, name in ((read_json(host, directory / "chat_template.json"),
+                            "chat_template.json"),
                            (config, "tokenizer_config.json")):
         value = document.get("chat_template")
         if isinstance(value, list):
@@ -129,15 +144,21 @@ def _chat_template(directory: Path, config: Mapping[str, Any]) -> tuple[str | No
     return None, ""
 
 
-def tokenizer_files(directory: Path) -> TokenizerFiles:
+def tokenizer_files(directory: Path, host: Host) -> TokenizerFiles:
+    from probes.checkpoint import CONFIG_FILE, GENERATION_CONFIG_FILE
+
     try:
-        names = sorted(p.name for p in directory.iterdir())
-    except OSError:
+        names = sorted(host.list_dir(str(directory)))
+    except NotRecorded:
+        raise
+    except HostError:
         names = []
     present = tuple(n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken"))
-    config = read_json(directory / "tokenizer_config.json")
-    template, source = _chat_template(directory, config)
-    return TokenizerFiles(directory, present, config, template, source)
+    config = read_json(host, directory / "tokenizer_config.json")
+    template, source = _chat_template(host, directory, config)
+    return TokenizerFiles(directory, present, config, template, source,
+                          read_json(host, directory / CONFIG_FILE),
+                          read_json(host, directory / GENERATION_CONFIG_FILE))
 
 
 # -- the loaded tokenizer -----------------------------------------------------------------
@@ -239,21 +260,22 @@ def _version(module: Any) -> str:
     return str(getattr(module, "__version__", "(version unknown)"))
 
 
-def load(directory: Path) -> Loaded:
-    """The tokenizer of a model directory. Raises TokenizerUnavailable."""
-    files = tokenizer_files(directory)
+def load(directory: Path, host: Host) -> Loaded:
+    """The tokenizer of a model directory on this machine (`host` reads its own `/`).
+    Raises TokenizerUnavailable."""
+    files = tokenizer_files(directory, host)
     if not files.present:
         raise TokenizerUnavailable(
             f"no tokenizer files in {directory} (looked for {', '.join(TOKENIZER_FILES)})",
             status="warn")
     if "tokenizer.json" in files.present:
-        return _load_fast(files)
-    return _load_transformers(files)
+        return _load_fast(files, host)
+    return _load_transformers(files, host)
 
 
-def _load_fast(files: TokenizerFiles) -> Loaded:
+def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
     path = files.directory / "tokenizer.json"
-    refused = regular_file(path, MAX_TOKENIZER_JSON_BYTES)
+    refused = regular_file(host, path, MAX_TOKENIZER_JSON_BYTES)
     if refused:
         raise TokenizerUnavailable(f"tokenizer.json not read: {refused}", status="warn")
     try:
@@ -270,9 +292,9 @@ def _load_fast(files: TokenizerFiles) -> Loaded:
     return FastFile(tokenizer, files, _version(tokenizers))
 
 
-def _load_transformers(files: TokenizerFiles) -> Loaded:
+def _load_transformers(files: TokenizerFiles, host: Host) -> Loaded:
     for name in files.present:
-        refused = regular_file(files.directory / name, MAX_TOKENIZER_JSON_BYTES)
+        refused = regular_file(host, files.directory / name, MAX_TOKENIZER_JSON_BYTES)
         if refused:
             raise TokenizerUnavailable(f"{name} not read: {refused}", status="warn")
     try:

@@ -32,20 +32,16 @@ RULE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TAGGED = frozenset({
     "npu.health", "npu.temperature", "devices.nodes", "baseline.drift", "tokenizer.dtype",
     "tokenizer.token-ids", "endpoint.health", "endpoint.smoke", "endpoint.metrics",
+    "npu.hbm-fit", "checkpoint.format", "checkpoint.fp8-scales", "engine.op-coverage",
 })
 # Rules declared and listed, but the findings do not name them yet: the --pid target work is
 # changing these modules now, so they carry the declaration only (merges stay simple).
 DECLARED_ONLY = frozenset({
     "cann.environment", "logging.level", "pcie.contention", "versions.parity",
 })
-# Reworked now (#11: the hbm-fit and checkpoint verdicts on the shared model-directory reader):
-# the rework declares their rules and writes the playbook section. A strict expected failure
-# until then: the finished rework turns the suite red until its entry is removed here.
-PENDING = {
-    "npu.hbm-fit": "verdicts reworked in #11 (TP size, estimates, KV per architecture)",
-    "checkpoint.format": "verdicts reworked in #11 (FP8 deployability apart from integrity)",
-    "checkpoint.fp8-scales": "verdicts reworked in #11 (each FP8 format judged as it is meant)",
-}
+# Checks whose rules are being reworked (none now): a strict expected failure each, so a
+# finished rework turns the suite red until its entry is removed here.
+PENDING: dict[str, str] = {}
 # Declared rules no test reaches, and why (the verdict is not this test's to change).
 UNREACHED = {
     ("npu.temperature", "no-temperature"):

@@ -202,5 +202,5 @@ def test_a_run_that_exits_quickly_still_writes_everything(tmp_path: Path) -> Non
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode in (0, 1, 2), out.stderr
-    assert out.stdout.rstrip().splitlines()[-1].startswith("16 checks:")
+    assert " checks: " in out.stdout.rstrip().splitlines()[-1]
     assert (tmp_path / "r.xml").read_text().rstrip().endswith("</testsuite>")

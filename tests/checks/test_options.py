@@ -109,3 +109,10 @@ def test_a_run_builds_no_sub_command_parser(monkeypatch: pytest.MonkeyPatch) -> 
     assert built == []
     parse_args(["list"])
     assert built == ["full"]
+
+
+def test_the_quick_parser_knows_every_sub_command() -> None:
+    import argparse
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(cli.COMMANDS) == set(sub.choices)

@@ -23,6 +23,7 @@ from checks.context import Context
 from checks.model import CheckFn, Finding
 from checks.policy import load_policy
 from checks.registry import all_checks
+from probes.host import Host
 from probes.live import LiveHost
 from probes.recording import RecordingHost
 from tests.tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
@@ -128,9 +129,9 @@ def test_the_tokenizer_is_loaded_once_per_run(healthy: Path,
     calls: list[Path] = []
     real = module.load
 
-    def counting(model_dir: Path) -> object:
+    def counting(model_dir: Path, host: Host) -> object:
         calls.append(model_dir)
-        return real(model_dir)
+        return real(model_dir, host)
 
     monkeypatch.setattr(module, "load", counting)
     ctx = ctx_for(healthy)

@@ -36,6 +36,7 @@ CHECK_IDS = (
     "endpoint.health",
     "endpoint.smoke",
     "endpoint.metrics",
+    "engine.op-coverage",
 )
 
 SYMPTOM_IDS = (
@@ -51,6 +52,7 @@ SYMPTOM_IDS = (
     "symptom.long-sequence-memory",
     "symptom.latency-spikes",
     "symptom.slowdown-after-firmware-upgrade",
+    "symptom.slow-operators",
 )
 
 FOLKLORE_IDS = (

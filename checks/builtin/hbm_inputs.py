@@ -1,0 +1,207 @@
+"""The inputs of npu.hbm-fit, each with where it came from: the deployment's settings (the
+target's command line, --tp, the policy) and the weights (the safetensors headers, the index's
+total_size, or an estimate from config.json).
+
+Settings, in order of precedence:
+- tensor-parallel size: --tp N (given by the user), the target's vLLM `-tp` /
+  `--tensor-parallel-size` or MindIE `worldSize`, the policy (`hbm_fit.tensor_parallel_size`);
+  pipeline parallelism multiplies the chips (vLLM `-pp`);
+- context: vLLM `--max-model-len`, MindIE `maxSeqLen`, the policy (`hbm_fit.max_seq_len`);
+- vLLM `--gpu-memory-utilization`: the share of each chip's HBM vLLM plans within;
+- MindIE `npuMemSize`: the KV cache per NPU in GB (-1 leaves it to MindIE).
+Sources: vllm/engine/arg_utils.py (EngineArgs) and the MindIE configuration reference, as read
+by probes.target.serving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from checks.context import Context
+
+if TYPE_CHECKING:
+    from probes.checkpoint import ModelConfig, ModelDir
+    from probes.target.parts import Sourced
+
+V = TypeVar("V", int, float)
+GB = 1024**3  # MindIE's npuMemSize GB are GiB
+
+
+@dataclass(frozen=True)
+class Setting(Generic[V]):
+    """A number the plan uses, where it came from in full, and in a word for the summary."""
+
+    value: V
+    source: str  # "`-tp 2` on the command line", "policy hbm_fit.max_seq_len"
+    origin: str  # "command line", "--tp", "policy", "MindIE config"
+
+
+def _policy(ctx: Context, key: str) -> Setting[int]:
+    return Setting(max(1, int(float(ctx.policy.get("hbm_fit", key)))), f"policy hbm_fit.{key}",
+                   "policy")
+
+
+def _served(found: Sourced[int] | None, server: str) -> Setting[int] | None:
+    if found is None or found.value <= 0:
+        return None
+    origin = "MindIE config" if server == "mindie" else "command line"
+    return Setting(int(found.value), found.source, origin)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the model is to be served, per setting with its source."""
+
+    tp: Setting[int]
+    pp: Setting[int]
+    max_seq_len: Setting[int]
+    batch: Setting[int]
+    kv_block_tokens: int
+    memory_fraction: Setting[float] | None = None  # vLLM --gpu-memory-utilization
+    kv_cap_bytes: Setting[int] | None = None  # MindIE npuMemSize, per NPU
+    notes: tuple[str, ...] = ()
+
+    @property
+    def chips(self) -> int:
+        return self.tp.value * self.pp.value
+
+
+def _tp(ctx: Context, notes: list[str]) -> Setting[int]:
+    serving = ctx.target.serving
+    served = _served(serving.tensor_parallel_size or serving.world_size, serving.server)
+    if ctx.tensor_parallel is not None:
+        if served is not None and served.value != ctx.tensor_parallel:
+            notes.append(f"the target serves with tensor parallel {served.value} "
+                         f"({served.source}); planned for --tp {ctx.tensor_parallel} as given")
+        return Setting(ctx.tensor_parallel, f"--tp {ctx.tensor_parallel}", "--tp")
+    return served or _policy(ctx, "tensor_parallel_size")
+
+
+def deployment(ctx: Context) -> Deployment:
+    serving = ctx.target.serving
+    notes: list[str] = []
+    tp = _tp(ctx, notes)
+    pp = _served(serving.pipeline_parallel_size, serving.server) or Setting(1, "default", "")
+    fraction = serving.gpu_memory_utilization
+    memory = (Setting(float(fraction.value), fraction.source, "command line")
+              if fraction is not None and 0 < fraction.value <= 1 else None)
+    cap = serving.npu_mem_size_gb
+    kv_cap = (Setting(int(cap.value) * GB, cap.source, "MindIE config")
+              if cap is not None and cap.value > 0 else None)
+    return Deployment(
+        tp=tp, pp=pp,
+        max_seq_len=_served(serving.max_model_len, serving.server)
+        or _policy(ctx, "max_seq_len"),
+        batch=_policy(ctx, "batch_size"),
+        kv_block_tokens=_policy(ctx, "kv_block_tokens").value,
+        memory_fraction=memory, kv_cap_bytes=kv_cap,
+        notes=(*notes, *serving.notes))
+
+
+# -- the weights ----------------------------------------------------------------------------------
+
+FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The weights' bytes as stored, how many of them are 8-bit floats, and how they are known."""
+
+    stored_bytes: int
+    fp8_bytes: int  # FP8 elements (one byte each) among them
+    source: str  # one line: where the figure came from
+    exact: bool  # read from every header, or declared by the index; False: an estimate
+    origin: str  # in a word or two, for the summary
+    by_dtype: str = ""  # "F8_E4M3 29,000 MB, BF16 1,200 MB" when read from headers
+
+    @property
+    def dequantised_bytes(self) -> int:
+        """After converting the FP8 weights to BF16 (one byte to two; scales dropped)."""
+        return self.stored_bytes + self.fp8_bytes
+
+
+def mb(n_bytes: float) -> str:
+    """Bytes as npu-smi's MB (MiB), two decimals below 10."""
+    value_mb = n_bytes / 2**20
+    return f"{value_mb:,.0f} MB" if abs(value_mb) >= 10 else f"{value_mb:.2f} MB"
+
+
+def from_headers(model: ModelDir) -> Weights:
+    by_dtype: dict[str, int] = {}
+    for tensor in model.tensors.values():
+        by_dtype[tensor.dtype] = by_dtype.get(tensor.dtype, 0) + tensor.nbytes
+    text = ", ".join(f"{d} {mb(n)}" for d, n in sorted(by_dtype.items(), key=lambda i: -i[1]))
+    return Weights(sum(by_dtype.values()), sum(by_dtype.get(d, 0) for d in FP8_DTYPES),
+                   f"the safetensors headers of {len(model.shards)} shard(s) in {model.path}",
+                   True, "safetensors headers", text)
+
+
+def estimated(config: ModelConfig, why: str) -> Weights | str:
+    """The weights config.json implies (the language model as probes.model_tensors lays it
+    out), or why they cannot be estimated."""
+    from probes.model_config import FAMILIES
+    from probes.model_memory import config_weight_elements, dtype_bytes
+    from probes.model_tensors import InventoryError
+
+    if config.family not in FAMILIES:
+        kind = config.model_type or config.architecture or "this architecture"
+        return f"{kind} is not an architecture this project lays out"
+    try:
+        elements = config_weight_elements(config)
+    except InventoryError as exc:
+        return str(exc)
+    plain = elements.plain * dtype_bytes(config.dtype)
+    scales = elements.scales * 4  # float32 (BF16 in some releases): an upper bound
+    params = (elements.fp8 + elements.plain) / 1e9
+    return Weights(elements.fp8 + scales + plain, elements.fp8,
+                   f"estimated from config.json ({params:,.1f} B parameters of the language "
+                   f"model; vision towers and MTP heads not counted): {why}", False,
+                   "estimated from config.json")
+
+
+def weights(model: ModelDir) -> Weights | str:
+    """Every shard read: the headers. Shards missing or unreadable: the index's total_size,
+    else an estimate from config.json, else why nothing can be said."""
+    broken = len(model.missing_shards) + len(model.unreadable_shards)
+    if not broken:
+        return from_headers(model)
+    total = broken + len(model.shards)
+    read = from_headers(model)
+    missing = f"{broken} of {total} shards missing or unreadable (see checkpoint.format)"
+    declared = model.index_total_size
+    if declared and declared >= read.stored_bytes:
+        return Weights(declared, _fp8_share(model, read, declared),
+                       f"the index's metadata.total_size; {missing}", True,
+                       "the index's total_size")
+    why = (f"{missing}, and the index gives no usable total_size" if declared is None
+           or declared < read.stored_bytes else missing)
+    found = estimated(model.config, why)
+    if isinstance(found, str):
+        return f"cannot judge: {why}; nor can config.json say ({found})"
+    return found
+
+
+def _fp8_share(model: ModelDir, read: Weights, declared: int) -> int:
+    """FP8 bytes of the whole checkpoint: from config.json when it lays the model out, else
+    in the proportion of the shards read."""
+    if not model.config.quant.is_fp8 and not read.fp8_bytes:
+        return 0
+    found = estimated(model.config, "")
+    if not isinstance(found, str) and found.fp8_bytes <= declared:
+        return found.fp8_bytes
+    return declared * read.fp8_bytes // max(read.stored_bytes, 1)
+
+
+# -- the model --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the check knows of the model: config, weights (or why not), and the reading."""
+
+    config: ModelConfig
+    weights: Weights | str
+    path: str
+    read_error: str = ""  # why the weights files could not be read at all
+    fp8: bool = False

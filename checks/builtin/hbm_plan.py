@@ -1,0 +1,189 @@
+"""npu.hbm-fit's arithmetic: the KV cache and linear-attention state of a config, and the plan on
+one chip of a tensor-parallel group (pure functions over bytes, tested without a checkpoint or an
+NPU; checks.builtin.hbm_fit says what is counted and why)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probes.checkpoint import ModelConfig
+
+MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
+# model_type values whose attention caches per-head K and V as modelled here
+KV_MODELLED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+               "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
+
+
+# -- KV cache and linear-attention state ---------------------------------------------------------
+
+
+def attention_layers(config: ModelConfig) -> tuple[int, str]:
+    """(layers that keep a KV cache, how that was decided)."""
+    layers = config.num_hidden_layers or 0
+    full = config.full_attention_layers()
+    if config.layer_types:
+        return full, (f"hybrid: {full} of {len(config.layer_types)} layers are full attention "
+                      "(layer_types); only they keep a KV cache")
+    if config.is_hybrid and config.full_attention_interval:
+        return full, (f"hybrid: {full} of {layers} layers are full attention "
+                      f"(full_attention_interval {config.full_attention_interval}); only they "
+                      "keep a KV cache")
+    return layers, f"{layers} attention layers"
+
+
+def kv_dtype_bytes(config: ModelConfig) -> int:
+    from probes.model_memory import dtype_bytes
+
+    return dtype_bytes(config.dtype)
+
+
+@dataclass(frozen=True)
+class KvShape:
+    layers: int  # layers that keep a KV cache
+    kv_heads: int
+    head_dim: int
+    dtype_bytes: int
+
+    def bytes_per_token(self, chips: int = 1) -> int:
+        """K and V for one token on one chip: KV heads are split over the tensor-parallel
+        chips, and replicated (one per chip) when there are more chips than KV heads."""
+        heads_per_chip = math.ceil(self.kv_heads / max(chips, 1))
+        return self.layers * 2 * heads_per_chip * self.head_dim * self.dtype_bytes
+
+
+def kv_not_modelled(config: ModelConfig) -> str:
+    """Why the KV cache of this architecture is not estimated; "" when it is."""
+    kind = config.model_type or config.architecture or "this architecture"
+    if "kv_lora_rank" in config.raw:
+        return (f"KV not estimated for {kind}: multi-head latent attention caches a compressed "
+                "latent per token, not per-head K and V")
+    if config.model_type not in KV_MODELLED and config.text_model_type not in KV_MODELLED:
+        return f"KV not estimated for {kind}: not an attention this project models"
+    return ""
+
+
+def kv_shape(config: ModelConfig) -> KvShape | None:
+    """The KV cache geometry, or None when config.json does not say enough."""
+    layers, _ = attention_layers(config)
+    heads = config.num_key_value_heads or config.num_attention_heads
+    head_dim = config.head_dim
+    if head_dim is None and config.hidden_size and config.num_attention_heads:
+        head_dim = config.hidden_size // config.num_attention_heads
+    if not layers or not heads or not head_dim:
+        return None
+    return KvShape(layers, heads, head_dim, kv_dtype_bytes(config))
+
+
+def state_bytes(config: ModelConfig) -> int:
+    """Linear-attention (Gated DeltaNet) state of one sequence; 0 without such layers."""
+    from probes.model_memory import state_bytes_per_sequence
+    from probes.model_tensors import InventoryError
+
+    try:
+        return state_bytes_per_sequence(config, kv_dtype_bytes(config))
+    except InventoryError:
+        return 0
+
+
+def rounded_tokens(tokens: int, block: int) -> int:
+    """Tokens of KV actually allocated: whole blocks."""
+    return math.ceil(tokens / max(block, 1)) * max(block, 1)
+
+
+# -- the plan per chip ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Bytes on the tightest chip of one tensor-parallel group."""
+
+    free_bytes: int  # HBM the deployment has on the tightest chip of the group
+    weight_bytes: int  # this chip's share of the weights
+    reserve_bytes: int
+    kv_bytes_per_token: int  # this chip's share, one sequence; 0 when KV is not modelled
+    max_seq_len: int
+    batch_size: int
+    state_bytes: int = 0  # this chip's share of the linear-attention state of the batch
+    block_tokens: int = 1
+    kv_cap_bytes: int | None = None  # MindIE npuMemSize
+
+    @property
+    def room_bytes(self) -> int:
+        """What is left after weights, reserve and state (<0: they do not fit)."""
+        return self.free_bytes - self.weight_bytes - self.reserve_bytes - self.state_bytes
+
+    @property
+    def kv_room_bytes(self) -> int:
+        """What the KV cache may take: the room, or MindIE's npuMemSize when smaller."""
+        room = self.room_bytes
+        return min(room, self.kv_cap_bytes) if self.kv_cap_bytes is not None else room
+
+    @property
+    def kv_tokens(self) -> int:
+        return rounded_tokens(self.max_seq_len, self.block_tokens)
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.kv_bytes_per_token * self.kv_tokens * self.batch_size
+
+    @property
+    def kv_allocated_bytes(self) -> int:
+        """What the KV cache occupies: npuMemSize when MindIE is told one, else what it needs."""
+        return self.kv_cap_bytes if self.kv_cap_bytes is not None else self.kv_bytes
+
+    @property
+    def headroom_bytes(self) -> int:
+        """HBM left on the chip after everything (<0: something does not fit)."""
+        return self.room_bytes - self.kv_allocated_bytes
+
+    @property
+    def context_fits(self) -> bool:
+        return self.kv_bytes <= self.kv_room_bytes
+
+    @property
+    def largest_context(self) -> int:
+        """The longest sequence that fits at this batch size, in whole blocks (0: none)."""
+        per_step = self.kv_bytes_per_token * self.batch_size
+        if self.kv_room_bytes <= 0 or per_step <= 0:
+            return 0
+        tokens = self.kv_room_bytes // per_step
+        return tokens - tokens % max(self.block_tokens, 1)
+
+
+def weight_share_bytes(weight_bytes: int, chips: int) -> int:
+    """One chip's share of the weights split over `chips` (tensor x pipeline parallel)."""
+    return math.ceil(weight_bytes / max(chips, 1))
+
+
+def judge(plan: Plan, warn_free_mb: float) -> str:
+    """fail / warn / pass for one plan."""
+    if plan.room_bytes < 0 or plan.headroom_bytes < 0 or not plan.context_fits:
+        return "fail"
+    if plan.headroom_bytes < warn_free_mb * MB:
+        return "warn"
+    return "pass"
+
+
+def tokens(n: int) -> str:
+    return f"{n:,} tokens"
+
+
+def engine_plan_lines(config: ModelConfig, max_seq_len: int, batch: int) -> list[str]:
+    """This project's engine plan for the language model (probes.model_memory, the lines
+    `python -m engine.plan` prints): weights per FP8 mode, KV and linear-attention state."""
+    from probes.model_config import FAMILIES
+    from probes.model_memory import plan_lines, plan_memory
+    from probes.model_tensors import InventoryError
+
+    if config.family not in FAMILIES:
+        kind = config.model_type or config.architecture or "this architecture"
+        return [f"engine plan: not computed ({kind} is not an architecture this project's "
+                "engine runs)"]
+    try:
+        plan = plan_memory(config, max_seq_len, batch=batch)
+    except InventoryError as exc:
+        return [f"engine plan: not computed ({exc})"]
+    return [f"engine plan: {line}" for line in plan_lines(plan)]

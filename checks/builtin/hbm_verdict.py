@@ -1,0 +1,267 @@
+"""npu.hbm-fit's verdict on the chips of one deployment: the plan per chip, the FP8 size that
+applies on these chips, and the finding, every number with its source (checks.builtin.hbm_fit
+says what is counted and why)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from checks.builtin.hbm_chips import ChipBudget, chip_label, names
+from checks.builtin.hbm_inputs import Deployment, Model, mb
+from checks.builtin.hbm_plan import (
+    MB,
+    Plan,
+    attention_layers,
+    engine_plan_lines,
+    judge,
+    kv_not_modelled,
+    kv_shape,
+    state_bytes,
+    tokens,
+    weight_share_bytes,
+)
+from checks.context import Context
+from checks.model import Finding, failed, passed, warned
+
+if TYPE_CHECKING:
+    from probes.checkpoint import ModelConfig
+    from probes.npu_smi import ChipRow
+
+
+def kv_note(config: ModelConfig) -> str:
+    """Why no KV figure is given for this model; "" when one is."""
+    found = kv_not_modelled(config)
+    if found:
+        return found
+    if kv_shape(config) is None:
+        return ("KV not estimated: config.json does not give the KV cache shape "
+                "(num_hidden_layers, num_key_value_heads, head_dim)")
+    return ""
+
+
+def plan_for(ctx: Context, model: Model, settings: Deployment, weight_bytes: int,
+             free: int) -> Plan:
+    """The plan on one chip of the group with `free` bytes for the deployment."""
+    config = model.config
+    tp, chips = settings.tp.value, settings.chips
+    shape = kv_shape(config)
+    per_token = 0 if kv_note(config) or shape is None else \
+        math.ceil(shape.bytes_per_token(tp) / settings.pp.value)
+    state = math.ceil(state_bytes(config) / chips) * settings.batch.value
+    return Plan(free_bytes=free, weight_bytes=weight_share_bytes(weight_bytes, chips),
+                reserve_bytes=int(float(ctx.policy.get("hbm_fit", "runtime_reserve_mb")) * MB),
+                kv_bytes_per_token=per_token, max_seq_len=settings.max_seq_len.value,
+                batch_size=settings.batch.value, state_bytes=state,
+                block_tokens=settings.kv_block_tokens,
+                kv_cap_bytes=settings.kv_cap_bytes.value if settings.kv_cap_bytes else None)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """Which weight size applies on these chips, and the other one for a note."""
+
+    judged_bytes: int
+    resident_bytes: int | None  # FP8 kept resident (this project's engine); None: not FP8
+    lines: tuple[str, ...]
+
+
+def sizing(ctx: Context, model: Model, chips: list[ChipRow]) -> Sizing:
+    weights = model.weights
+    assert not isinstance(weights, str)
+    if not model.fp8:
+        return Sizing(weights.stored_bytes, None, ())
+    from checks.builtin.fp8_gate import fp8_gate
+
+    gate = fp8_gate(ctx, [c.name or "" for c in chips])
+    if gate.status == "fp8":
+        return Sizing(weights.stored_bytes, None,
+                      (f"FP8 weights served as FP8 ({gate.reason}): "
+                       f"{mb(weights.stored_bytes)}",))
+    return Sizing(weights.dequantised_bytes, weights.stored_bytes, (
+        f"FP8 checkpoint: {gate.reason}",
+        f"judged at its BF16 size, {mb(weights.dequantised_bytes)}: what the weights take once "
+        f"converted to BF16 to be served on these chips (as stored: "
+        f"{mb(weights.stored_bytes)})",))
+
+
+def _budget(settings: Deployment, tightest: ChipBudget) -> tuple[int, str]:
+    """The tightest chip's bytes for the deployment, capped by --gpu-memory-utilization."""
+    fraction = settings.memory_fraction
+    if fraction is None:
+        return tightest.budget_bytes, tightest.how
+    cap = int((tightest.chip.hbm_total_mb or 0) * MB * fraction.value)
+    if cap >= tightest.budget_bytes:
+        return tightest.budget_bytes, (f"{tightest.how}; {fraction.source} would allow "
+                                       f"{mb(cap)}")
+    return cap, (f"{fraction.value:g} of {tightest.chip.hbm_total_mb:,} MB ({fraction.source}; "
+                 f"{tightest.how})")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Everything one verdict is made of."""
+
+    ctx: Context
+    model: Model
+    settings: Deployment
+    plan: Plan
+    resident: Plan | None  # FP8 kept resident, for the remedy; None: not FP8 judged as BF16
+    where: str  # "8 x 910B4 at tensor parallel 8 (command line)"
+    evidence: tuple[str, ...]
+
+    @property
+    def weight_text(self) -> str:
+        weights = self.model.weights
+        assert not isinstance(weights, str)
+        return f"{mb(self.plan.weight_bytes)} weights ({weights.origin})"
+
+
+def verdict(ctx: Context, model: Model, settings: Deployment, chosen: list[ChipBudget],
+            how: str, visible: list[ChipRow]) -> Finding:
+    tightest = min(chosen, key=lambda b: b.budget_bytes)
+    free, free_how = _budget(settings, tightest)
+    chips = [b.chip for b in chosen]
+    size = sizing(ctx, model, chips)
+    plan = plan_for(ctx, model, settings, size.judged_bytes, free)
+    resident = None if size.resident_bytes is None else replace(
+        plan, weight_bytes=weight_share_bytes(size.resident_bytes, settings.chips))
+    evidence = (*size.lines, *_weight_lines(model, settings, plan),
+                f"chips: {how}, of {names(visible)}; tightest {chip_label(tightest.chip)}: "
+                f"{mb(plan.free_bytes)} for the deployment ({free_how})",
+                *_kv_lines(model, settings, plan), *_total_lines(model, settings, plan))
+    held = " (held by the target: judged against their total HBM)" if "target holds" in how \
+        else ""
+    where = (f"{names(chips)}{held} at tensor parallel {settings.tp.value} "
+             f"({settings.tp.origin or settings.tp.source})")
+    judged = Judged(ctx, model, settings, plan, resident, where, evidence)
+    return _failure(judged) or _fit(judged)
+
+
+def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
+    weights = model.weights
+    assert not isinstance(weights, str)
+    stored = f"weights as stored: {mb(weights.stored_bytes)}" + (
+        f" ({weights.by_dtype})" if weights.by_dtype else "") + f", from {weights.source}"
+    return [stored,
+            f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
+            f"{settings.pp.value}: weights split over {settings.chips} chip(s), "
+            f"{mb(plan.weight_bytes)} per chip"]
+
+
+def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
+    config = model.config
+    note, shape = kv_note(config), kv_shape(config)
+    if note or shape is None:
+        lines = [note]
+    else:
+        lines = [
+            f"KV cache: {attention_layers(config)[1]} x 2 x {shape.kv_heads} KV heads x "
+            f"{shape.head_dim} head_dim x {shape.dtype_bytes} bytes ({config.dtype or 'bfloat16'})"
+            f" = {shape.bytes_per_token():,} bytes/token, {plan.kv_bytes_per_token:,} per chip",
+            f"context {tokens(settings.max_seq_len.value)} ({settings.max_seq_len.source}), "
+            f"allocated in blocks of {settings.kv_block_tokens} (policy hbm_fit.kv_block_tokens):"
+            f" {plan.kv_tokens:,} x batch {plan.batch_size} ({settings.batch.source}) -> "
+            f"{mb(plan.kv_bytes)} KV per chip"]
+    if settings.kv_cap_bytes is not None:
+        lines.append(f"KV capped at {mb(settings.kv_cap_bytes.value)} per chip "
+                     f"({settings.kv_cap_bytes.source})")
+    if plan.state_bytes:
+        lines.append(f"linear-attention state: {mb(plan.state_bytes)} per chip for batch "
+                     f"{plan.batch_size} (fixed per sequence, on the "
+                     f"{(config.num_hidden_layers or 0) - config.full_attention_layers()} "
+                     "Gated DeltaNet layers)")
+    return lines
+
+
+def _total_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
+    note = kv_note(model.config)
+    kv = "" if note else f" + {mb(plan.kv_allocated_bytes)} KV"
+    state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
+    left = plan.room_bytes if note else plan.headroom_bytes
+    lines = [f"runtime reserve {mb(plan.reserve_bytes)} per chip (policy "
+             "hbm_fit.runtime_reserve_mb)",
+             f"per chip: {mb(plan.weight_bytes)} weights + {mb(plan.reserve_bytes)} reserve"
+             f"{state}{kv} of {mb(plan.free_bytes)} -> {mb(left)} left"]
+    if not note:
+        lines.append(f"largest context that fits: {tokens(plan.largest_context)} at batch "
+                     f"{plan.batch_size}")
+    lines += [f"note: {n}" for n in settings.notes]
+    return lines + engine_plan_lines(model.config, plan.max_seq_len, plan.batch_size)
+
+
+def _context(settings: Deployment) -> str:
+    origin = settings.max_seq_len.origin or settings.max_seq_len.source
+    return f"{tokens(settings.max_seq_len.value)} ({origin}) x batch {settings.batch.value}"
+
+
+def _failure(j: Judged) -> Finding | None:
+    """The finding when something does not fit (or KV cannot be judged); None when it fits."""
+    plan, fp8_note = j.plan, _resident_note(j.resident)
+    if plan.room_bytes < 0:
+        state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
+        return failed(
+            f"weights + reserve do not fit on {j.where}: {j.weight_text} + "
+            f"{mb(plan.reserve_bytes)} reserve{state} per chip, {mb(plan.free_bytes)} there",
+            "use more chips (tensor parallel), a smaller or quantised checkpoint (W8A8), "
+            "or free the HBM other processes hold" + fp8_note, *j.evidence,
+            rules=("weights-do-not-fit",))
+    note = kv_note(j.model.config)
+    if note:
+        return warned(f"weights fit on {j.where} ({j.weight_text}, {mb(plan.room_bytes)} left "
+                      f"per chip); {note}", "size the KV cache with the serving engine's own "
+                      "estimate before serving long contexts", *j.evidence,
+                      rules=("kv-not-estimated",))
+    cap = j.settings.kv_cap_bytes
+    if plan.context_fits and plan.headroom_bytes < 0 and cap is not None:
+        return failed(
+            f"the KV cache MindIE is told to allocate does not fit on {j.where}: "
+            f"{mb(cap.value)} ({cap.source}) beside {j.weight_text}, "
+            f"{mb(plan.reserve_bytes)} reserve; {mb(plan.room_bytes)} is left for it",
+            f"lower npuMemSize to {plan.room_bytes // 2**30} or less, or use more chips",
+            *j.evidence, rules=("kv-pool-does-not-fit",))
+    if not plan.context_fits or plan.headroom_bytes < 0:
+        return failed(
+            f"{_context(j.settings)} does not fit on {j.where}: largest context that fits is "
+            f"{tokens(plan.largest_context)} ({j.weight_text})",
+            f"serve with --max-model-len {plan.largest_context:,} or less, lower the batch, "
+            "use more chips, or an int8 KV cache" + fp8_note, *j.evidence,
+            rules=("context-does-not-fit",))
+    return None
+
+
+def _fit(j: Judged) -> Finding:
+    """It fits: how much is left, and whether that is measured."""
+    plan = j.plan
+    summary = (f"{mb(plan.headroom_bytes)} left per chip on {j.where} after {j.weight_text}, "
+               f"{mb(plan.reserve_bytes)} reserve and the KV cache of {_context(j.settings)}; "
+               f"largest context {tokens(plan.largest_context)}")
+    warn_mb = float(j.ctx.policy.get("npu", "hbm_free_warn_mb"))
+    if judge(plan, warn_mb) == "warn":
+        return warned(f"little headroom: {summary} (policy npu.hbm_free_warn_mb "
+                      f"{warn_mb:,.0f})",
+                      "lower the context or the batch, or use more chips: activations and "
+                      "fragmentation need room beyond the KV cache" + _resident_note(j.resident),
+                      *j.evidence, rules=("little-headroom",))
+    weights = j.model.weights
+    if not isinstance(weights, str) and not weights.exact:
+        return warned(f"fits by an estimate: {summary}",
+                      "put the checkpoint's shards (or its index with metadata.total_size) in "
+                      "the model directory for a measured verdict", *j.evidence,
+                      rules=("estimate-only",))
+    return passed(f"fits: {summary}", *j.evidence)
+
+
+def _resident_note(resident: Plan | None) -> str:
+    """For FP8 judged at BF16 size: what keeping FP8 resident would give."""
+    if resident is None:
+        return ""
+    if resident.headroom_bytes >= 0:
+        found = f"fits, largest context {tokens(resident.largest_context)}"
+    elif resident.kv_room_bytes >= 0:
+        found = f"largest context {tokens(resident.largest_context)}"
+    else:
+        found = "still does not fit"
+    return (f"; or keep the FP8 weights resident with this project's engine "
+            f"({mb(resident.weight_bytes)} per chip: {found})")
