@@ -65,9 +65,6 @@ class Check:
     fn: CheckFn = field(repr=False, compare=False)
     playbook: str = ""  # defaults to the id
     needs: tuple[Need, ...] = ()
-    # spends its time waiting outside the interpreter (a library parsing a file, the GIL
-    # released): the runner starts it first, in a thread of its own, and the rest beside it
-    waits: bool = False
 
     @property
     def playbook_id(self) -> str:

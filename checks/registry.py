@@ -39,9 +39,9 @@ class LazyCheckFn:
 
 
 def _check(id: str, title: str, category: str, looks_at: str, target: str,
-           needs: tuple[Need, ...] = (), waits: bool = False) -> Check:
+           needs: tuple[Need, ...] = ()) -> Check:
     fn = LazyCheckFn(f"checks.builtin.{target}")
-    return Check(id, title, category, looks_at, fn, needs=needs, waits=waits)
+    return Check(id, title, category, looks_at, fn, needs=needs)
 
 
 BUILTIN: tuple[Check, ...] = (
@@ -87,7 +87,7 @@ BUILTIN: tuple[Check, ...] = (
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
            "the ids, dtypes and mask values the --model tokenizer returns for a padded "
            "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
-           "tokenizer:tokenizer_dtype", needs=("model",), waits=True),
+           "tokenizer:tokenizer_dtype", needs=("model",)),
     _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
            "the largest id the --model tokenizer produces (chat template run inside a "
            "budget) vs config.json vocab_size",

@@ -3,8 +3,7 @@
 Checks run one after another on a worker thread; when STAGGER_S passes with no check finished,
 another worker starts beside it. Quick checks (most of them, on most machines) so run without
 fighting over the GIL, and a check that waits (npu-smi, another interpreter, a cold disk) still
-overlaps with the rest. A check declared to wait outside the interpreter (`Check.waits`: the
-tokenizers library parsing tokenizer.json) starts first, in a thread of its own.
+overlaps with the rest.
 """
 
 from __future__ import annotations
@@ -93,16 +92,14 @@ class _Job:
 class _Workers:
     """Runs jobs in order on one daemon thread; whenever STAGGER_S passes and no job has
     finished, another worker joins in. A hung check thus blocks neither the others nor the
-    interpreter's exit, and quick checks never fight over the GIL. Jobs whose check waits
-    outside the interpreter each get a thread of their own first.
+    interpreter's exit, and quick checks never fight over the GIL.
 
     The caller sleeps while the workers run: it is woken when the last job starts and when
     every job has finished, not at each finish (on a busy machine every wake-up costs a wait
     for a core and a GIL hand-over)."""
 
     def __init__(self, jobs: list[_Job], ctx: Context) -> None:
-        first = [j for j in jobs if j.check.waits] + [j for j in jobs if not j.check.waits]
-        self._pending = list(reversed(first))  # next job at the end
+        self._pending = list(reversed(jobs))  # next job at the end
         self._total = len(jobs)
         self._finished = 0
         self._overdue = False  # a job ran out of time: the caller wants every finish
@@ -112,11 +109,6 @@ class _Workers:
     def start_all(self) -> None:
         """Return once every job has started."""
         with self.changed:
-            while self._pending and self._pending[-1].check.waits:
-                job = self._pending.pop()
-                job.began = time.perf_counter()
-                threading.Thread(target=self._run, args=(job,), name="check worker",
-                                 daemon=True).start()
             while self._pending:
                 threading.Thread(target=self._work, name="check worker", daemon=True).start()
                 seen = -1

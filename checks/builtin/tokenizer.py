@@ -504,7 +504,7 @@ class Probe:
 
 def render_probe(files: TokenizerFiles) -> Rendered | None:
     """The probe chat rendered by the model's chat template (inside its budget); None without
-    a template. Needs no tokenizer: token-ids renders it while the tokenizer loads."""
+    a template."""
     if not files.chat_template:
         return None
     from probes.chat_template import render
@@ -547,10 +547,10 @@ def observe_ids(loaded: Loaded, rendered: Rendered | None) -> IdObservation:
 
 def tokenizer_token_ids(ctx: Context) -> Finding:
     try:
-        rendered = render_probe(files_of(ctx))  # beside the tokenizer's loading (GIL-free)
         loaded = load_tokenizer(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
+    rendered = render_probe(loaded.files)
     with _IN_USE:
         observed = observe_ids(loaded, rendered)
     note = library_note(ctx, loaded)
