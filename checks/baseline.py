@@ -22,9 +22,9 @@ from typing import Any, Literal
 import yaml
 
 from checks import inputs
+from checks.command_options import BaselineRecordOptions
 from checks.context import Context
 from checks.errors import UsageError
-from checks.options import BaselineRecordOptions
 from checks.secret_names import REDACTED, is_secret_name
 from probes.environment import VARIABLE_PREFIXES
 from probes.errors import NotRecorded

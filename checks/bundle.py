@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from checks import inputs
+from checks.command_options import BundleOptions
 from checks.context import Context
 from checks.errors import UsageError
-from checks.options import BundleOptions
 from checks.policy import apply_output_cap
 from checks.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
 from checks.registry import all_checks

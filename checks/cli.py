@@ -6,26 +6,28 @@ code (checks/errors.py).
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
-from checks.options import (
-    BaselineRecordOptions,
-    BenchOptions,
-    BundleOptions,
-    EndpointOptions,
-    HostOptions,
-    NpuOptions,
-    OpsOptions,
-    RunOptions,
-)
+from checks.options import EndpointOptions, HostOptions, RunOptions
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
+
+if TYPE_CHECKING:
+    from checks.command_options import (
+        BaselineRecordOptions,
+        BenchOptions,
+        BundleOptions,
+        NpuOptions,
+        OpsOptions,
+    )
 
 
 def _columns() -> int:
@@ -159,12 +161,50 @@ exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ascend-doctor", epilog=EPILOG,
-                     formatter_class=_RawFormatter,
-                     description="Is this Ascend machine, its software stack and this "
-                     "checkpoint ready to serve a Qwen MoE model?")
+class _NeedsCommands(Exception):
+    """The command line may name a sub-command, or asks for help or gets an error: parse it
+    again with every sub-command's parser, which says it right."""
+
+
+class _RunParser(_Parser):
+    """The parser of a run without a sub-command (most runs): it builds none of the
+    sub-commands' parsers, and hands anything it would print over to the full parser."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _NeedsCommands(message)
+
+    def print_help(self, file: Any = None) -> None:
+        raise _NeedsCommands("help")
+
+
+COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline", "ops", "bench")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line; the sub-commands' parsers are built only when it may need
+    them (a token that names one, a help request, an error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(token in COMMANDS for token in args):
+        parser = _main_parser(_RunParser)
+        parser.set_defaults(command=None)
+        try:
+            return parser.parse_args(args)
+        except _NeedsCommands:
+            pass
+    return build_parser().parse_args(args)
+
+
+def _main_parser(parser_class: type[_Parser]) -> _Parser:
+    parser = parser_class(prog="ascend-doctor", epilog=EPILOG,
+                          formatter_class=_RawFormatter,
+                          description="Is this Ascend machine, its software stack and this "
+                          "checkpoint ready to serve a Qwen MoE model?")
     _add_run_options(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _main_parser(_Parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
@@ -329,10 +369,14 @@ def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:
+    from checks.command_options import NpuOptions
+
     return NpuOptions(host=host_options(args), from_file=args.from_file, json=args.json)
 
 
 def bundle_options(args: argparse.Namespace) -> BundleOptions:
+    from checks.command_options import BundleOptions
+
     return BundleOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
         output=_path(args.output), include_logs=not args.no_logs, metrics=_path(args.metrics),
@@ -340,11 +384,15 @@ def bundle_options(args: argparse.Namespace) -> BundleOptions:
 
 
 def ops_options(args: argparse.Namespace) -> OpsOptions:
+    from checks.command_options import OpsOptions
+
     return OpsOptions(model=args.model, device=args.device, torch_npu=args.torch_npu,
                       python=args.python, dtype=args.dtype, fp8=args.fp8, json=args.json)
 
 
 def bench_options(args: argparse.Namespace) -> BenchOptions:
+    from checks.command_options import BenchOptions
+
     if not args.slower_pct >= 0:
         raise UsageError(f"--slower-pct {args.slower_pct}: must be 0 or more")
     return BenchOptions(model=args.model, device=args.device, dtype=args.dtype, fp8=args.fp8,
@@ -353,6 +401,8 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
 
 
 def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
+    from checks.command_options import BaselineRecordOptions
+
     output = None if args.output in (None, "", "-") else Path(args.output)
     return BaselineRecordOptions(host=host_options(args), model=args.model, output=output)
 
@@ -360,8 +410,23 @@ def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
 # -- running ------------------------------------------------------------------------------------
 
 
+_QUICK_EXIT: list[bool] = []
+
+
+def _exit_quickly() -> None:
+    """At the interpreter's exit, leave the objects of the run to the OS: its final garbage
+    collections would walk every object the imports made, about a tenth of a bare run. Only
+    objects in reference cycles go unfinalized (the doctor closes what it writes as it
+    writes it, the interpreter flushes stdout after this, weakref finalizers still run).
+    Registered once, however often main is called (tests call it many times)."""
+    if not _QUICK_EXIT:
+        atexit.register(gc.freeze)
+        _QUICK_EXIT.append(True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    _exit_quickly()
+    args = parse_args(argv)
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:

@@ -12,14 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from checks import inputs
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
-from checks.options import (
-    BaselineRecordOptions,
-    BenchOptions,
-    BundleOptions,
-    NpuOptions,
-    OpsOptions,
-    RunOptions,
-)
 from checks.policy import apply_output_cap
 from checks.registry import all_checks, select
 from checks.report import to_json, to_junit
@@ -29,6 +21,14 @@ from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline import Baseline
+    from checks.command_options import (
+        BaselineRecordOptions,
+        BenchOptions,
+        BundleOptions,
+        NpuOptions,
+        OpsOptions,
+    )
+    from checks.options import RunOptions
 
 
 def cmd_list() -> int:

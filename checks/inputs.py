@@ -70,9 +70,13 @@ class Observed:
     npu: NpuReading | None = None
 
 
-def observe(options: HostOptions, reader: ProcReader | None = None) -> Observed:
+def observe(options: HostOptions, reader: ProcReader | None = None,
+            npu_smi: bool = True) -> Observed:
     """The Host and the target the options name: a recording's, a process's (--pid), an
-    environment file's, a discovered serving process's, or this shell's."""
+    environment file's, a discovered serving process's, or this shell's.
+
+    `npu_smi` False: without npu-smi's process table (which may take its whole timeout): a
+    quick look that a --pid is there and readable, the NPUs it holds left unknown."""
     _exclusive(options)
     if options.from_path:
         host = make_host(options)
@@ -83,7 +87,7 @@ def observe(options: HostOptions, reader: ProcReader | None = None) -> Observed:
     from probes.target.proc import ProcReader
 
     proc = reader or ProcReader()
-    npu = _npu_reading(options) if options.env_file is None else None
+    npu = _npu_reading(options) if options.env_file is None and npu_smi else None
     resolved = _resolve(options, proc, npu)
     if resolved.target.kind == "shell":
         return Observed(make_host(options), resolved.target, npu)

@@ -92,10 +92,17 @@ class _Job:
 class _Workers:
     """Runs jobs in order on one daemon thread; whenever STAGGER_S passes and no job has
     finished, another worker joins in. A hung check thus blocks neither the others nor the
-    interpreter's exit, and quick checks never fight over the GIL."""
+    interpreter's exit, and quick checks never fight over the GIL.
+
+    The caller sleeps while the workers run: it is woken when the last job starts and when
+    every job has finished, not at each finish (on a busy machine every wake-up costs a wait
+    for a core and a GIL hand-over)."""
 
     def __init__(self, jobs: list[_Job], ctx: Context) -> None:
         self._pending = list(reversed(jobs))  # next job at the end
+        self._total = len(jobs)
+        self._finished = 0
+        self._overdue = False  # a job ran out of time: the caller wants every finish
         self._ctx = ctx
         self.changed = threading.Condition()
 
@@ -104,8 +111,21 @@ class _Workers:
         with self.changed:
             while self._pending:
                 threading.Thread(target=self._work, name="check worker", daemon=True).start()
-                while self._pending and self.changed.wait(STAGGER_S):
-                    pass  # a job finished: the workers keep up
+                seen = -1
+                while self._pending and seen != self._finished:
+                    seen = self._finished  # a job finished within the window: keep up
+                    self.changed.wait(STAGGER_S)
+
+    def wait_all(self, jobs: Sequence[_Job], timeout_s: float) -> None:
+        """Return once every job (all started) has finished or run out of its `timeout_s`."""
+        with self.changed:
+            while True:
+                now = time.perf_counter()
+                left_s = [j.began + timeout_s - now for j in jobs if j.outcome is None]
+                if not any(s > 0 for s in left_s):
+                    return
+                self._overdue = any(s <= 0 for s in left_s)
+                self.changed.wait(min(s for s in left_s if s > 0))
 
     def _work(self) -> None:
         while True:
@@ -114,9 +134,16 @@ class _Workers:
                     return
                 job = self._pending.pop()
                 job.began = time.perf_counter()
-            outcome = _call(job.check, self._ctx)
-            with self.changed:
-                job.outcome = outcome
+                if not self._pending:
+                    self.changed.notify_all()  # every job has started
+            self._run(job)
+
+    def _run(self, job: _Job) -> None:
+        outcome = _call(job.check, self._ctx)
+        with self.changed:
+            job.outcome = outcome
+            self._finished += 1
+            if self._finished == self._total or self._overdue:
                 self.changed.notify_all()
 
 
@@ -129,8 +156,10 @@ def run_checks(checks: Sequence[Check], ctx: Context,
         missing = job.check.missing_input(ctx)
         if missing:  # skipped here, its module never imported
             job.outcome = (Finding("skip", missing), 0.0)
-    workers = _Workers([job for job in jobs if job.outcome is None], ctx)
+    running = [job for job in jobs if job.outcome is None]
+    workers = _Workers(running, ctx)
     workers.start_all()
+    workers.wait_all(running, timeout_s)
     results = [_collect(job, timeout_s, workers.changed) for job in jobs]
     waived = tuple(_waive(r, ctx, today) for r in results)
     return Run(waived, (time.perf_counter() - start) * 1000)

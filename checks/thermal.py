@@ -18,29 +18,35 @@ be stopped, so there is no fixed chip threshold. What the rule judges, per chip:
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from checks.thermal_codes import (
+    RULE_CODE,
+    RULE_CODES_UNREAD,
+    RULE_HBM,
+    RULE_PEERS,
+    THERMAL_CODES,
+    ThermalLevel,
+    normalise_code,
+)
 
 if TYPE_CHECKING:
     from checks.policy import Policy
 
-ThermalLevel = Literal["ok", "warn", "fail", "unknown"]
+__all__ = ["RULE_CODE", "RULE_CODES_UNREAD", "RULE_HBM", "RULE_PEERS", "THERMAL_CODES",
+           "ChipReading", "ThermalLevel", "ThermalLimits", "ThermalVerdict", "above_peers_c",
+           "judge_by_key", "judge_temperatures", "normalise_code", "thermal_limits", "worst"]
 
-# code (8 hex digits, upper case, no 0x) -> (level, meaning as the fault knowledge graph states it)
-THERMAL_CODES: dict[str, tuple[ThermalLevel, str]] = {
-    "80E00209": ("fail", "HBM temperature above 95 °C (alarm)"),
-    "80E0020B": ("fail", "HBM fatal high-temperature alarm"),
-    "80E20207": ("warn", "SoC non-fatal high-temperature alarm (threshold not published)"),
-    "80DE0207": ("warn", "DDR chip non-fatal high-temperature alarm"),
-}
 _ORDER: dict[ThermalLevel, int] = {"unknown": 0, "ok": 1, "warn": 2, "fail": 3}
 MIN_PEERS = 2  # a median of one other chip is that chip: two chips cannot outvote each other
 
 
 @dataclass(frozen=True)
 class ThermalLimits:
+    """The policy's numbers for the temperature rule."""
+
     hbm_alarm_c: float  # npu.hbm_temperature_alarm_c
     above_peers_warn_c: float  # npu.temperature_above_peers_warn_c
 
@@ -66,23 +72,15 @@ class ChipReading:
 
 @dataclass(frozen=True)
 class ThermalVerdict:
+    """The rule's verdict on one chip, with a reason and a rule name per finding."""
+
     key: str
     level: ThermalLevel  # "unknown": no temperature and no code was read for this chip
     reasons: tuple[str, ...]  # one line each, empty when ok
-    rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* below), same order
+    rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* names), same order
 
 
-# the rule names (npu.temperature's playbook lists them under "What the check does")
-RULE_CODE = "thermal-alarm-code"
-RULE_CODES_UNREAD = "thermal-codes-unread"
-RULE_HBM = "hbm-alarm"
-RULE_PEERS = "hotter-than-peers"
 Found = tuple[ThermalLevel, str, str]  # level, reason, rule
-
-
-def normalise_code(code: str) -> str:
-    """`0x80e00209` / `80E00209` -> `80E00209`."""
-    return code.strip().upper().removeprefix("0X")
 
 
 def judge_temperatures(chips: Sequence[ChipReading],
@@ -102,6 +100,14 @@ def judge_by_key(temperatures: Mapping[str, float | None],
 
 def worst(levels: Sequence[ThermalLevel]) -> ThermalLevel:
     return max(levels, key=_ORDER.__getitem__, default="unknown")
+
+
+def _median(values: Sequence[float]) -> float:
+    """The median (as statistics.median, without importing statistics and with it decimal,
+    fractions and random on every run that judges a chip)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _others(temperatures: Sequence[float | None], index: int) -> list[float]:
@@ -143,7 +149,7 @@ def _peer_findings(chip: ChipReading, others: list[float],
                    limits: ThermalLimits) -> list[Found]:
     if chip.temperature_c is None or len(others) < MIN_PEERS:
         return []
-    median_c = statistics.median(others)
+    median_c = _median(others)
     above_c = chip.temperature_c - median_c
     if above_c < limits.above_peers_warn_c:
         return []
@@ -157,4 +163,4 @@ def above_peers_c(temperatures: Sequence[float | None], index: int) -> float | N
     own = temperatures[index]
     if own is None or len(others) < MIN_PEERS:
         return None
-    return own - statistics.median(others)
+    return own - _median(others)

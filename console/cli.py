@@ -10,8 +10,9 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import (
@@ -20,6 +21,7 @@ from console.recording import (
     default_recordings_dir,
     new_recording_path,
 )
+from console.target import TargetError, check_pid, find
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
@@ -184,42 +186,6 @@ def _recordings_dir() -> Path:
     return default_recordings_dir(os.environ).expanduser()
 
 
-def observe(options: ConsoleOptions) -> tuple[ConsoleOptions, Any]:
-    """The target the panels and the doctor screen judge (as ascend-doctor resolves it), and
-    the options with the host panel watching the disk of its CANN log directory."""
-    from dataclasses import replace
-
-    from checks.errors import UsageError as DoctorUsageError
-    from checks.inputs import observe as observe_target
-    from checks.options import HostOptions
-    from probes.environment import resolve_log_dir
-    from probes.errors import ProbeError
-
-    root = None if options.root == "/" else options.root
-    try:
-        observed = observe_target(HostOptions(root=root, pid=options.pid,
-                                              timeout_s=options.npu_timeout_s))
-    except (DoctorUsageError, ProbeError) as exc:
-        raise UsageError(str(exc)) from None
-    if options.log_dir is None:
-        options = replace(options, log_dir=_log_dir_on_this_machine(observed.host,
-                                                                    resolve_log_dir))
-    return options, observed
-
-
-def _log_dir_on_this_machine(host: Any, resolve: Any) -> str | None:
-    """The target's CANN log directory, as a path here (a container's is read through
-    /proc/PID/root): the disk that fills, since CANN caps each running process's log files but
-    keeps those of processes that ended (CANN environment-variable reference, envref_07_0126)."""
-    try:
-        path = resolve(host.env).path
-    except Exception:  # an environment that could not be read: the panel says unknown
-        return None
-    if path is None or not path.startswith("/"):
-        return path
-    return str(host.host_path(path)) if hasattr(host, "host_path") else path
-
-
 def _validate(args: argparse.Namespace) -> None:
     if not 0.1 <= args.interval <= 3600:
         raise UsageError(f"--interval {args.interval:g}: use 0.1 to 3600 seconds")
@@ -312,10 +278,9 @@ def _model_spec(args: argparse.Namespace) -> ModelSpec | None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
-        observed = None
         if options.replay is None:
-            options, observed = observe(options)
-    except UsageError as exc:
+            check_pid(options)  # /proc only: a wrong --pid is one line, exit 3
+    except (UsageError, TargetError) as exc:
         print(f"ascend-console: {one_line(str(exc))} (see ascend-console --help)",
               file=sys.stderr)
         return USAGE_EXIT
@@ -323,8 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from console.ui.app import ConsoleApp
 
     try:
-        app = (ConsoleApp(options) if observed is None else
-               ConsoleApp(options, host=observed.host, target=observed.target))
+        # the target is found once the app is open (npu-smi may take its whole timeout)
+        app = ConsoleApp(options, find_target=None if options.replay is not None
+                         else partial(find, options))
     except PolicyError as exc:
         print(f"ascend-console: {one_line(str(exc))}", file=sys.stderr)
         return USAGE_EXIT

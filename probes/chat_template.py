@@ -43,6 +43,8 @@ class Rendered:
 
 @dataclass
 class Budget:
+    """What a template may spend: steps, output characters and seconds."""
+
     max_steps: int = MAX_STEPS
     max_chars: int = MAX_CHARS
     max_seconds: float = MAX_SECONDS

@@ -44,6 +44,7 @@ __all__ = [
     "QuantFormat",
     "ShardInfo",
     "TensorInfo",
+    "load_floats",
     "load_tensor",
     "locate_model",
     "parse_config",
@@ -118,6 +119,8 @@ def locate_model(host: Host, path: str) -> ModelLocation:
 
 @dataclass(frozen=True)
 class ShardInfo:
+    """One safetensors shard as its header describes it, and its size on disk."""
+
     name: str
     header_size: int
     data_end: int  # the largest data_offsets end
@@ -135,6 +138,8 @@ class ShardInfo:
 
 @dataclass(frozen=True)
 class ModelDir:
+    """A model directory: its config, every tensor, the shards and what is missing."""
+
     path: str
     config: ModelConfig
     tensors: Mapping[str, TensorInfo]
@@ -357,18 +362,38 @@ def read_tensor(host: Host, shard_path: str, header_size: int, entry: TensorInfo
     """One tensor's values (small floats widened to float32), reading only its bytes."""
     from probes.tensor_decode import decode
 
-    begin = 8 + header_size + entry.offset_begin
-    raw = host.read_bytes(shard_path, begin, entry.nbytes)
-    if len(raw) < entry.nbytes:
-        raise CheckpointError(f"{shard_path}: tensor {shown(entry.name)} truncated "
-                              f"({len(raw)} of {entry.nbytes} bytes)")
+    raw = _tensor_bytes(host, shard_path, header_size, entry)
     return decode(raw, entry.dtype).reshape(entry.shape)
 
 
 def load_tensor(host: Host, model: ModelDir, name: str) -> np.ndarray:
     """read_tensor for a tensor of `model` by name. Raises KeyError when it is not there."""
+    entry, header_size = _located(model, name)
+    return read_tensor(host, model.file(entry.shard), header_size, entry)
+
+
+def load_floats(host: Host, model: ModelDir, name: str) -> list[float]:
+    """A float tensor's values (F64, F32, F16, BF16) as Python floats, flat, without numpy
+    (probes.float_values). Raises KeyError when it is not there, ValueError for another
+    dtype, CheckpointError when its bytes are cut short."""
+    from probes.float_values import floats
+
+    entry, header_size = _located(model, name)
+    return floats(_tensor_bytes(host, model.file(entry.shard), header_size, entry), entry.dtype)
+
+
+def _located(model: ModelDir, name: str) -> tuple[TensorInfo, int]:
     entry = model.tensors[name]
     shard = model.shard(entry.shard)
     if shard is None:
         raise KeyError(name)
-    return read_tensor(host, model.file(entry.shard), shard.header_size, entry)
+    return entry, shard.header_size
+
+
+def _tensor_bytes(host: Host, shard_path: str, header_size: int, entry: TensorInfo) -> bytes:
+    begin = 8 + header_size + entry.offset_begin
+    raw = host.read_bytes(shard_path, begin, entry.nbytes)
+    if len(raw) < entry.nbytes:
+        raise CheckpointError(f"{shard_path}: tensor {shown(entry.name)} truncated "
+                              f"({len(raw)} of {entry.nbytes} bytes)")
+    return raw

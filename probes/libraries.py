@@ -20,6 +20,8 @@ LIBRARIES = ("libascendcl.so", "libatb.so")
 
 @dataclass(frozen=True)
 class LibraryDir:
+    """One LD_LIBRARY_PATH entry and what it is on the observed machine."""
+
     path: str
     kind: NodeKind | None  # None: a relative entry, resolved against an unknown cwd
 
@@ -30,6 +32,8 @@ class LibraryDir:
 
 @dataclass(frozen=True)
 class LibraryLookup:
+    """Where the dynamic loader would find one library on LD_LIBRARY_PATH."""
+
     name: str  # `libascendcl.so`
     found_in: str | None  # the first LD_LIBRARY_PATH entry holding it (the one ld.so uses)
     unknown_in: tuple[str, ...] = ()  # entries that could not be looked at (not recorded)
@@ -45,6 +49,8 @@ class LibraryLookup:
 
 @dataclass(frozen=True)
 class LdLibraryDirs:
+    """The LD_LIBRARY_PATH entries and the libraries looked up in them."""
+
     dirs: tuple[LibraryDir, ...]
     libraries: Mapping[str, LibraryLookup] = field(default_factory=dict)
 

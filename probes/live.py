@@ -71,7 +71,14 @@ class LiveHost:
     # -- paths -------------------------------------------------------------------------
 
     def host_path(self, path: str) -> str:
-        """The path on this machine that holds the observed `path` (symlinks resolved)."""
+        """The path on this machine that holds the observed `path`. Under a root, symlinks are
+        resolved here, so that none leads out of it; at `/` nothing can, and the kernel
+        resolves them as it opens the path (a walk per component would cost more than the
+        read)."""
+        if not self.under_root:
+            if not path.startswith("/"):
+                raise PathUnreadable(path, "not an absolute path")
+            return path
         return self._on_host(self._resolve(path))
 
     def _on_host(self, observed: str) -> str:

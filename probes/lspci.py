@@ -76,6 +76,8 @@ class LspciDevice:
 
 @dataclass(frozen=True)
 class LspciListing:
+    """The devices of an `lspci` listing and the lines that were not device lines."""
+
     devices: tuple[LspciDevice, ...]
     ignored_lines: tuple[str, ...] = ()  # non-empty lines that are not device lines
 

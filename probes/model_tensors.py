@@ -97,6 +97,8 @@ def attention_tensors(config: ModelConfig) -> list[TensorSpec]:
 
 @dataclass(frozen=True)
 class DeltaNetShape:
+    """The shapes of a Gated DeltaNet layer's recurrent and convolution state."""
+
     key_heads: int
     value_heads: int
     key_dim: int  # per head

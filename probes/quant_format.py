@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 
@@ -51,9 +52,16 @@ class QuantFormat:
         return self.scheme in ("block", "tensor", "channel")
 
     def skips(self, module: str) -> bool:
-        """Whether `module` (a tensor name without `.weight`) is listed as not converted."""
-        return any(module == m or module.startswith(m + ".")
-                   for m in self.modules_to_not_convert)
+        """Whether `module` (a tensor name without `.weight`) is listed as not converted:
+        named, or inside a named module."""
+        names, prefixes = self._skip_index
+        return module in names or module.startswith(prefixes)
+
+    @cached_property
+    def _skip_index(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        # asked once per weight (thousands), against lists of hundreds of names
+        listed = self.modules_to_not_convert
+        return frozenset(listed), tuple(m + "." for m in listed)
 
 
 
@@ -79,6 +87,8 @@ def parse_quantization(quant: Any) -> tuple[QuantFormat, list[FieldProblem]]:
 
 @dataclass(frozen=True)
 class _Common:
+    """The fields every quantisation format shares."""
+
     method: str
     modules_to_not_convert: tuple[str, ...]
     activation_scheme: str

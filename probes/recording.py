@@ -9,16 +9,13 @@ checked, and each problem is one SnapshotError naming the member.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import stat
 import threading
-import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -54,6 +51,8 @@ class SnapshotError(ProbeError):
 
 @dataclass(frozen=True)
 class Manifest:
+    """Who recorded what, when and where (manifest.json)."""
+
     schema: str
     created_at: str  # ISO 8601, UTC, e.g. 2025-06-01T12:00:00Z
     hostname: str
@@ -85,6 +84,8 @@ class RecordedError:
 
 @dataclass(frozen=True)
 class CommandRecord:
+    """One command the host was asked to run, and its result."""
+
     result: CommandResult
     timeout_s: float | None  # as asked; None when the host's default was used
 
@@ -129,6 +130,8 @@ class FileRecord:
 
 @dataclass(frozen=True)
 class Recording:
+    """Everything a recorded host was asked and answered."""
+
     manifest: Manifest
     env: Mapping[str, str] | None = None
     python: PythonEnvironment | None = None
@@ -256,6 +259,8 @@ class RecordingHost:
 
 
 def utc_now_iso() -> str:
+    from datetime import datetime, timezone  # only a recorder needs the time
+
     now = datetime.now(timezone.utc).replace(microsecond=0)
     return now.isoformat().replace("+00:00", "Z")
 
@@ -523,6 +528,8 @@ def _range_json(record: RangeRecord, blobs: dict[str, bytes]) -> dict[str, objec
 
 
 def _blob_ref(data: bytes, blobs: dict[str, bytes]) -> dict[str, object]:
+    import hashlib  # OpenSSL's loading costs more than a small recording's reading
+
     digest = hashlib.sha256(data).hexdigest()
     blobs[digest] = data
     return {"blob": digest, "size": len(data)}
@@ -571,6 +578,7 @@ def extract_bundle(archive: Path, dest: Path, limits: BundleLimits) -> None:
     members as that walk did.
     """
     import tarfile  # a directory recording is read without it
+    import zlib
 
     from probes.tar_guard import TarRefused, check_tar_gz
 
@@ -724,6 +732,8 @@ class _BlobReader:
         cached = self._bytes.get(digest)
         if cached is not None:
             return cached
+        import hashlib  # only a recording with blobs needs it
+
         member = f"blobs/{digest}"
         data = _read_member(self.directory / digest, member, self.limits, required=True)
         assert data is not None

@@ -37,6 +37,8 @@ class CheckpointError(ProbeError):
 
 @dataclass(frozen=True)
 class TensorInfo:
+    """One tensor of a safetensors header: dtype, shape and where its bytes are."""
+
     name: str
     dtype: str
     shape: tuple[int, ...]
@@ -55,6 +57,8 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class Header:
+    """A validated safetensors header: its length, tensors and metadata."""
+
     size: int  # N, the JSON's length in bytes
     tensors: tuple[TensorInfo, ...]
     metadata: Mapping[str, str] = field(default_factory=dict)

@@ -53,6 +53,8 @@ class TarRefused(Exception):
 
 @dataclass(frozen=True)
 class TarLimits:
+    """How much a bundle may hold before it is refused unread."""
+
     max_members: int
     max_member_bytes: int
     max_total_bytes: int

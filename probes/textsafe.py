@@ -14,6 +14,7 @@ console widgets.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # C0 controls except tab and newline, DEL, and C1 controls (ECMA-48: ESC [, CSI, OSC, ...)
@@ -30,7 +31,14 @@ def _escape(code: int) -> str:
 _VISIBLE = {code: _escape(code) for code in (*_CONTROLS, *_FORMATS)}
 _ONE_LINE = {**_VISIBLE, 0x0A: "\\n", 0x09: "\\t"}
 # XML 1.0 §2.2 Char: tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF
-_XML_FORBIDDEN = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_XML_FORBIDDEN = "[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+
+
+@functools.cache
+def _regex(pattern: str) -> re.Pattern[str]:
+    """Compiled on first use: the XML class takes milliseconds to compile, and most runs
+    write no XML."""
+    return re.compile(pattern)
 
 
 def visible(text: str) -> str:
@@ -45,17 +53,17 @@ def one_line(text: str) -> str:
     return text.translate(_ONE_LINE)
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]")
+_JSON_UNSAFE = "[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ufeff]"
 
 
 def json_text(dumped: str) -> str:
     """A JSON document (as `json.dumps` wrote it, with `ensure_ascii=False`) with DEL, the C1
     controls and the reordering characters written as `\\uXXXX`: the same JSON value, but
     nothing a terminal obeys when the document is printed (json.dumps already escapes C0)."""
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+    return _regex(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
 
 
 def xml_text(text: str) -> str:
     """`visible(text)` without the characters XML 1.0 forbids (a JUnit report stays
     well-formed whatever a recorded error contained)."""
-    return _XML_FORBIDDEN.sub("", visible(text))
+    return _regex(_XML_FORBIDDEN).sub("", visible(text))

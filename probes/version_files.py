@@ -28,6 +28,8 @@ _REQUIREMENT = re.compile(
 
 @dataclass(frozen=True)
 class _Line:
+    """One `key<sep>value` line of a version file."""
+
     key: str  # lower-cased, stripped
     value: str  # stripped
     line_no: int
@@ -35,6 +37,8 @@ class _Line:
 
 @dataclass(frozen=True)
 class _Lines:
+    """The key/value lines of a version file and what was not understood."""
+
     lines: tuple[_Line, ...]
     warnings: tuple[str, ...]
 

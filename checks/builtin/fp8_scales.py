@@ -24,8 +24,9 @@ checked and named (checkpoint.format says what is missing).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,8 +35,6 @@ from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from probes.checkpoint import ModelDir, TensorInfo
 
 SCALE_DTYPES = ("F32", "BF16", "F16")
@@ -194,30 +193,54 @@ class Limits:
     outlier_ratio: float | None  # None: no outlier test (one value per tensor)
 
 
-def value_problems(name: str, values: np.ndarray, limits: Limits) -> list[ScaleProblem]:
-    import numpy as np
-
-    flat = values.astype(np.float64).ravel()
-    counts = [("NaN", int(np.isnan(flat).sum()), "fail", "scale-not-finite"),
-              ("infinite", int(np.isinf(flat).sum()), "fail", "scale-not-finite"),
-              ("negative", int((flat < 0).sum()), "fail", "scale-negative"),
-              ("zero (an all-zero tile?)", int((flat == 0).sum()), "warn", "scale-zero")]
+def value_problems(name: str, values: Sequence[float], limits: Limits) -> list[ScaleProblem]:
+    """What is wrong with one scale tensor's values. Counted on the sorted finite values with
+    bisect (C speed, no numpy: its import costs more than a checkpoint's scales)."""
+    finite, nan, infinite, minus_infinite = _finite_sorted(values)
+    below_zero = bisect_left(finite, 0.0)  # -0.0 is a zero, as for numpy
+    positive = bisect_right(finite, 0.0)
+    counts = [("NaN", nan, "fail", "scale-not-finite"),
+              ("infinite", infinite, "fail", "scale-not-finite"),
+              ("negative", below_zero + minus_infinite, "fail", "scale-negative"),
+              ("zero (an all-zero tile?)", positive - below_zero, "warn", "scale-zero")]
     problems = [ScaleProblem(name, severity, n, f"{n} {kind}", rule)
                 for kind, n, severity, rule in counts if n]
-    good = flat[np.isfinite(flat) & (flat > 0)]
-    out_of_range = int(((good < limits.low) | (good > limits.high)).sum())
+    good = finite[positive:]
+    out_of_range = _outside(good, limits.low, limits.high)
     if out_of_range:
         problems.append(ScaleProblem(name, "fail", out_of_range, f"{out_of_range} outside "
                                      f"[{limits.low:.3g}, {limits.high:.3g}]",
                                      "scale-out-of-range"))
-    if good.size > 1 and limits.outlier_ratio is not None:
-        median, ratio = float(np.median(good)), limits.outlier_ratio
-        outliers = int(((good > median * ratio) | (good < median / ratio)).sum())
+    if len(good) > 1 and limits.outlier_ratio is not None:
+        median, ratio = _median(good), limits.outlier_ratio
+        outliers = _outside(good, median / ratio, median * ratio)
         if outliers:
             problems.append(ScaleProblem(name, "warn", outliers, f"{outliers} outliers vs "
                                          f"median {median:.3g} (ratio {ratio:g})",
                                          "scale-outlier"))
     return problems
+
+
+def _finite_sorted(values: Sequence[float]) -> tuple[list[float], int, int, int]:
+    """(the finite values sorted, how many are NaN, how many infinite, how many of those -inf)."""
+    if math.isfinite(sum(values)):  # the common case, at C speed
+        return sorted(values), 0, 0, 0
+    finite = sorted(v for v in values if math.isfinite(v))
+    nan = sum(1 for v in values if v != v)
+    minus_infinite = sum(1 for v in values if v == -math.inf)
+    return finite, nan, len(values) - len(finite) - nan, minus_infinite
+
+
+def _outside(ordered: list[float], low: float, high: float) -> int:
+    """How many of the sorted values are below `low` or above `high`."""
+    if low > high:  # every value is one or the other
+        return len(ordered)
+    return bisect_left(ordered, low) + len(ordered) - bisect_right(ordered, high)
+
+
+def _median(ordered: list[float]) -> float:
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 # -- the model ----------------------------------------------------------------------------------
@@ -240,15 +263,15 @@ def _broken(model: ModelDir) -> set[str]:
 
 def _read_values(ctx: Context, model: ModelDir, scale: TensorInfo, limits: Limits,
                  tally: Tally) -> None:
-    from probes.checkpoint import CheckpointError, load_tensor
+    from probes.checkpoint import CheckpointError, load_floats
 
     try:
-        values = load_tensor(ctx.host, model, scale.name)
+        values = load_floats(ctx.host, model, scale.name)
     except CheckpointError as exc:  # a truncated shard; checkpoint.format names it too
         tally.problems.append(ScaleProblem(scale.name, "fail", 1, f"unreadable ({exc})",
                                            "scale-unreadable"))
         return
-    tally.values += values.size
+    tally.values += len(values)
     tally.problems.extend(value_problems(scale.name, values, limits))
 
 

@@ -16,24 +16,23 @@ from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level, health_verdict
 from checks.model import Finding, failed, passed, skipped, warned
-from checks.thermal import (
+from checks.thermal_codes import (
     RULE_CODE,
     RULE_CODES_UNREAD,
     RULE_HBM,
     RULE_PEERS,
     THERMAL_CODES,
-    ChipReading,
-    ThermalVerdict,
-    judge_temperatures,
     normalise_code,
-    thermal_limits,
-    worst,
 )
 from probes.inventory import run_npu_smi
 
 if TYPE_CHECKING:
+    from checks.thermal import ChipReading, ThermalVerdict
     from probes.inventory import NpuReading
     from probes.npu_smi import ChipRow, NpuInfo
+
+# The temperature rule (checks.thermal) is imported where a table is judged: without npu-smi
+# neither check builds its classes.
 
 # npu-smi error outputs and their known causes (tests/corpus/npu-smi/FORMATS.md §4).
 ERROR_CAUSES = {
@@ -152,6 +151,8 @@ def _read_health(ctx: Context, chip: ChipRow) -> HealthRead:
 
 @dataclass(frozen=True)
 class HbmRead:
+    """`-t memory` of one chip: its HBM temperature (None when unread) and a note."""
+
     hbm_temperature_c: float | None
     note: str  # what the evidence says: the value, or why there is none
     timed_out: bool = False
@@ -218,6 +219,8 @@ def npu_temperature(ctx: Context) -> Finding:
     info, finding = info_or_skip(ctx)
     if info is None:
         return finding or skipped("no NPU")
+    from checks.thermal import judge_temperatures, thermal_limits, worst
+
     readings, evidence = _thermal_readings(ctx, info)
     verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
     level = worst([v.level for v in verdicts])
@@ -234,6 +237,8 @@ def npu_temperature(ctx: Context) -> Finding:
 
 
 def _thermal_readings(ctx: Context, info: NpuInfo) -> tuple[list[ChipReading], list[str]]:
+    from checks.thermal import ChipReading
+
     readings: list[ChipReading] = []
     evidence: list[str] = []
     hbm_stuck = False  # one hung `-t memory` means the next would hang too
@@ -274,6 +279,8 @@ def _calm_summary(ctx: Context, readings: list[ChipReading]) -> str:
     if known:
         hottest = max(known, key=lambda r: r.temperature_c or 0.0)
         parts.append(f"hottest chip {hottest.temperature_c:g} °C ({hottest.key})")
+    from checks.thermal import thermal_limits
+
     hbm = [r.hbm_temperature_c for r in readings if r.hbm_temperature_c is not None]
     limits = thermal_limits(ctx.policy)
     parts.append(f"HBM at most {max(hbm):g} °C (alarm above {limits.hbm_alarm_c:g} °C)" if hbm

@@ -22,15 +22,25 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
-from checks.builtin.tokenizer_load import Batch, Loaded, TokenizerUnavailable, load
+from checks.builtin.tokenizer_load import (
+    Batch,
+    Loaded,
+    TokenizerFiles,
+    TokenizerUnavailable,
+    load_files,
+    tokenizer_files,
+)
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import NotRecorded
 from probes.live import LiveHost
 from probes.textsafe import one_line
+
+if TYPE_CHECKING:
+    from probes.chat_template import Rendered
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
 PROBE_BATCH = ("Hello world", "你好，世界！ A longer second prompt, so the first one is padded.")
@@ -103,14 +113,21 @@ def on_this_machine(host: object) -> bool:
     return isinstance(host, LiveHost) and getattr(host, "root", "/") == "/"
 
 
-def load_tokenizer(ctx: Context) -> Loaded:
-    """The --model tokenizer, loaded once per run. Raises TokenizerUnavailable."""
+def files_of(ctx: Context) -> TokenizerFiles:
+    """The --model tokenizer files and configs, read once per run (quick: no tokenizer is
+    built). Raises TokenizerUnavailable."""
     if ctx.model_dir is None:
         raise TokenizerUnavailable(NO_MODEL)
     if not on_this_machine(ctx.host):
         raise TokenizerUnavailable("tokenizer checks need the model directory on this machine")
     model_dir = Path(ctx.model_dir)
-    return ctx.fact("tokenizer", lambda: load(model_dir, ctx.host))
+    return ctx.fact("tokenizer-files", lambda: tokenizer_files(model_dir, ctx.host))
+
+
+def load_tokenizer(ctx: Context) -> Loaded:
+    """The --model tokenizer, loaded once per run. Raises TokenizerUnavailable."""
+    files = files_of(ctx)
+    return ctx.fact("tokenizer", lambda: load_files(files, ctx.host))
 
 
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
@@ -485,17 +502,22 @@ class Probe:
     stopped: bool = False
 
 
-def probe_ids(loaded: Loaded) -> Probe:
-    """The chat template rendered (inside its budget) and encoded; else a plain encode."""
-    template = loaded.files.chat_template
-    if not template:
-        return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode")
+def render_probe(files: TokenizerFiles) -> Rendered | None:
+    """The probe chat rendered by the model's chat template (inside its budget); None without
+    a template."""
+    if not files.chat_template:
+        return None
     from probes.chat_template import render
 
     variables: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
-                                 "add_generation_prompt": True,
-                                 **loaded.files.special_tokens()}
-    rendered = render(template, variables)
+                                 "add_generation_prompt": True, **files.special_tokens()}
+    return render(files.chat_template, variables)
+
+
+def probe_ids(loaded: Loaded, rendered: Rendered | None) -> Probe:
+    """The rendered chat template encoded (render_probe); else a plain encode."""
+    if rendered is None:
+        return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode")
     source = loaded.files.template_source
     if rendered.text is None:
         return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode",
@@ -505,9 +527,9 @@ def probe_ids(loaded: Loaded) -> Probe:
                  f"chat template ({source}) rendered in {rendered.steps} steps")
 
 
-def observe_ids(loaded: Loaded) -> IdObservation:
+def observe_ids(loaded: Loaded, rendered: Rendered | None) -> IdObservation:
     known = loaded.added_ids()
-    probe = probe_ids(loaded)
+    probe = probe_ids(loaded, rendered)
     markers = tuple((tok, tid) for tok in ("<|im_start|>", "<|im_end|>")
                     for tid in [loaded.token_id(tok)] if tid is not None)
     declared_vocab = loaded.files.config.get("vocab_size")
@@ -528,8 +550,9 @@ def tokenizer_token_ids(ctx: Context) -> Finding:
         loaded = load_tokenizer(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
+    rendered = render_probe(loaded.files)
     with _IN_USE:
-        observed = observe_ids(loaded)
+        observed = observe_ids(loaded, rendered)
     note = library_note(ctx, loaded)
     finding = judge_token_ids(observed)
     return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence)), note)

@@ -263,11 +263,16 @@ def _version(module: Any) -> str:
 def load(directory: Path, host: Host) -> Loaded:
     """The tokenizer of a model directory on this machine (`host` reads its own `/`).
     Raises TokenizerUnavailable."""
-    files = tokenizer_files(directory, host)
+    return load_files(tokenizer_files(directory, host), host)
+
+
+def load_files(files: TokenizerFiles, host: Host) -> Loaded:
+    """The tokenizer those files make (tokenizer_files read them). Raises
+    TokenizerUnavailable."""
     if not files.present:
         raise TokenizerUnavailable(
-            f"no tokenizer files in {directory} (looked for {', '.join(TOKENIZER_FILES)})",
-            status="warn")
+            f"no tokenizer files in {files.directory} (looked for "
+            f"{', '.join(TOKENIZER_FILES)})", status="warn")
     if "tokenizer.json" in files.present:
         return _load_fast(files, host)
     return _load_transformers(files, host)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -28,6 +29,7 @@ from checks.thermal import thermal_limits
 from console.chat.backend import ChatBackend
 from console.msprof import MsprofError, OpConflict, read_conflicts
 from console.options import ConsoleOptions, backend_for
+from console.target import FINDING, Found, TargetError
 from console.ui import messages as msg
 from console.ui import safe
 from console.ui.chat_controller import ChatController
@@ -48,6 +50,8 @@ Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
 _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
 REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
+# how long the doctor screen waits for the target beyond npu-smi's own timeout
+TARGET_WAIT_S = 30.0
 
 
 class ConsoleApp(App[int]):
@@ -72,13 +76,22 @@ class ConsoleApp(App[int]):
     def __init__(self, options: ConsoleOptions | None = None, *,
                  backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
                  clock: Clock = time.time, policy: Policy | None = None,
-                 target: Target | None = None) -> None:
+                 target: Target | None = None,
+                 find_target: Callable[[], Found] | None = None) -> None:
+        """`find_target`: how to find the target (console.target.find), run in a worker once
+        the app is open; until it answers, the host panel and the doctor screen say so."""
         super().__init__()
         self.options = options or ConsoleOptions()
         self.clock = clock
         self.policy = policy or load_policy(self.options.policy_path)
         self.host = host if host is not None else _live_host(self.options.root)
         self.target = target or shell_target("ascend-console without a target")
+        self._find_target = find_target if target is None else None
+        self.target_error = ""  # why the target could not be found
+        self.target_known = threading.Event()  # also set when the app closes
+        self._leaving = False
+        if self._find_target is None:
+            self.target_known.set()
         self.conflicts, self.msprof_error = _read_conflicts(self.options)
         if backend is _FROM_OPTIONS:
             backend = backend_for(self.options)
@@ -105,12 +118,24 @@ class ConsoleApp(App[int]):
                 yield PressurePanel(id="pressure")
                 yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
                                   else NO_MODEL)
-                yield HostPanel(id="host", target=self.target.label)
+                yield HostPanel(id="host", target=self.target_line())
         yield AlertsPanel(id="alerts")
         yield Footer()
 
     def _record(self, snapshot: Any) -> None:
         self.recording.record(snapshot)
+
+    def target_line(self) -> str:
+        """Whose deployment the panels and the doctor judge, or that it is being found."""
+        if not self.target_known.is_set():
+            return FINDING
+        if self.target_error:
+            return f"no target: {self.target_error}"
+        return self.target.label
+
+    def target_pending(self) -> str:
+        """What the doctor waits for before it can run ("" when nothing)."""
+        return "" if self.target_known.is_set() else FINDING
 
     @property
     def main(self) -> Screen[Any]:
@@ -129,6 +154,8 @@ class ConsoleApp(App[int]):
         if self.options.record is not None and not self.options.read_only:
             self.recording.start(self.options.record)
         self.chat.start()
+        if self._find_target is not None:
+            self.run_worker(self._find, thread=True, group="target", exit_on_error=False)
         if self.options.replay is not None:
             self.recording.replay(self.options.replay, self.options.replay_speed)
         elif self.options.sample_live:
@@ -146,6 +173,36 @@ class ConsoleApp(App[int]):
         if self.options.read_only:
             parts.append("read-only")
         self.sub_title = safe.line(" · ".join(p for p in parts if p))
+
+    # --- the target, found in a worker ----------------------------------------------------------
+
+    def _find(self) -> None:
+        # a thread: npu-smi may take its whole timeout; only post messages from here
+        assert self._find_target is not None
+        try:
+            found = self._find_target()
+        except TargetError as exc:
+            self.post_message(msg.TargetFailed(str(exc)))
+        except Exception as exc:  # a bug in the finding must not leave the doctor waiting
+            self.post_message(msg.TargetFailed(f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(msg.TargetFound(found))
+
+    def on_target_found(self, message: msg.TargetFound) -> None:
+        found = message.found
+        self.host, self.target = found.host, found.target
+        self.telemetry.log_dir = found.log_dir
+        self.target_known.set()  # after host and target: the doctor's worker reads them
+        with suppress(NoMatches):
+            self.main_widget(HostPanel).show_target(self.target_line())
+
+    def on_target_failed(self, message: msg.TargetFailed) -> None:
+        self.target_error = message.reason
+        self.target_known.set()
+        safe.notify(self, f"the serving process could not be read: {message.reason}",
+                    title="target", severity="error", timeout=20)
+        with suppress(NoMatches):
+            self.main_widget(HostPanel).show_target(self.target_line())
 
     # --- worker messages -> controllers ---------------------------------------------------------
     # a message that lands while the app closes finds no widget: it is dropped
@@ -212,13 +269,21 @@ class ConsoleApp(App[int]):
     def action_doctor(self) -> None:
         from console.ui.screens.doctor import DoctorScreen
 
-        self.push_screen(DoctorScreen(self.run_doctor))
+        self.push_screen(DoctorScreen(self.run_doctor, waiting_for=self.target_pending))
 
     def run_doctor(self) -> Any:
-        """What the doctor screen runs (in its worker): every check against this console's host."""
+        """What the doctor screen runs (in its worker): every check against this console's host
+        and target, once the target is known."""
         from checks.context import Context
         from checks.registry import all_checks
         from checks.runner import run_checks
+
+        if not self.target_known.wait(self.options.npu_timeout_s + TARGET_WAIT_S):
+            raise TargetError("the serving process was not found in time")
+        if self._leaving:
+            raise TargetError("the console is closing")
+        if self.target_error:
+            raise TargetError(self.target_error)
 
         model_dir = None
         spec = self.options.model
@@ -307,6 +372,13 @@ class ConsoleApp(App[int]):
         self.recording.stop()
         self.telemetry.close()
         self.exit(0)
+
+    def exit(self, result: int | None = None, return_code: int = 0,
+             message: Any = None) -> None:
+        # a doctor screen waiting for the target must not keep the closed app's process alive
+        self._leaving = True
+        self.target_known.set()
+        super().exit(result, return_code, message)
 
 
 def _live_host(root: str) -> Host:

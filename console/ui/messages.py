@@ -11,6 +11,7 @@ from textual.message import Message
 from console.chat.reply import ReplyDelta, ReplyDone
 from console.pressure import ZeroCauses
 from console.snapshots import HostSnapshot, NpuSnapshot, ServingSnapshot
+from console.target import Found
 
 
 class BackendProgress(Message):
@@ -82,3 +83,20 @@ class ReplayEnded(Message):
         super().__init__()
         self.error = error
         self.skipped_rows = skipped_rows  # damaged rows the player left out
+
+
+class TargetFound(Message):
+    """The target the panels and the doctor judge (console.target.find)."""
+
+    def __init__(self, found: Found) -> None:
+        super().__init__()
+        self.found = found
+
+
+class TargetFailed(Message):
+    """The target could not be read: `reason` is one line naming the option."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+

@@ -51,6 +51,8 @@ class TelemetryController:
         self.w, self.app = wiring, wiring.app
         self.host, self.conflicts, self.record = host, conflicts, record
         options, policy = wiring.options, wiring.policy
+        # the disk the host panel watches: the target's log directory, once it is known
+        self.log_dir = options.log_dir
         self.history = History()
         stale = float(policy.get("console", "stale_after_intervals"))
         self.sources = [exporter.host_label(u) for u in options.npu_exporters] or [LOCAL]
@@ -122,7 +124,7 @@ class TelemetryController:
 
     def _sample_host(self) -> None:
         self.app.post_message(HostSampled(
-            telemetry.sample_host(self.w.options.log_dir, self.w.clock)))
+            telemetry.sample_host(self.log_dir, self.w.clock)))
 
     def _sample_serving(self) -> None:
         assert self._tracker is not None

@@ -3,7 +3,8 @@
 The kinds of output live in one registry (`probes.npu_smi.registry.KINDS`: name, detector,
 parser); `parse(text)` detects and parses any of them. Modules, one job each:
 
-- `model`     frozen facts of every kind (units in the field names)
+- `model`     frozen facts of the main table and of errors (units in the field names);
+              `model_lines` and `model_kv` those of the other kinds
 - `noise`     noise lines around an output (driver log lines, shell prompts, the trailer)
 - `error`     the error messages npu-smi prints instead of an output
 - `table`     `npu-smi info`, every main-table layout, and its process section
@@ -14,43 +15,103 @@ parser); `parse(text)` detects and parses any of them. Modules, one job each:
 - `jsonform`  `to_json` of any result;  `text`  placeholders, numbers, box cells
 
 Each parser raises `probes.errors.ParseError` when the text is not its output at all; anything
-it does not understand inside its output becomes a warning. Importing this package loads every
-parser: `probes.inventory` imports it only when there is an output to read.
+it does not understand inside its output becomes a warning. Importing this package loads no
+parser: each name below is imported from its module on first use, and the registry imports a
+kind's parser when it meets that kind's output.
 """
 
 from __future__ import annotations
 
-from probes.npu_smi.error import detect_error
-from probes.npu_smi.jsonform import SCHEMA, ParseResult, to_json
-from probes.npu_smi.kv import KV_KINDS, guess_kv_kind, parse_kv
-from probes.npu_smi.kvlines import normalise_key, parse_value
-from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch
-from probes.npu_smi.model import (
-    ChipProcesses,
-    ChipRow,
-    ChipTemperatures,
-    HealthReport,
-    KvBlock,
-    KvOutput,
-    ListEntry,
-    MappingRow,
-    NpuInfo,
-    NpuList,
-    NpuMapping,
-    NpuSmiError,
-    Process,
-    ProcessRow,
-    ProcMem,
-    Topology,
-    WatchRow,
-    WatchTable,
-)
-from probes.npu_smi.noise import split_noise
-from probes.npu_smi.proc_mem import parse_proc_mem
-from probes.npu_smi.registry import KINDS, OutputKind, Parsed, detect_kind, parse
-from probes.npu_smi.table import parse_info
-from probes.npu_smi.topo import parse_topo
-from probes.npu_smi.views import health_report, temperatures
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probes.npu_smi.error import detect_error
+    from probes.npu_smi.jsonform import SCHEMA, ParseResult, to_json
+    from probes.npu_smi.kv import KV_KINDS, guess_kv_kind, parse_kv
+    from probes.npu_smi.kvlines import normalise_key, parse_value
+    from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch
+    from probes.npu_smi.model import ChipRow, NpuInfo, NpuSmiError, ProcessRow
+    from probes.npu_smi.model_kv import (
+        ChipProcesses,
+        ChipTemperatures,
+        HealthReport,
+        KvBlock,
+        KvOutput,
+        Process,
+        ProcMem,
+        Topology,
+    )
+    from probes.npu_smi.model_lines import (
+        ListEntry,
+        MappingRow,
+        NpuList,
+        NpuMapping,
+        WatchRow,
+        WatchTable,
+    )
+    from probes.npu_smi.noise import split_noise
+    from probes.npu_smi.proc_mem import parse_proc_mem
+    from probes.npu_smi.registry import KINDS, OutputKind, Parsed, detect_kind, parse
+    from probes.npu_smi.table import parse_info
+    from probes.npu_smi.topo import parse_topo
+    from probes.npu_smi.views import health_report, temperatures
+
+# name -> the module that defines it: each is imported on first use (PEP 562), so a reading
+# loads the parser of its own kind and not the others
+_WHERE = {
+    "ChipProcesses": "model_kv",
+    "ChipRow": "model",
+    "ChipTemperatures": "model_kv",
+    "HealthReport": "model_kv",
+    "KINDS": "registry",
+    "KV_KINDS": "kv",
+    "KvBlock": "model_kv",
+    "KvOutput": "model_kv",
+    "ListEntry": "model_lines",
+    "MappingRow": "model_lines",
+    "NpuInfo": "model",
+    "NpuList": "model_lines",
+    "NpuMapping": "model_lines",
+    "NpuSmiError": "model",
+    "OutputKind": "registry",
+    "ParseResult": "jsonform",
+    "Parsed": "registry",
+    "ProcMem": "model_kv",
+    "Process": "model_kv",
+    "ProcessRow": "model",
+    "SCHEMA": "jsonform",
+    "Topology": "model_kv",
+    "WatchRow": "model_lines",
+    "WatchTable": "model_lines",
+    "detect_error": "error",
+    "detect_kind": "registry",
+    "guess_kv_kind": "kv",
+    "health_report": "views",
+    "normalise_key": "kvlines",
+    "parse": "registry",
+    "parse_info": "table",
+    "parse_kv": "kv",
+    "parse_list": "lines",
+    "parse_mapping": "lines",
+    "parse_proc_mem": "proc_mem",
+    "parse_topo": "topo",
+    "parse_value": "kvlines",
+    "parse_watch": "lines",
+    "split_noise": "noise",
+    "temperatures": "views",
+    "to_json": "jsonform",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "KINDS",

@@ -4,31 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from probes.npu_smi.model import (
-    KvOutput,
-    NpuInfo,
-    NpuList,
-    NpuMapping,
-    NpuSmiError,
-    ProcMem,
-    Topology,
-    WatchTable,
-)
+if TYPE_CHECKING:
+    from probes.npu_smi.model import NpuInfo, NpuSmiError
+    from probes.npu_smi.model_kv import KvOutput, ProcMem, Topology
+    from probes.npu_smi.model_lines import NpuList, NpuMapping, WatchTable
 
 SCHEMA = "ascend-npu/1"
 
-ParseResult = (
-    NpuInfo | NpuMapping | NpuList | WatchTable | NpuSmiError | KvOutput | ProcMem | Topology
+ParseResult: TypeAlias = (
+    "NpuInfo | NpuMapping | NpuList | WatchTable | NpuSmiError | KvOutput | ProcMem | Topology"
 )
 
 
 def to_json(obj: ParseResult) -> dict[str, Any]:
     """The `ascend-npu/1` JSON form (a dict of plain values) of a parse result."""
-    writer = _WRITERS.get(type(obj))
+    kind = type(obj)
+    # by module and name: the classes of a kind are built only when such an output is parsed
+    writer = _WRITERS.get((kind.__module__, kind.__qualname__))
     if writer is None:
-        raise TypeError(f"to_json: not an npu-smi parse result: {type(obj).__name__}")
+        raise TypeError(f"to_json: not an npu-smi parse result: {kind.__name__}")
     return writer(obj)
 
 
@@ -137,13 +133,16 @@ def topo_to_json(out: Topology) -> dict[str, Any]:
     }
 
 
-_WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {
-    NpuInfo: info_to_json,
-    NpuMapping: mapping_to_json,
-    NpuList: list_to_json,
-    WatchTable: watch_to_json,
-    NpuSmiError: error_to_json,
-    KvOutput: kv_to_json,
-    ProcMem: proc_mem_to_json,
-    Topology: topo_to_json,
+_MODEL = "probes.npu_smi.model"
+_LINES = "probes.npu_smi.model_lines"
+_KV = "probes.npu_smi.model_kv"
+_WRITERS: dict[tuple[str, str], Callable[[Any], dict[str, Any]]] = {
+    (_MODEL, "NpuInfo"): info_to_json,
+    (_LINES, "NpuMapping"): mapping_to_json,
+    (_LINES, "NpuList"): list_to_json,
+    (_LINES, "WatchTable"): watch_to_json,
+    (_MODEL, "NpuSmiError"): error_to_json,
+    (_KV, "KvOutput"): kv_to_json,
+    (_KV, "ProcMem"): proc_mem_to_json,
+    (_KV, "Topology"): topo_to_json,
 }

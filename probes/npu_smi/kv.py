@@ -28,7 +28,8 @@ from probes.npu_smi.kvlines import (
     process_of,
     warning,
 )
-from probes.npu_smi.model import KvBlock, KvOutput, Process, Value
+from probes.npu_smi.model import Value
+from probes.npu_smi.model_kv import KvBlock, KvOutput, Process
 
 KV_KINDS = (
     "usages",
@@ -154,6 +155,8 @@ class _BlockBuilder:
 
 @dataclass
 class _KvState:
+    """What the walk over a `-t` output has seen so far; only parse_kv builds it."""
+
     kind: str
     chip_id_after: bool
     current: _BlockBuilder = field(default_factory=_BlockBuilder)

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from probes.npu_smi.model import Process, Value
+from probes.npu_smi.model import Value
+from probes.npu_smi.model_kv import Process
 from probes.npu_smi.text import MAX_DIGITS, is_implausible
 
 # Values that look numeric but are identifiers: an all-digit serial number or error code must

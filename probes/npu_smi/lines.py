@@ -11,14 +11,14 @@ import re
 from dataclasses import dataclass, field
 
 from probes.errors import ParseError
-from probes.npu_smi.model import (
+from probes.npu_smi.model import WatchValue
+from probes.npu_smi.model_lines import (
     ListEntry,
     MappingRow,
     NpuList,
     NpuMapping,
     WatchRow,
     WatchTable,
-    WatchValue,
 )
 from probes.npu_smi.noise import is_noise
 from probes.npu_smi.text import is_placeholder, not_a_number, to_float, to_int, to_text
@@ -98,6 +98,8 @@ _COUNT_KEYS = frozenset({"Total Count", "Card Count"})
 
 @dataclass
 class _ListState:
+    """What the walk over `info -l` has seen so far; only parse_list builds it."""
+
     total_count: int | None = None
     seen_count: bool = False
     entries: list[dict[str, str]] = field(default_factory=list)
@@ -175,6 +177,8 @@ def watch_columns(line: str) -> tuple[str, ...]:
 
 @dataclass
 class _WatchState:
+    """What the walk over a `watch` log has seen so far; only parse_watch builds it."""
+
     columns: tuple[str, ...]
     rows: list[WatchRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -1,4 +1,7 @@
-"""Frozen facts parsed from the outputs of `npu-smi`: tables, lines and `-t` key/value blocks.
+"""Frozen facts parsed from the outputs of `npu-smi`: the main table of `npu-smi info` and the
+error npu-smi prints instead of an output, which every reading may meet. The facts of the other
+kinds live beside them and are built only when such an output is parsed: `model_lines`
+(`-m`, `-l`, `watch`) and `model_kv` (the `-t` outputs).
 
 Units are in the field names. A field that the output does not carry, or that it prints as
 `NA`, `-` or blank, is None. Strings (names, health, bus ids) are kept as printed, masked ones
@@ -7,11 +10,10 @@ Units are in the field names. A field that the output does not carry, or that it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import TypeAlias
 
+# a value of a `watch` column (probes.npu_smi.model_lines)
 WatchValue = float | int | None
 
 
@@ -67,64 +69,6 @@ class NpuInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class MappingRow:
-    """One row of `npu-smi info -m`; Mcu rows have logic_id None."""
-
-    npu_id: int
-    chip_id: int | None
-    logic_id: int | None
-    phy_id: int | None
-    name: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class NpuMapping:
-    rows: tuple[MappingRow, ...]
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ListEntry:
-    """One card of `npu-smi info -l`; product name and serial are absent on 910-class servers."""
-
-    npu_id: int
-    chip_count: int | None
-    product_name: str | None = None
-    serial_number: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NpuList:
-    total_count: int | None
-    npus: tuple[ListEntry, ...]
-    warnings: tuple[str, ...] = ()
-
-
-def _frozen_values(values: Mapping[str, WatchValue]) -> Mapping[str, WatchValue]:
-    return MappingProxyType(dict(values))
-
-
-@dataclass(frozen=True, slots=True)
-class WatchRow:
-    """One line of `npu-smi info watch`; `values` has every column of the table, ids included."""
-
-    npu_id: int | None
-    chip_id: int | None
-    # a read-only mapping: unhashable, so it stays out of the hash
-    values: Mapping[str, WatchValue] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "values", _frozen_values(self.values))
-
-
-@dataclass(frozen=True, slots=True)
-class WatchTable:
-    columns: tuple[str, ...]
-    rows: tuple[WatchRow, ...]
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class NpuSmiError:
     """An error printed by npu-smi instead of the asked-for output.
 
@@ -141,69 +85,5 @@ class NpuSmiError:
     warnings: tuple[str, ...] = ()
 
 
-# ----------------------------------------------------------------------------- -t key/value
-
+# a value of a `-t` key/value line (probes.npu_smi.model_kv)
 Value: TypeAlias = int | float | str | None
-
-
-@dataclass(frozen=True)
-class KvBlock:
-    """One chip's fields (or the card's, for flat outputs). `name` marks the MCU block."""
-
-    chip_id: int | None
-    name: str | None
-    fields: Mapping[str, Value]
-
-
-@dataclass(frozen=True)
-class KvOutput:
-    kind: str  # one of KV_KINDS
-    npu_id: int | None  # the `NPU ID` card-level line
-    blocks: tuple[KvBlock, ...]
-    warnings: tuple[str, ...]  # lines not understood, with their line numbers
-    chip_count: int | None = None  # the `Chip Count` card-level line
-
-
-@dataclass(frozen=True)
-class HealthReport:
-    status: str | None  # `OK`, `Warning`, `Alarm`, `Critical`, ... as printed
-    error_codes: tuple[str, ...]  # 8-hex codes; empty when `NA`
-    error_information: tuple[str, ...]  # one text per line; empty when `NA`
-
-
-@dataclass(frozen=True)
-class ChipTemperatures:
-    """The temperatures one chip's block of a `-t` output prints; None where it prints none."""
-
-    chip_id: int | None
-    temperature_c: float | None  # `NPU Temperature (C)` / `Temperature(C)`
-    hbm_temperature_c: float | None  # `HBM Temperature(C)`
-
-
-@dataclass(frozen=True)
-class Process:
-    pid: int
-    name: str  # kernel comm, may be "" (npu-smi prints a blank name on A3)
-    memory_mb: int | None
-
-
-@dataclass(frozen=True)
-class ChipProcesses:
-    chip_id: int | None  # None when the output was cut before the chip's `Chip ID` line
-    processes: tuple[Process, ...]
-
-
-@dataclass(frozen=True)
-class ProcMem:
-    npu_id: int | None
-    chips: tuple[ChipProcesses, ...]
-    warnings: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Topology:
-    devices: tuple[str, ...]  # header labels in order: `NPU0`.. or `Phy-ID0`.. (A3)
-    links: Mapping[tuple[str, str], str]  # (row, column) -> `HCCS`, `SYS`, `X` (self), ...
-    cpu_affinity: Mapping[str, str | None]  # `144-167`; None without the column (A3 on ARM)
-    legend: Mapping[str, str]  # code -> explanation
-    warnings: tuple[str, ...]

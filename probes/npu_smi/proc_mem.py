@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from probes.errors import ParseError
 from probes.npu_smi.kvlines import Line, as_int, classify_all, parse_value, process_of, warning
-from probes.npu_smi.model import ChipProcesses, Process, ProcMem
+from probes.npu_smi.model_kv import ChipProcesses, Process, ProcMem
 
 _NPU_ID_KEY = "npu_id"
 _CHIP_COUNT_KEY = "chip_count"

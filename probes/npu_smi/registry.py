@@ -12,22 +12,39 @@ key/value parser comes last.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from probes.errors import ParseError
 from probes.npu_smi.error import detect_error
-from probes.npu_smi.jsonform import ParseResult
-from probes.npu_smi.kv import parse_kv
-from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch, watch_columns
-from probes.npu_smi.model import NpuSmiError
 from probes.npu_smi.noise import blank_noise
-from probes.npu_smi.proc_mem import parse_proc_mem
-from probes.npu_smi.table import parse_info
-from probes.npu_smi.topo import looks_like_topo, parse_topo
+
+if TYPE_CHECKING:
+    from probes.npu_smi.jsonform import ParseResult
+    from probes.npu_smi.model import NpuSmiError
 
 Lines = Sequence[str]
+
+
+class _Lazy:
+    """A parser's (or detector's) function named "module:function" in this package, imported
+    on the first call: a run meets one or two kinds, and each parser module builds its
+    patterns and facts when it is imported."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __call__(self, arg: Any) -> Any:
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(f"probes.npu_smi.{module}"), name)(arg)
+
+    def __repr__(self) -> str:
+        return f"_Lazy({self.target!r})"
 
 
 @dataclass(frozen=True)
@@ -73,6 +90,8 @@ def _is_info(lines: Lines) -> bool:
 
 
 def _is_watch(lines: Lines) -> bool:
+    from probes.npu_smi.lines import watch_columns
+
     return any(len(watch_columns(ln)) >= 2 for ln in lines)
 
 
@@ -99,13 +118,13 @@ def _is_proc_mem(lines: Lines) -> bool:
 
 KINDS: tuple[OutputKind, ...] = (
     OutputKind("error", _is_error, _parse_error),
-    OutputKind("info", _is_info, parse_info),
-    OutputKind("watch", _is_watch, parse_watch),
-    OutputKind("mapping", _is_mapping, parse_mapping),
-    OutputKind("list", _is_list, parse_list),
-    OutputKind("topo", looks_like_topo, parse_topo),
-    OutputKind("proc-mem", _is_proc_mem, parse_proc_mem),
-    OutputKind("kv", _looks_key_value, parse_kv),
+    OutputKind("info", _is_info, _Lazy("table:parse_info")),
+    OutputKind("watch", _is_watch, _Lazy("lines:parse_watch")),
+    OutputKind("mapping", _is_mapping, _Lazy("lines:parse_mapping")),
+    OutputKind("list", _is_list, _Lazy("lines:parse_list")),
+    OutputKind("topo", _Lazy("topo:looks_like_topo"), _Lazy("topo:parse_topo")),
+    OutputKind("proc-mem", _is_proc_mem, _Lazy("proc_mem:parse_proc_mem")),
+    OutputKind("kv", _looks_key_value, _Lazy("kv:parse_kv")),
 )
 
 KNOWN = "info, -m, -l, watch, -t ..."

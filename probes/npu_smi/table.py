@@ -85,6 +85,8 @@ _Converter = Callable[[str], "int | float | None"]
 
 @dataclass
 class _RowText:
+    """The cells of one table line, with its line number for warnings."""
+
     line_no: int
     cells: list[str]
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 
 from probes.errors import ParseError
-from probes.npu_smi.model import Topology
+from probes.npu_smi.model_kv import Topology
 
 _DEVICE_LABEL = re.compile(r"^([A-Za-z][A-Za-z_-]*)\d+$")
 _AFFINITY_HEADER = re.compile(r"\bCPU\s+Affinity\b", re.IGNORECASE)

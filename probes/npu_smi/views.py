@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from probes.npu_smi.model import ChipTemperatures, HealthReport, KvBlock, KvOutput, Value
+from probes.npu_smi.model import Value
+from probes.npu_smi.model_kv import ChipTemperatures, HealthReport, KvBlock, KvOutput
 
 _CHIP_TEMPERATURE_KEYS = ("npu_temperature_c", "temperature_c")
 _HBM_TEMPERATURE_KEYS = ("hbm_temperature_c",)

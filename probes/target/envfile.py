@@ -24,6 +24,8 @@ class EnvFileError(ValueError):
 
 @dataclass(frozen=True)
 class EnvFile:
+    """The environment an `--env-file` holds, and in which shape it was written."""
+
     env: dict[str, str]
     shape: str  # "docker inspect JSON" or "EnvironmentFile lines"
     notes: tuple[str, ...] = ()

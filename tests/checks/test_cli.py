@@ -176,3 +176,31 @@ def test_every_registered_check_has_its_playbook() -> None:
     for check in all_checks():
         book = playbooks.get(check.playbook_id)
         assert book.kind == "check" and check.id in book.checks, check.id
+
+
+def test_the_exit_skips_the_final_collections_once(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """main leaves the run's objects to the OS at exit (gc.freeze at exit), registered once
+    however often it is called."""
+    import gc
+
+    from checks import cli
+
+    registered: list[object] = []
+    monkeypatch.setattr(cli, "_QUICK_EXIT", [])
+    monkeypatch.setattr(cli.atexit, "register", registered.append)
+    for _ in range(3):
+        main(["list"])
+    capsys.readouterr()
+    assert registered == [gc.freeze]
+
+
+def test_a_run_that_exits_quickly_still_writes_everything(tmp_path: Path) -> None:
+    code = ("import sys, checks.cli as c\n"
+            f"sys.exit(c.main(['--root', {str(tmp_path)!r}, '--junit', "
+            f"{str(tmp_path / 'r.xml')!r}]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode in (0, 1, 2), out.stderr
+    assert " checks: " in out.stdout.rstrip().splitlines()[-1]
+    assert (tmp_path / "r.xml").read_text().rstrip().endswith("</testsuite>")

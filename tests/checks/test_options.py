@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from checks import cli
 from checks.cli import (
     baseline_record_options,
     build_parser,
     bundle_options,
     npu_options,
+    parse_args,
     run_options,
 )
-from checks.options import (
-    BaselineRecordOptions,
-    BundleOptions,
-    HostOptions,
-    NpuOptions,
-    RunOptions,
-)
+from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+from checks.options import HostOptions, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,3 +73,46 @@ def test_only_the_cli_knows_argparse() -> None:
             if "argparse" in names:
                 importers.append(path.relative_to(ROOT).as_posix())
     assert importers == ["checks/cli.py"]
+
+
+RUN_LINES = [[], ["--json"], ["--model", "/m", "--only", "a.b", "-v"], ["--pid", "12"],
+             ["--from", "rec", "--junit", "r.xml"]]
+OTHER_LINES = [["-h"], ["--he"], ["lst"], ["--pid", "abc"], ["--model"], ["--json", "--junit", "x"],
+               ["-v", "list"], ["--model", "list"], ["npu", "--json"], ["stray"]]
+
+
+def _outcome(parse: Callable[[list[str]], object], argv: list[str],
+             capsys: pytest.CaptureFixture[str]) -> tuple[object, str, str]:
+    try:
+        result: object = vars(parse(argv))
+    except SystemExit as exc:
+        result = ("exit", exc.code)
+    out = capsys.readouterr()
+    return result, out.out, out.err
+
+
+@pytest.mark.parametrize("argv", RUN_LINES + OTHER_LINES, ids=" ".join)
+def test_the_quick_parser_answers_as_the_full_one(argv: list[str],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A command line without a sub-command is parsed without building the sub-commands'
+    parsers; help, errors and sub-commands get the full parser's own words."""
+    quick = _outcome(parse_args, argv, capsys)
+    full = _outcome(lambda a: build_parser().parse_args(a), argv, capsys)
+    assert quick == full
+
+
+def test_a_run_builds_no_sub_command_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    monkeypatch.setattr(cli, "build_parser", lambda: built.append("full") or build_parser())
+    for argv in RUN_LINES:
+        parse_args(argv)
+    assert built == []
+    parse_args(["list"])
+    assert built == ["full"]
+
+
+def test_the_quick_parser_knows_every_sub_command() -> None:
+    import argparse
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(cli.COMMANDS) == set(sub.choices)

@@ -76,3 +76,16 @@ def test_junit_report(fake_root: FakeRoot, tmp_path: Path,
     assert cases["checkpoint.format"].find("skipped") is not None
     assert suite.get("failures") == "1" and code == 2
     compare("a2-faulty.xml", normalise(junit.read_text(), fake_root))
+
+
+def test_the_json_timestamp_is_datetimes_utc_isoformat() -> None:
+    import datetime as dt
+
+    from checks.report import _utc_now
+
+    before = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    stamp = _utc_now()
+    after = dt.datetime.now(dt.timezone.utc)
+    parsed = dt.datetime.fromisoformat(stamp)
+    assert parsed.isoformat(timespec="seconds") == stamp
+    assert parsed.utcoffset() == dt.timedelta(0) and before <= parsed <= after

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import statistics
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from checks.policy import load_policy
 from checks.thermal import (
     ChipReading,
     ThermalLimits,
+    _median,
     judge_by_key,
     judge_temperatures,
     thermal_limits,
@@ -20,6 +26,11 @@ def levels(*chips: ChipReading) -> list[str]:
 
 def test_limits_come_from_the_policy() -> None:
     assert thermal_limits(load_policy()) == LIMITS
+
+
+@given(st.lists(st.floats(-50, 150, allow_nan=False), min_size=1, max_size=17))
+def test_the_median_is_the_statistics_median(values: list[float]) -> None:
+    assert _median(values) == statistics.median(values)
 
 
 def test_no_chip_threshold_however_hot() -> None:

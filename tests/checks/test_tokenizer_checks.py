@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,18 +127,23 @@ def test_the_tokenizer_is_loaded_once_per_run(healthy: Path,
     needs_transformers()
     import checks.builtin.tokenizer as module
 
-    calls: list[Path] = []
-    real = module.load
+    calls: list[str] = []
+    real_files, real_load = module.tokenizer_files, module.load_files
 
-    def counting(model_dir: Path, host: Host) -> object:
-        calls.append(model_dir)
-        return real(model_dir, host)
+    def counting_files(model_dir: Path, host: Host) -> object:
+        calls.append(f"files {model_dir}")
+        return real_files(model_dir, host)
 
-    monkeypatch.setattr(module, "load", counting)
+    def counting_load(files: Any, host: Host) -> object:
+        calls.append(f"load {files.directory}")
+        return real_load(files, host)
+
+    monkeypatch.setattr(module, "tokenizer_files", counting_files)
+    monkeypatch.setattr(module, "load_files", counting_load)
     ctx = ctx_for(healthy)
     tokenizer_dtype(ctx)
     tokenizer_token_ids(ctx)
-    assert calls == [healthy]
+    assert calls == [f"files {healthy}", f"load {healthy}"]
 
 
 def test_a_small_vocab_size_fails_naming_the_largest_id(tmp_path: Path) -> None:

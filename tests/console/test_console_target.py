@@ -3,29 +3,44 @@ the doctor screen judges the same target as `ascend-doctor --pid`."""
 
 from __future__ import annotations
 
+import os
+import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 from target_fixtures import fake_vllm
+from textual.widgets import Static
 
-from console.cli import UsageError, observe, parse_options
+from console.cli import parse_options
 from console.options import ConsoleOptions
+from console.target import FINDING, Found, TargetError, check_pid, find
 from console.ui.app import ConsoleApp
+from console.ui.screens.doctor import DoctorScreen
 from console.ui.widgets.host import HostPanel
+from probes.target import proc
+from tests.conftest import CORPUS_DIR
 from tests.console.fakes import FakeEngine, fake_backend
+from tests.console.test_app import A2_8, wait_for
+
+CORPUS = CORPUS_DIR / "npu-smi"
+
+
+def summary(doctor: DoctorScreen) -> str:
+    return str(doctor.query_one("#doctor-summary", Static).render())
 
 
 async def test_the_panels_and_the_doctor_judge_the_target(tmp_path: Path) -> None:
     logs = tmp_path / "svc-logs"
     env = {"ASCEND_GLOBAL_LOG_LEVEL": "1", "ASCEND_PROCESS_LOG_PATH": str(logs)}
     with fake_vllm(tmp_path, env) as server:
-        options, observed = observe(parse_options(["--no-model", "--pid", str(server.pid)]))
-    assert options.pid == server.pid and options.log_dir == str(logs)
-    assert observed.target.pid == server.pid
-    app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=options.log_dir,
+        found = find(parse_options(["--no-model", "--pid", str(server.pid)]))
+    assert found.log_dir == str(logs)
+    assert found.target.pid == server.pid
+    app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=found.log_dir,
                                     sample_live=False),
-                     backend=fake_backend(FakeEngine()), host=observed.host,
-                     target=observed.target)
+                     backend=fake_backend(FakeEngine()), host=found.host,
+                     target=found.target)
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         subtitle = str(app.query_one(HostPanel).border_subtitle)
@@ -36,6 +51,123 @@ async def test_the_panels_and_the_doctor_judge_the_target(tmp_path: Path) -> Non
     assert level.evidence[0].startswith(f"environment judged: process {server.pid}")
 
 
-def test_a_pid_that_is_not_there_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="no such process"):
-        observe(parse_options(["--no-model", "--pid", "999999999"]))
+def test_a_pid_that_is_not_there_is_one_line_before_the_app_opens(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    with pytest.raises(TargetError, match="no such process"):
+        check_pid(parse_options(["--no-model", "--pid", "999999999"]))
+    assert main(["--no-model", "--pid", "999999999"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("ascend-console: --pid 999999999: ") and "no such process" in err
+
+
+def slow_npu_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """An npu-smi on PATH that says it started, then waits (up to 30 s) until the test lets
+    it print a real table; /proc seen by discovery is empty, so this shell is the target."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    script = tmp_path / "bin" / "npu-smi"
+    script.parent.mkdir()
+    script.write_text(f'#!/bin/sh\ntouch "{started}"\nn=0\n'
+                      f'while [ ! -e "{release}" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); '
+                      f'done\ncat "{CORPUS / A2_8}"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{script.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    (tmp_path / "proc").mkdir()
+    monkeypatch.setattr(proc, "PROC", str(tmp_path / "proc"))
+    return started, release
+
+
+async def test_the_app_opens_before_a_slow_npu_smi_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target is found in a worker once the app is open: while npu-smi is still running,
+    the app answers keys, and the host panel and the doctor screen say what they wait for."""
+    started, release = slow_npu_smi(tmp_path, monkeypatch)
+    options = ConsoleOptions(interval_s=3600, sample_live=False, npu_timeout_s=40.0)
+    app = ConsoleApp(options, backend=fake_backend(FakeEngine()),
+                     find_target=partial(find, options))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, started.exists, what="npu-smi to start")
+        panel = app.query_one(HostPanel)
+        assert str(panel.border_subtitle) == FINDING
+        await pilot.press("escape", "d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DoctorScreen), what="doctor")
+        doctor = app.screen
+        assert isinstance(doctor, DoctorScreen)
+        await wait_for(pilot, lambda: summary(doctor) == FINDING, what="the doctor to wait")
+        assert not release.exists() and not app.target_known.is_set()
+        release.touch()
+        await wait_for(pilot, lambda: doctor.last_run is not None, timeout_s=60,
+                       what="the checks")
+        assert str(panel.border_subtitle) == "this shell"
+        assert app.target.kind == "shell" and app.target.chosen == "no serving process found"
+        results = {r.id: r for r in doctor.last_run.results} if doctor.last_run else {}
+        assert results["npu.health"].status == "pass"
+        assert results["logging.level"].evidence[0].startswith("environment judged: this shell")
+
+
+async def test_a_target_that_cannot_be_read_is_said_and_never_judged() -> None:
+    def gone() -> Found:
+        raise TargetError("--pid 4242: the process exited while it was being read")
+
+    app = ConsoleApp(ConsoleOptions(interval_s=3600, sample_live=False),
+                     backend=fake_backend(FakeEngine()), find_target=gone)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, app.target_known.is_set, what="the target worker")
+        await pilot.pause()
+        subtitle = str(app.query_one(HostPanel).border_subtitle)
+        assert subtitle == "no target: --pid 4242: the process exited while it was being read"
+        await pilot.press("escape", "d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DoctorScreen), what="doctor")
+        doctor = app.screen
+        assert isinstance(doctor, DoctorScreen)
+        await wait_for(pilot, lambda: "could not run" in summary(doctor), what="the refusal")
+        assert "--pid 4242: the process exited" in summary(doctor)
+        assert doctor.last_run is None
+
+
+def test_the_command_line_opens_the_app_without_running_npu_smi(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.cli import main
+
+    started, _ = slow_npu_smi(tmp_path, monkeypatch)
+    opened: list[object] = []
+
+    class App:
+        return_code = 0
+
+        def __init__(self, options: ConsoleOptions, **kwargs: object) -> None:
+            opened.append(kwargs["find_target"])
+
+        def run(self) -> int:
+            opened.append(started.exists())
+            return 0
+
+    monkeypatch.setattr("console.ui.app.ConsoleApp", App)
+    assert main(["--no-model"]) == 0
+    find_target, npu_smi_ran = opened
+    assert callable(find_target) and npu_smi_ran is False
+
+
+async def test_quitting_while_the_doctor_waits_leaves_nothing_waiting() -> None:
+    release = threading.Event()
+
+    def slow() -> Found:
+        release.wait(30)
+        raise TargetError("not found")
+
+    app = ConsoleApp(ConsoleOptions(interval_s=3600, sample_live=False),
+                     backend=fake_backend(FakeEngine()), find_target=slow)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("escape", "d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DoctorScreen), what="doctor")
+        doctor = app.screen
+        assert isinstance(doctor, DoctorScreen)
+        await wait_for(pilot, lambda: summary(doctor) == FINDING, what="the doctor to wait")
+        await pilot.press("escape")  # back to the main screen, the doctor still waiting
+        await wait_for(pilot, lambda: not isinstance(app.screen, DoctorScreen), what="back")
+        await pilot.press("escape", "q")
+    release.set()
+    assert app.target_known.is_set()
+    with pytest.raises(TargetError, match="closing"):
+        app.run_doctor()

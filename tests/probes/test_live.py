@@ -71,6 +71,25 @@ def test_dotdot_never_escapes_root(host: LiveHost) -> None:
     assert resolve_inside(host.root, "/a/../../b") == "/b"
 
 
+def test_at_the_real_root_the_kernel_follows_links(tmp_path: Path) -> None:
+    """At / nothing can lead out of the root: the path is opened as given, and a loop or a
+    relative path is still refused in one line."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "version.info").write_text("Version=1\n")
+    (tmp_path / "link").symlink_to("real")
+    (tmp_path / "loop").symlink_to("loop")
+    host = LiveHost()
+    link = str(tmp_path / "link" / "version.info")
+    assert host.host_path(link) == link
+    assert host.read_text(link) == "Version=1\n"
+    assert host.realpath(link) == str((tmp_path / "real" / "version.info").resolve())
+    with pytest.raises(PathUnreadable, match="symbolic links"):
+        host.read_text(str(tmp_path / "loop"))
+    assert host.exists(str(tmp_path / "loop")) is False
+    with pytest.raises(PathUnreadable, match="not an absolute path"):
+        host.read_text("relative/version.info")
+
+
 def test_loop_is_unreadable(host: LiveHost) -> None:
     with pytest.raises(PathUnreadable, match="symbolic links"):
         host.read_text("/loop/a")

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from probes.checkpoint import (
     CheckpointError,
@@ -28,7 +30,7 @@ from probes.model_tensors import (
     layer_kind,
     layer_kind_counts,
 )
-from probes.quant_format import parse_quantization
+from probes.quant_format import QuantFormat, parse_quantization
 from tests.fp8_fixtures import bf16_model_tensors, model_config, write_model
 
 HOST = LiveHost(root="/", env={})
@@ -260,3 +262,16 @@ def test_read_json_is_bounded(tmp_path: Path) -> None:
     (tmp_path / "latin1.json").write_bytes(b'{"a": "\xe9"}')
     with pytest.raises(CheckpointError, match="not UTF-8"):
         read_json(HOST, str(tmp_path / "latin1.json"))
+
+
+_NAMES = st.sampled_from(["lm_head", "model.layers.0.mlp", "model.layers.0.mlp.gate",
+                          "model.layers.1", "model.layers.10", "visual", ""])
+
+
+@given(st.lists(_NAMES, max_size=6), _NAMES, st.sampled_from(["", ".weight", ".x.y", "x"]))
+def test_skips_is_a_name_or_a_module_inside_one(listed: list[str], base: str,
+                                                tail: str) -> None:
+    quant = QuantFormat(modules_to_not_convert=tuple(listed))
+    module = base + tail
+    expected = any(module == m or module.startswith(m + ".") for m in listed)
+    assert quant.skips(module) is expected

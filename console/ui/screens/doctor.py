@@ -4,7 +4,7 @@ opens a result's playbook on Enter."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -19,6 +19,9 @@ from checks.runner import Run
 from console.ui import safe
 from console.ui.screens.playbook import PlaybookScreen
 
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
 STATUS_STYLES: dict[Status, str] = {
     "pass": "green",
     "warn": "bold yellow",
@@ -28,6 +31,8 @@ STATUS_STYLES: dict[Status, str] = {
 }
 STATUS_ORDER: dict[Status, int] = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
 CATEGORY_PREFIX = "category:"
+RUNNING = "running the checks…"
+STAGE_POLL_S = 0.2
 
 
 def status_cell(status: Status) -> Text:
@@ -98,14 +103,19 @@ class DoctorScreen(Screen[None]):
             super().__init__()
             self.error = error
 
-    def __init__(self, run_checks: Callable[[], Run]) -> None:
+    def __init__(self, run_checks: Callable[[], Run],
+                 waiting_for: Callable[[], str] | None = None) -> None:
+        """`waiting_for`: what `run_checks` waits for before it checks anything (the console's
+        target: "finding the serving process…"), "" once nothing; shown until then."""
         super().__init__()
         self._run_checks = run_checks
+        self._waiting_for = waiting_for or (lambda: "")
+        self._stage_timer: Timer | None = None
         self._results: dict[str, Result] = {}
         self.last_run: Run | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("running the checks…", id="doctor-summary")
+        yield Static(RUNNING, id="doctor-summary")
         yield LoadingIndicator(id="doctor-loading")
         table: DataTable[Text] = DataTable(id="doctor-results", cursor_type="row")
         table.add_column("Status", key="status", width=6)
@@ -120,11 +130,27 @@ class DoctorScreen(Screen[None]):
         self._start()
 
     def _start(self) -> None:
+        self._stop_stage_timer()
         self.query_one("#doctor-loading").display = True
         self.query_one("#doctor-results").display = False
         self.query_one("#doctor-detail").display = False
-        self.query_one("#doctor-summary", Static).update(Text("running the checks…"))
+        self._show_stage()
+        if self._waiting_for():
+            self._stage_timer = self.set_interval(STAGE_POLL_S, self._show_stage)
         self._work()
+
+    def _show_stage(self) -> None:
+        """While the run waits (for the target), say for what; then that it runs."""
+        waiting = self._waiting_for()
+        if not waiting:
+            self._stop_stage_timer()
+        if self.query_one("#doctor-loading").display:
+            self.query_one("#doctor-summary", Static).update(Text(waiting or RUNNING))
+
+    def _stop_stage_timer(self) -> None:
+        if self._stage_timer is not None:
+            self._stage_timer.stop()
+            self._stage_timer = None
 
     @work(thread=True, exclusive=True, group="doctor", exit_on_error=False)
     def _work(self) -> None:
@@ -138,6 +164,7 @@ class DoctorScreen(Screen[None]):
 
     @on(ChecksDone)
     def _show_run(self, message: ChecksDone) -> None:
+        self._stop_stage_timer()
         self.last_run = message.run
         self.query_one("#doctor-loading").display = False
         self.query_one("#doctor-summary", Static).update(counts_text(message.run))
@@ -148,6 +175,7 @@ class DoctorScreen(Screen[None]):
 
     @on(ChecksFailed)
     def _show_failure(self, message: ChecksFailed) -> None:
+        self._stop_stage_timer()
         self.query_one("#doctor-loading").display = False
         self.query_one("#doctor-summary", Static).update(
             safe.text(f"the doctor could not run: {message.error} (press r to try again)",

@@ -66,6 +66,10 @@ class HostPanel(Widget):
     def compose(self) -> ComposeResult:
         yield Static("waiting for the first host sample…", id="host-lines")
 
+    def show_target(self, target: str) -> None:
+        """Whose deployment is judged, once it is known (outside text, never interpreted)."""
+        self.border_subtitle = safe.text(target) if target else ""
+
     def show(self, snapshot: HostSnapshot) -> None:
         lines = [self._cpu(snapshot), self._memory(snapshot), self._disk(snapshot)]
         self.query_one("#host-lines", Static).update(Text("\n").join(lines))
