@@ -20,6 +20,7 @@ from checks.thermal import (
     RULE_CODE,
     RULE_CODES_UNREAD,
     RULE_HBM,
+    RULE_NO_TEMPERATURE,
     RULE_PEERS,
     THERMAL_CODES,
     ChipReading,
@@ -76,7 +77,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         RULE_CODES_UNREAD: "warn",
         RULE_HBM: "fail",
         RULE_PEERS: "warn",
-        "no-temperature": "skip",
+        RULE_NO_TEMPERATURE: "skip/warn",
     },
 }
 _HEALTH_RULES = {"warn": "health-warning", "unknown": "health-unread", "fail": "health-alarm"}
@@ -222,14 +223,20 @@ def npu_temperature(ctx: Context) -> Finding:
     verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
     level = worst([v.level for v in verdicts])
     if level == "unknown":
-        return skipped("npu-smi printed no temperature and no alarm code was read", *evidence,
-                       rules=("no-temperature",))
+        return skipped(f"npu-smi printed no temperature for any of the {len(verdicts)} chip(s) "
+                       "and no thermal alarm was found", *evidence,
+                       rules=(RULE_NO_TEMPERATURE,))
     bad = [v for v in verdicts if v.level in ("warn", "fail")]
-    if not bad:
+    blind = [v for v in verdicts if v.level == "unknown"]
+    if not bad and not blind:
         return passed(_calm_summary(ctx, readings), *evidence)
+    if not bad:  # the chips without a temperature contribute no pass
+        return warned(f"{_blind_summary(blind)}; the other chips: "
+                      f"{_calm_summary(ctx, readings)}", _NO_TEMPERATURE_REMEDY, *evidence,
+                      rules=(RULE_NO_TEMPERATURE,))
     summary = _trouble_summary(bad)
-    evidence += [f"{v.key}: {reason}" for v in bad for reason in v.reasons]
-    rules = tuple(dict.fromkeys(rule for v in bad for rule in v.rules))
+    evidence += [f"{v.key}: {reason}" for v in bad + blind for reason in v.reasons]
+    rules = tuple(dict.fromkeys(rule for v in bad + blind for rule in v.rules))
     return (failed if level == "fail" else warned)(summary, _COOLING, *evidence, rules=rules)
 
 
@@ -287,6 +294,17 @@ def _trouble_summary(bad: list[ThermalVerdict]) -> str:
     return "; ".join(shown) + more
 
 
+def _blind_summary(blind: list[ThermalVerdict]) -> str:
+    keys = ", ".join(v.key for v in blind[:3]) + (f" and {len(blind) - 3} more"
+                                                   if len(blind) > 3 else "")
+    return f"{keys}: npu-smi printed no temperature (not judged)"
+
+
+_NO_TEMPERATURE_REMEDY = ("read the chip's temperature with `npu-smi info -t common -i N -c C` "
+                          "or `npu-smi info -t temp -i N`; if those print none either, nothing "
+                          "here can judge the chip: watch its alarm codes "
+                          "(`npu-smi info -t health -i N -c C`) and see the npu.temperature "
+                          "playbook")
 _COOLING = ("check airflow, fans and inlet temperature of the server and the BMC's fan "
             "status; confirm with `npu-smi info -t health -i N -c C`; with an HBM alarm, take "
             "load off the card until it is cool (see the npu.temperature playbook)")
