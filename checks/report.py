@@ -83,6 +83,7 @@ def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[st
 def _result_json(result: Result) -> dict[str, Any]:
     doc = asdict(result)
     doc["evidence"] = list(result.evidence)
+    doc["rules"] = list(result.rules)
     doc["duration_ms"] = round(result.duration_ms, 1)
     if not result.waiver:
         doc.pop("waiver")
