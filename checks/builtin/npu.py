@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level, health_verdict
+from checks.health_codes import HealthRead, chip_args, read_health
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.thermal import (
     RULE_CODE,
@@ -26,7 +27,6 @@ from checks.thermal import (
     ChipReading,
     ThermalVerdict,
     judge_temperatures,
-    normalise_code,
     thermal_limits,
     worst,
 )
@@ -46,12 +46,6 @@ ERROR_CAUSES = {
     "permission_denied": "this user may not open the device nodes (run as root or in the "
                          "HwHiAiUser group)",
     "no_npu": "the driver sees no NPU card on this server",
-}
-# Fault codes (hex, printed by -t health without 0x) with documented meanings
-# (Ascend/mind-cluster component/ascend-faultdiag/src/ascend_fd/configuration/kg-config.json).
-FAULT_CODES = {
-    **{code: meaning for code, (_, meaning) in THERMAL_CODES.items()},
-    "80E01801": "multi-bit ECC error with failed address isolation",
 }
 UNKNOWN_HEALTH = "health could not be read"
 
@@ -115,40 +109,13 @@ def _npu_smi_error(reading: NpuReading) -> Finding:
 # -- per-chip `-t` reads, shared by the checks ---------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HealthRead:
-    """`-t health` of one chip: its error codes (None when unread), and evidence lines."""
-
-    codes: tuple[str, ...] | None
-    lines: tuple[str, ...]
-    unread: str | None = None
-
-
 def _chip_args(kind: str, chip: ChipRow) -> list[str]:
-    args = ["info", "-t", kind, "-i", str(chip.npu_id)]
-    return args if chip.chip_id is None else [*args, "-c", str(chip.chip_id)]
+    return chip_args(kind, chip.npu_id, chip.chip_id)
 
 
 def health_read(ctx: Context, chip: ChipRow) -> HealthRead:
-    return ctx.fact(f"npu.health:{chip.npu_id}:{chip.chip_id}", lambda: _read_health(ctx, chip))
-
-
-def _read_health(ctx: Context, chip: ChipRow) -> HealthRead:
-    args = _chip_args("health", chip)
-    result = run_npu_smi(ctx.host, args, ctx.timeout_s)
-    if not result.ok:
-        return HealthRead(None, (result.describe(),), result.describe())
-    from probes.npu_smi import health_report, parse_kv  # only for a chip that is not OK
-
-    try:
-        report = health_report(parse_kv(result.stdout, "health"))
-    except Exception as exc:  # a health output we cannot read is evidence, not a crash
-        reason = f"`npu-smi {' '.join(args)}`: unreadable ({exc})"
-        return HealthRead(None, (reason,), reason)
-    codes = tuple(normalise_code(code) for code in report.error_codes)
-    known = [f"fault 0x{code}: {FAULT_CODES.get(code, 'see the Huawei fault manual')}"
-             for code in codes]
-    return HealthRead(codes, (*known, *report.error_information))
+    return ctx.fact(f"npu.health:{chip.npu_id}:{chip.chip_id}",
+                    lambda: read_health(ctx.host, chip.npu_id, chip.chip_id, ctx.timeout_s))
 
 
 @dataclass(frozen=True)
