@@ -554,7 +554,7 @@ def test_command_outputs_full_of_json_marks_still_read_back(tmp_path: Path) -> N
     recording = Recording(Manifest("ascend-snapshot/1.2", "t", "h", "/", "v"),
                           commands=commands)
     write_directory(recording, tmp_path / "raw")
-    with pytest.raises(SnapshotError, match="commands.json: up to .* JSON values"):
+    with pytest.raises(SnapshotError, match=r"commands\.json: up to .* JSON values"):
         read_directory(tmp_path / "raw", BundleLimits())
     fitted = fit_commands(recording)
     assert sum(json_values_bound(c.result.stdout) for c in fitted.commands) \

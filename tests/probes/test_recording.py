@@ -414,9 +414,9 @@ def test_json_members_share_one_budget_of_bytes_and_values(snapshot_dir: Path) -
     values = {path.name: json_values_bound(path.read_bytes()) for path in members}
     SnapshotHost(snapshot_dir, BundleLimits(max_json_bytes=sum(sizes.values()),
                                             max_json_values=sum(values.values())))
-    with pytest.raises(SnapshotError, match="^files.json: .* bytes of JSON, over what is left"):
+    with pytest.raises(SnapshotError, match=r"^files\.json: .* bytes of JSON, over what is left"):
         SnapshotHost(snapshot_dir, BundleLimits(max_json_bytes=sum(sizes.values()) - 1))
-    with pytest.raises(SnapshotError, match="^files.json: up to .* JSON values, over"):
+    with pytest.raises(SnapshotError, match=r"^files\.json: up to .* JSON values, over"):
         SnapshotHost(snapshot_dir, BundleLimits(max_json_values=sum(values.values()) - 1))
 
 
