@@ -51,6 +51,7 @@ from probes.recording import (
     Recording,
     RecordingHost,
     SnapshotError,
+    json_values_bound,
     load_recording,
     write_directory,
 )
@@ -68,6 +69,9 @@ PLOG_SUBDIRS = ("debug/plog", "run/plog")
 DEVICE_LOG_PARENTS = ("debug", "run")
 # The reader refuses bigger members (probes.recording.BundleLimits): refuse them here first.
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
+# commands.json may use half of what the reader allows the JSON members together
+COMMANDS_JSON_BYTES = BundleLimits().max_json_bytes // 2
+COMMANDS_JSON_VALUES = BundleLimits().max_json_values // 2
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _LOG_TIME = re.compile(r"_(\d{8,})\.log$")
 
@@ -376,26 +380,35 @@ def redact_args(args: list[str], redactor: Redactor) -> list[str]:
     return out
 
 
-def fit_commands(recording: Recording,
-                 budget_bytes: int = MAX_METRICS_BYTES * 3 // 4) -> Recording:
-    """The recording with command outputs cut so that commands.json stays within a member's
-    limit: many programs stopped at the output cap (binary output escapes to six times its
-    size in JSON) must not make a bundle that the reader refuses. Each output over its share
-    keeps its beginning, and says so in `error`."""
-    sizes = [len(json.dumps(c.result.stdout)) + len(json.dumps(c.result.stderr))
-             for c in recording.commands]
-    if sum(sizes) <= budget_bytes:
+def fit_commands(recording: Recording, budget_bytes: int = COMMANDS_JSON_BYTES,
+                 budget_values: int = COMMANDS_JSON_VALUES) -> Recording:
+    """The recording with command outputs cut so that commands.json stays within what the
+    reader allows (probes.recording.BundleLimits: JSON bytes, and values counted by the marks
+    that may start one): many programs stopped at the output cap (binary output escapes to six
+    times its size in JSON) must not make a bundle that the reader refuses. Each output over
+    its share keeps its beginning, and says so in `error`."""
+    weights = [_weight(c.result.stdout, c.result.stderr) for c in recording.commands]
+    if sum(w[0] for w in weights) <= budget_bytes and \
+            sum(w[1] for w in weights) <= budget_values:
         return recording
-    share = budget_bytes // max(1, len(sizes))
+    share = (budget_bytes // max(1, len(weights)), budget_values // max(1, len(weights)))
     commands = tuple(
-        _trimmed(c, share) if size > share else c
-        for c, size in zip(recording.commands, sizes, strict=True))
+        _trimmed(c, share) if w[0] > share[0] or w[1] > share[1] else c
+        for c, w in zip(recording.commands, weights, strict=True))
     return dataclasses.replace(recording, commands=commands)
 
 
-def _trimmed(record: CommandRecord, share_bytes: int) -> CommandRecord:
-    keep = share_bytes // 14  # stdout and stderr, each char at most 6 bytes + slack in JSON
+def _weight(stdout: str, stderr: str) -> tuple[int, int]:
+    """(JSON bytes, values bound) of one command's outputs."""
+    return (len(json.dumps(stdout)) + len(json.dumps(stderr)),
+            json_values_bound(stdout) + json_values_bound(stderr))
+
+
+def _trimmed(record: CommandRecord, share: tuple[int, int]) -> CommandRecord:
     result = record.result
+    keep = share[0] // 14  # stdout and stderr, each char at most 6 bytes + slack in JSON
+    while keep and _weight(result.stdout[:keep], result.stderr[:keep])[1] > share[1]:
+        keep //= 2
     note = f"output trimmed to its first {keep} characters to fit the bundle"
     return dataclasses.replace(record, result=dataclasses.replace(
         result, stdout=result.stdout[:keep], stderr=result.stderr[:keep],

@@ -98,11 +98,13 @@ class Result:
     playbook: str
     duration_ms: float
     waiver: str = ""  # the reason when a policy waiver accepted a warn/fail
+    rules: tuple[str, ...] = ()  # the check's rules that decided it (Finding.rules)
 
     @classmethod
     def of(cls, check: Check, finding: Finding, duration_ms: float) -> Result:
         return cls(check.id, check.title, check.category, finding.status, finding.summary,
-                   finding.evidence, finding.remedy, check.playbook_id, duration_ms)
+                   finding.evidence, finding.remedy, check.playbook_id, duration_ms,
+                   rules=finding.rules)
 
 
 def worst(statuses: list[Status]) -> Status:

@@ -88,6 +88,7 @@ def _utc_now() -> str:
 def _result_json(result: Result) -> dict[str, Any]:
     doc = asdict(result)
     doc["evidence"] = list(result.evidence)
+    doc["rules"] = list(result.rules)
     doc["duration_ms"] = round(result.duration_ms, 1)
     if not result.waiver:
         doc.pop("waiver")

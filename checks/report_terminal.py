@@ -47,6 +47,8 @@ def _render_result(result: Result, out: Writer, verbose: bool) -> None:
              (result.summary, ""))
     if result.waiver:
         _detail(out, f"waived: {result.waiver}", "dim")
+    if verbose and result.rules:
+        _detail(out, f"rules: {', '.join(result.rules)}", "dim")
     if verbose or result.status in ("warn", "fail", "error"):
         for item in result.evidence:
             _detail(out, f"· {item}", "dim")

@@ -13,7 +13,9 @@ be stopped, so there is no fixed chip threshold. What the rule judges, per chip:
   more above the median of the other chips (at least two others with a reading) warns — a
   project default, not a vendor figure;
 - thermal codes that could not be read for a chip whose health is not OK warn: the doctor
-  cannot tell whether one of them is active.
+  cannot tell whether one of them is active;
+- a chip for which npu-smi prints no temperature (`NA`, `-`, no column) and no other rule
+  objects is `unknown`, never `ok`: no alarm code is active, but nothing says how hot it is.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checks.thermal_codes import (
+    NO_TEMPERATURE,
     RULE_CODE,
     RULE_CODES_UNREAD,
     RULE_HBM,
+    RULE_NO_TEMPERATURE,
     RULE_PEERS,
     THERMAL_CODES,
     ThermalLevel,
@@ -35,7 +39,8 @@ from checks.thermal_codes import (
 if TYPE_CHECKING:
     from checks.policy import Policy
 
-__all__ = ["RULE_CODE", "RULE_CODES_UNREAD", "RULE_HBM", "RULE_PEERS", "THERMAL_CODES",
+__all__ = ["RULE_CODE", "RULE_CODES_UNREAD", "RULE_HBM", "RULE_NO_TEMPERATURE", "RULE_PEERS",
+           "THERMAL_CODES",
            "ChipReading", "ThermalLevel", "ThermalLimits", "ThermalVerdict", "above_peers_c",
            "judge_by_key", "judge_temperatures", "normalise_code", "thermal_limits", "worst"]
 
@@ -75,7 +80,7 @@ class ThermalVerdict:
     """The rule's verdict on one chip, with a reason and a rule name per finding."""
 
     key: str
-    level: ThermalLevel  # "unknown": no temperature and no code was read for this chip
+    level: ThermalLevel  # "unknown": no temperature was read and no other rule objects
     reasons: tuple[str, ...]  # one line each, empty when ok
     rules: tuple[str, ...] = ()  # the rule behind each reason (RULE_* names), same order
 
@@ -121,8 +126,9 @@ def _judge(chip: ChipReading, others: list[float], limits: ThermalLimits) -> The
         return ThermalVerdict(chip.key, worst([level for level, _, _ in found]),
                               tuple(reason for _, reason, _ in found),
                               tuple(rule for _, _, rule in found))
-    known = (chip.temperature_c, chip.hbm_temperature_c, chip.fault_codes)
-    return ThermalVerdict(chip.key, "unknown" if all(v is None for v in known) else "ok", ())
+    if chip.temperature_c is None:
+        return ThermalVerdict(chip.key, "unknown", (NO_TEMPERATURE,), (RULE_NO_TEMPERATURE,))
+    return ThermalVerdict(chip.key, "ok", ())
 
 
 def _code_findings(chip: ChipReading) -> list[Found]:

@@ -23,6 +23,8 @@ RULE_CODE = "thermal-alarm-code"
 RULE_CODES_UNREAD = "thermal-codes-unread"
 RULE_HBM = "hbm-alarm"
 RULE_PEERS = "hotter-than-peers"
+RULE_NO_TEMPERATURE = "no-temperature"
+NO_TEMPERATURE = "npu-smi printed no temperature for it"
 
 
 def normalise_code(code: str) -> str:

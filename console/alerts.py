@@ -1,7 +1,10 @@
 """Alert rules over snapshots (pure) and a bounded, deduplicating log of raised alerts.
 
-Temperatures are judged by the doctor's rule (`checks.thermal`: chips much hotter than their
-peers, `npu.temperature_above_peers_warn_c`); the other thresholds come from the policy's
+Temperatures are judged by the doctor's rule (`checks.thermal`): thermal alarm codes of the
+chips whose health is not OK (sampled from `npu-smi info -t health`, as the doctor reads them),
+codes that could not be read for such a chip, and chips much hotter than their peers
+(`npu.temperature_above_peers_warn_c`); the HBM temperature the doctor also reads from
+`-t memory` is not sampled. The other thresholds come from the policy's
 `console:` section (`hbm_used_warn_percent`, `hbm_used_fail_percent`, `decode_drop_warn_ratio`,
 `stale_after_intervals`), and for a serving endpoint `endpoint.kv_cache_usage_warn_ratio` and
 `endpoint.waiting_warn_requests`. Every alert about a remote NPU names its host.
@@ -14,7 +17,14 @@ from collections.abc import Iterable, Sequence
 
 from checks.health import health_level, health_verdict
 from checks.policy import Policy
-from checks.thermal import ThermalVerdict, judge_by_key, thermal_limits
+from checks.thermal import (
+    RULE_PEERS,
+    ChipReading,
+    ThermalLimits,
+    ThermalVerdict,
+    judge_temperatures,
+    thermal_limits,
+)
 from console.snapshots import (
     Alert,
     AlertLevel,
@@ -37,14 +47,22 @@ def evaluate(
     its chips are judged, and its age against `stale_after_s` raises the stale alert."""
     alerts: list[Alert] = []
     if npu is not None and npu.ok:
-        thermal = judge_by_key({c.key: c.temperature_c for c in npu.chips},
-                               thermal_limits(policy))
+        thermal = thermal_verdicts(npu.chips, thermal_limits(policy))
         for chip in npu.chips:
             alerts.extend(chip_alerts(chip, policy, now, thermal.get(chip.key)))
         alerts.extend(stale_alerts(npu, now, stale_after_s))
     if engine is not None:
         alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
     return alerts
+
+
+def thermal_verdicts(chips: Sequence[ChipSample],
+                     limits: ThermalLimits) -> dict[str, ThermalVerdict]:
+    """The doctor's temperature rule over one snapshot's chips, by chip key (the alerts and the
+    NPU panel's colours)."""
+    readings = [ChipReading(c.key, None if c.temperature_c is None else float(c.temperature_c),
+                            None, c.fault_codes, c.codes_unread) for c in chips]
+    return {verdict.key: verdict for verdict in judge_temperatures(readings, limits)}
 
 
 def evaluate_all(
@@ -95,10 +113,14 @@ def chip_alerts(chip: ChipSample, policy: Policy, now: float,
 
 
 def _temperature(chip: ChipSample, thermal: ThermalVerdict | None, now: float) -> Alert | None:
-    if thermal is None or thermal.level not in ("warn", "fail") or chip.temperature_c is None:
+    if thermal is None or thermal.level not in ("warn", "fail"):
         return None
-    return Alert(now, f"temperature:{chip.key}", thermal.level,
-                 f"NPU {chip.key} at {thermal.reasons[0]}", f"{chip.temperature_c} °C")
+    joint = " at " if thermal.rules[0] == RULE_PEERS else ": "
+    more = len(thermal.reasons) - 1
+    message = f"NPU {chip.key}{joint}{thermal.reasons[0]}" + (f" (and {more} more)"
+                                                              if more else "")
+    value = "not printed" if chip.temperature_c is None else f"{chip.temperature_c} °C"
+    return Alert(now, f"temperature:{chip.key}", thermal.level, message, value)
 
 
 def _hbm(chip: ChipSample, policy: Policy, now: float) -> Alert | None:

@@ -146,6 +146,8 @@ def _decode_npu(doc: dict[str, Any], columns: Mapping[str, Sequence[str]]) -> Np
 def _chip(values: dict[str, Any]) -> ChipSample:
     fields = _known(ChipSample, values)
     fields.setdefault("key", chip_key(int(fields["npu_id"]), fields.get("chip_id")))
+    if isinstance(fields.get("fault_codes"), list):  # JSON has no tuples
+        fields["fault_codes"] = tuple(fields["fault_codes"])
     return ChipSample(**fields)
 
 

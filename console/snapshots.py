@@ -43,6 +43,11 @@ class ChipSample:
     # the chip's own DDR (`Memory-Usage(MB)`): the only memory figure a 310P shows
     memory_used_mb: int | None = None
     memory_total_mb: int | None = None
+    # `npu-smi info -t health` error codes (checks.health_codes): () for a chip whose health
+    # is OK (no alarm is active), the codes read for one that is not; None where nothing was
+    # read (an NPU-Exporter, a recording made before they were sampled)
+    fault_codes: tuple[str, ...] | None = None
+    codes_unread: str | None = None  # why they could not be read for a chip that is not OK
 
     @property
     def hbm_used_percent(self) -> float | None:

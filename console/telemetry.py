@@ -4,6 +4,10 @@ They never touch widgets; the app posts the returned immutable snapshot to the U
 hung `npu-smi` costs at most `timeout_s` per sample and is reported in the snapshot's `error`;
 `Sampler` keeps the last good NPU snapshot so the panel can show its age and a stale marker.
 
+For a chip whose health is not OK the sampler reads `npu-smi info -t health` as the doctor does
+(checks.health_codes), within the same time budget, so the console's alerts judge thermal
+alarm codes by the doctor's rule (checks.thermal); a healthy box costs no extra call.
+
 `hbm_bandwidth_percent` and `aicore_percent` (both from `npu-smi info -t usages`) feed the
 pressure panel's heuristic reading, never a measurement of bank conflicts.
 """
@@ -12,11 +16,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import psutil
 
+from checks.health import health_level
+from checks.health_codes import read_health
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
 from probes import inventory
 from probes.errors import ParseError
@@ -38,6 +44,8 @@ class Usages:
 
 
 UsageMap = Mapping[tuple[int, int | None], Usages]  # (npu_id, chip_id) -> usages
+# (npu_id, chip_id) -> (fault codes or None, why they could not be read)
+FaultMap = Mapping[tuple[int, int | None], tuple[tuple[str, ...] | None, str | None]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,22 +62,48 @@ def sample_npu(host: Host, timeout_s: float, clock: Clock = time.time) -> NpuSna
         error = _reading_error(reading, timeout_s)
         return NpuSnapshot(taken_at, (), (), False, error, time.monotonic() - started)
     deadline = started + timeout_s
+    faults = sample_fault_codes(host, info.chips, deadline)  # alerts first, then the panels
     usages = _sample_usages(host, sorted({c.npu_id for c in info.chips}), deadline)
-    return snapshot_from_info(info, usages, taken_at, time.monotonic() - started)
+    return snapshot_from_info(info, usages, taken_at, time.monotonic() - started, faults)
+
+
+def sample_fault_codes(host: Host, chips: Sequence[ChipRow], deadline: float) -> FaultMap:
+    """`-t health` codes of every chip that is not OK (none for a chip that is: no alarm is
+    active), each call within what is left of the sample's time."""
+    found: dict[tuple[int, int | None], tuple[tuple[str, ...] | None, str | None]] = {}
+    for chip in chips:
+        key = (chip.npu_id, chip.chip_id)
+        if health_level(chip.health) == "ok":
+            found[key] = ((), None)
+            continue
+        left_s = deadline - time.monotonic()
+        health = chip.health or "NA"
+        if left_s <= 0.05:
+            found[key] = (None, f"health {health}, not read within the sample's time")
+            continue
+        read = read_health(host, chip.npu_id, chip.chip_id, left_s)
+        found[key] = (read.codes, None if read.codes is not None
+                      else f"health {health}, {read.unread}")
+    return found
 
 
 def snapshot_from_info(
-    info: NpuInfo, usages: UsageMap, taken_at: float, sample_duration_s: float
+    info: NpuInfo, usages: UsageMap, taken_at: float, sample_duration_s: float,
+    faults: FaultMap | None = None,
 ) -> NpuSnapshot:
-    """A parsed `npu-smi info` table (and usages) as a snapshot; pure."""
-    chips = tuple(_chip_sample(row, usages.get((row.npu_id, row.chip_id))) for row in info.chips)
+    """A parsed `npu-smi info` table (and usages, fault codes) as a snapshot; pure."""
+    faults = faults or {}
+    chips = tuple(_chip_sample(row, usages.get((row.npu_id, row.chip_id)),
+                               faults.get((row.npu_id, row.chip_id), (None, None)))
+                  for row in info.chips)
     processes = tuple(
         ProcessSample(p.npu_id, p.chip_id, p.pid, p.name, p.memory_mb) for p in info.processes
     )
     return NpuSnapshot(taken_at, chips, processes, info.processes_known, None, sample_duration_s)
 
 
-def _chip_sample(row: ChipRow, usage: Usages | None) -> ChipSample:
+def _chip_sample(row: ChipRow, usage: Usages | None,
+                 fault: tuple[tuple[str, ...] | None, str | None]) -> ChipSample:
     aicore = row.aicore_percent
     if usage is not None and usage.aicore_percent is not None:
         aicore = usage.aicore_percent  # same moment as the bandwidth figure it is compared with
@@ -87,6 +121,8 @@ def _chip_sample(row: ChipRow, usage: Usages | None) -> ChipSample:
         key=chip_key(row.npu_id, row.chip_id),
         memory_used_mb=row.memory_used_mb if row.memory_total_mb else None,
         memory_total_mb=row.memory_total_mb or None,
+        fault_codes=fault[0],
+        codes_unread=fault[1],
     )
 
 

@@ -41,9 +41,10 @@ from engine.bench_math import (
     tokens_per_expert,
 )
 from engine.config import ModelConfig
+from engine.cpu_decode import prefer_layout
 from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
 from engine.fp8 import Fp8Weight
-from engine.layers import Attention, MlpWeights, NormFn, linear, prefer_layout, swiglu
+from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
 from engine.meta_model import MetaModel, build_meta_model
 from engine.moe import SparseMoe, route
 from engine.ops import select_fused_ops

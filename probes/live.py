@@ -203,12 +203,29 @@ class LiveHost:
         asked = self.python or sys.executable
         try:
             program = self.find_program(asked)
+            started_as = self._started_as(asked, program) if program else ""
         except HostError as exc:
             return PythonEnvironment(interpreter=asked, error=str(exc))
         if program is None:
             return PythonEnvironment(interpreter=asked, error=f"{asked}: interpreter not found")
-        found = inspect_python(program, self._env, run=self._run_resolved)
+        found = inspect_python(started_as, self._env,
+                               run=lambda argv, timeout_s: self._run_file(program, argv,
+                                                                          timeout_s))
         return self._as_observed(replace(found, interpreter=asked))
+
+    def _started_as(self, asked: str, program: str) -> str:
+        """argv[0] for the interpreter: Python looks for its virtual environment (pyvenv.cfg)
+        beside the path it was started as, not beside the file a venv's bin/python links to.
+        Under a root the path is re-rooted with its directories resolved inside the root."""
+        if not self.under_root:
+            return asked if "/" in asked else program
+        if not asked.startswith("/"):
+            return program
+        parent, name = os.path.split(asked)
+        named = os.path.join(self.host_path(parent), name)
+        beside = (os.path.dirname(named), os.path.dirname(os.path.dirname(named)))
+        return named if any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in beside) \
+            else program
 
     def _same_python_environment(self) -> bool:
         """This interpreter, started with this environment: its own sys.path is the answer."""
@@ -216,10 +233,11 @@ class LiveHost:
             self._env.get(name) == os.environ.get(name)
             for name in ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE"))
 
-    def _run_resolved(self, argv: Sequence[str], timeout_s: float) -> CommandResult:
+    def _run_file(self, program: str, argv: Sequence[str], timeout_s: float) -> CommandResult:
         from probes.spawn import spawn
 
-        return spawn(tuple(argv), timeout_s, self._env, max_output_bytes=self.max_output_bytes)
+        return spawn(tuple(argv), timeout_s, self._env, executable=program,
+                     max_output_bytes=self.max_output_bytes)
 
     def _as_observed(self, found: PythonEnvironment) -> PythonEnvironment:
         """Strip the root prefix from package locations: they are paths on this machine."""

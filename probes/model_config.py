@@ -38,6 +38,10 @@ FAMILY_BY_CLASS: Mapping[str, str] = {
 FAMILIES = ("llama", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe",
             "qwen3_5_moe_text")
 HYBRID_FAMILIES = ("qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
+# Families whose MoE layers add a gated always-on expert of `shared_expert_intermediate_size`
+# (transformers 5.24: Qwen3NextConfig, Qwen3_5MoeTextConfig). Qwen3MoeConfig has no such field:
+# a Qwen3-MoE config that carries one (Qwen3-Coder-30B-A3B writes 0) means no shared expert.
+SHARED_EXPERT_FAMILIES = HYBRID_FAMILIES
 
 # transformers' class defaults (5.24: LlamaConfig, Qwen3Config, Qwen3MoeConfig, MixtralConfig,
 # Qwen3NextConfig, Qwen3_5MoeTextConfig) for the fields a config may leave out.
@@ -85,7 +89,7 @@ class ModelConfig:
     nested: bool = False  # the language model's fields came from text_config
     intermediate_size: int | None = None
     moe_intermediate_size: int | None = None
-    shared_expert_intermediate_size: int | None = None
+    shared_expert_intermediate_size: int | None = None  # None: no shared expert (see above)
     num_experts_per_tok: int | None = None
     norm_topk_prob: bool | None = None
     decoder_sparse_step: int | None = None
@@ -352,7 +356,8 @@ def parse_config(data: Any, path: str = "config.json") -> ModelConfig:
         raw=data, family=family, text_model_type=str(text_type or ""), nested=nested,
         intermediate_size=fields.positive_int("intermediate_size"),
         moe_intermediate_size=fields.positive_int("moe_intermediate_size"),
-        shared_expert_intermediate_size=fields.positive_int("shared_expert_intermediate_size"),
+        shared_expert_intermediate_size=fields.positive_int("shared_expert_intermediate_size")
+        if family in SHARED_EXPERT_FAMILIES else None,
         num_experts_per_tok=fields.positive_int("num_experts_per_tok"),
         norm_topk_prob=fields.flag("norm_topk_prob"),
         decoder_sparse_step=fields.positive_int("decoder_sparse_step"),

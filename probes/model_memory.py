@@ -27,6 +27,7 @@ from probes.model_tensors import (
     global_tensors,
     layer_kind_counts,
     layer_tensors,
+    require_known_family,
 )
 from probes.safetensors_header import TensorInfo
 
@@ -189,6 +190,7 @@ def plan_memory(config: ModelConfig, max_seq_len: int, compute_bytes: int | None
                 batch: int = 1, int8_kv: bool = False,
                 weights: WeightElements | None = None) -> MemoryPlan:
     """The plan from the config (or from measured `weights`, e.g. the headers)."""
+    require_known_family(config)
     compute = compute_bytes or dtype_bytes(config.dtype)
     layers = config.num_hidden_layers or 0
     full = config.full_attention_layers()

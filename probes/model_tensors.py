@@ -28,7 +28,13 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from probes.model_config import FULL_ATTENTION, LINEAR_ATTENTION, ModelConfig
+from probes.model_config import (
+    FAMILIES,
+    FULL_ATTENTION,
+    LINEAR_ATTENTION,
+    SHARED_EXPERT_FAMILIES,
+    ModelConfig,
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,18 @@ def _need(config: ModelConfig, name: str) -> int:
     return int(value)
 
 
+def require_known_family(config: ModelConfig) -> None:
+    """Refuse an architecture whose tensors this module does not lay out (e.g. DeepSeek-V3's
+    latent attention): counting it as a llama would print a plan that looks like fact."""
+    if config.family not in FAMILIES:
+        kind = config.model_type or config.architecture or "unknown"
+        raise InventoryError(f"{config.source}: architecture {kind} is not one this project "
+                             f"lays out ({', '.join(FAMILIES)}); its tensors and memory are "
+                             "not estimated")
+
+
 def global_tensors(config: ModelConfig) -> list[TensorSpec]:
+    require_known_family(config)
     vocab, hidden = _need(config, "vocab_size"), _need(config, "hidden_size")
     specs = [TensorSpec("model.embed_tokens.weight", (vocab, hidden)),
              TensorSpec("model.norm.weight", (hidden,))]
@@ -164,7 +181,7 @@ def moe_tensors(config: ModelConfig) -> list[TensorSpec]:
              TensorSpec("mlp.experts.{e}.gate_proj.weight", (width, hidden), True, experts),
              TensorSpec("mlp.experts.{e}.up_proj.weight", (width, hidden), True, experts),
              TensorSpec("mlp.experts.{e}.down_proj.weight", (hidden, width), True, experts)]
-    if config.family in ("qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text"):
+    if config.family in SHARED_EXPERT_FAMILIES:
         shared = _need(config, "shared_expert_intermediate_size")
         specs += [TensorSpec("mlp.shared_expert.gate_proj.weight", (shared, hidden), True),
                   TensorSpec("mlp.shared_expert.up_proj.weight", (shared, hidden), True),

@@ -547,6 +547,12 @@ class BundleLimits:
     max_members: int = 20000
     max_extended_header_bytes: int = 16 * 1024  # one pax or GNU long-name header
     max_extended_headers: int = 4  # in a row, before one member
+    # The JSON members together (manifest, env, python, target, commands, files). Parsed JSON
+    # costs up to ~75 bytes of memory per value (an empty list, a two-letter string) and a
+    # decoded string up to 4 bytes per byte, so their bytes and an upper bound of their values
+    # are limited far below a blob's; a bundle's written JSON stays within half of each.
+    max_json_bytes: int = 8 * MIB
+    max_json_values: int = 1_000_000
 
     def tar(self) -> TarLimits:
         from probes.tar_guard import TarLimits
@@ -670,27 +676,61 @@ def _bundle_top(extracted: Path, archive: Path) -> Path:
 
 
 def read_directory(path: Path, limits: BundleLimits) -> Recording:
-    manifest = _checked(path, "manifest.json", limits, _parse_manifest, required=True)
-    env = _checked(path, "env.json", limits, _parse_env)
-    python = _checked(path, "python.json", limits, _parse_python)
-    target = _checked(path, "target.json", limits, _parse_target)
-    commands = _checked(path, "commands.json", limits, _parse_commands) or ()
+    budget = JsonBudget(limits)
+    manifest = _checked(path, "manifest.json", budget, _parse_manifest, required=True)
+    env = _checked(path, "env.json", budget, _parse_env)
+    python = _checked(path, "python.json", budget, _parse_python)
+    target = _checked(path, "target.json", budget, _parse_target)
+    commands = _checked(path, "commands.json", budget, _parse_commands) or ()
     blobs = _BlobReader(path / "blobs", limits)
-    files = _checked(path, "files.json", limits, lambda raw: _parse_files(raw, blobs)) or {}
+    files = _checked(path, "files.json", budget, lambda raw: _parse_files(raw, blobs)) or {}
     assert manifest is not None  # required=True
     return Recording(manifest=manifest, env=env, python=python, commands=commands, files=files,
                      target=target)
 
 
+_STRUCTURE = (b",", b":", b"[", b"{")
+
+
+def json_values_bound(raw: bytes | str) -> int:
+    """An upper bound of the values json.loads makes of `raw`: each one but the first follows a
+    `,`, `:`, `[` or `{` (those inside strings count too, so it never undercounts)."""
+    data = raw.encode("utf-8", errors="replace") if isinstance(raw, str) else raw
+    return 1 + sum(data.count(mark) for mark in _STRUCTURE)
+
+
+class JsonBudget:
+    """What the JSON members of one snapshot may cost together, spent member by member before
+    each is parsed."""
+
+    def __init__(self, limits: BundleLimits) -> None:
+        self.limits = limits
+        self.bytes_left = limits.max_json_bytes
+        self.values_left = limits.max_json_values
+
+    def read(self, path: Path, member: str, required: bool) -> bytes | None:
+        raw = _read_member(path, member, self.limits, required, self.bytes_left)
+        if raw is None:
+            return None
+        values = json_values_bound(raw)
+        if values > self.values_left:
+            raise SnapshotError(
+                f"{member}: up to {values:,} JSON values, over what is left of the "
+                f"{self.limits.max_json_values:,} the JSON members may hold together")
+        self.bytes_left -= len(raw)
+        self.values_left -= values
+        return raw
+
+
 def _checked(
     directory: Path,
     member: str,
-    limits: BundleLimits,
+    budget: JsonBudget,
     parse: Callable[[Any], T],
     required: bool = False,
 ) -> T | None:
     """Parse one JSON member; any shape problem becomes a SnapshotError naming it."""
-    raw = _read_member(directory / member, member, limits, required)
+    raw = budget.read(directory / member, member, required)
     if raw is None:
         return None
     try:
@@ -702,7 +742,8 @@ def _checked(
         raise SnapshotError(f"{member}: not a valid {SCHEMA} member ({exc})") from exc
 
 
-def _read_member(path: Path, member: str, limits: BundleLimits, required: bool) -> bytes | None:
+def _read_member(path: Path, member: str, limits: BundleLimits, required: bool,
+                 json_bytes_left: int | None = None) -> bytes | None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -713,7 +754,16 @@ def _read_member(path: Path, member: str, limits: BundleLimits, required: bool) 
         raise SnapshotError(f"{member}: not a regular file (links are not followed)")
     if info.st_size > limits.max_member_bytes:
         raise SnapshotError(f"{member}: {info.st_size} bytes, over the limit")
-    return path.read_bytes()
+    if json_bytes_left is not None and info.st_size > json_bytes_left:
+        raise SnapshotError(f"{member}: {info.st_size:,} bytes of JSON, over what is left of "
+                            f"the {limits.max_json_bytes:,} bytes the JSON members may hold "
+                            "together")
+    limit = limits.max_member_bytes if json_bytes_left is None else json_bytes_left
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)  # the file may have grown since lstat
+    if len(data) > limit:
+        raise SnapshotError(f"{member}: grew past {limit:,} bytes while being read")
+    return data
 
 
 class _BlobReader:

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level, health_verdict
+from checks.health_codes import HealthRead, chip_args, read_health
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.thermal_codes import (
     RULE_CODE,
     RULE_CODES_UNREAD,
     RULE_HBM,
+    RULE_NO_TEMPERATURE,
     RULE_PEERS,
     THERMAL_CODES,
-    normalise_code,
 )
 from probes.inventory import run_npu_smi
 
@@ -44,12 +45,6 @@ ERROR_CAUSES = {
     "permission_denied": "this user may not open the device nodes (run as root or in the "
                          "HwHiAiUser group)",
     "no_npu": "the driver sees no NPU card on this server",
-}
-# Fault codes (hex, printed by -t health without 0x) with documented meanings
-# (Ascend/mind-cluster component/ascend-faultdiag/src/ascend_fd/configuration/kg-config.json).
-FAULT_CODES = {
-    **{code: meaning for code, (_, meaning) in THERMAL_CODES.items()},
-    "80E01801": "multi-bit ECC error with failed address isolation",
 }
 UNKNOWN_HEALTH = "health could not be read"
 
@@ -75,7 +70,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         RULE_CODES_UNREAD: "warn",
         RULE_HBM: "fail",
         RULE_PEERS: "warn",
-        "no-temperature": "skip",
+        RULE_NO_TEMPERATURE: "skip/warn",
     },
 }
 _HEALTH_RULES = {"warn": "health-warning", "unknown": "health-unread", "fail": "health-alarm"}
@@ -113,40 +108,13 @@ def _npu_smi_error(reading: NpuReading) -> Finding:
 # -- per-chip `-t` reads, shared by the checks ---------------------------------------------------
 
 
-@dataclass(frozen=True)
-class HealthRead:
-    """`-t health` of one chip: its error codes (None when unread), and evidence lines."""
-
-    codes: tuple[str, ...] | None
-    lines: tuple[str, ...]
-    unread: str | None = None
-
-
 def _chip_args(kind: str, chip: ChipRow) -> list[str]:
-    args = ["info", "-t", kind, "-i", str(chip.npu_id)]
-    return args if chip.chip_id is None else [*args, "-c", str(chip.chip_id)]
+    return chip_args(kind, chip.npu_id, chip.chip_id)
 
 
 def health_read(ctx: Context, chip: ChipRow) -> HealthRead:
-    return ctx.fact(f"npu.health:{chip.npu_id}:{chip.chip_id}", lambda: _read_health(ctx, chip))
-
-
-def _read_health(ctx: Context, chip: ChipRow) -> HealthRead:
-    args = _chip_args("health", chip)
-    result = run_npu_smi(ctx.host, args, ctx.timeout_s)
-    if not result.ok:
-        return HealthRead(None, (result.describe(),), result.describe())
-    from probes.npu_smi import health_report, parse_kv  # only for a chip that is not OK
-
-    try:
-        report = health_report(parse_kv(result.stdout, "health"))
-    except Exception as exc:  # a health output we cannot read is evidence, not a crash
-        reason = f"`npu-smi {' '.join(args)}`: unreadable ({exc})"
-        return HealthRead(None, (reason,), reason)
-    codes = tuple(normalise_code(code) for code in report.error_codes)
-    known = [f"fault 0x{code}: {FAULT_CODES.get(code, 'see the Huawei fault manual')}"
-             for code in codes]
-    return HealthRead(codes, (*known, *report.error_information))
+    return ctx.fact(f"npu.health:{chip.npu_id}:{chip.chip_id}",
+                    lambda: read_health(ctx.host, chip.npu_id, chip.chip_id, ctx.timeout_s))
 
 
 @dataclass(frozen=True)
@@ -225,14 +193,20 @@ def npu_temperature(ctx: Context) -> Finding:
     verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
     level = worst([v.level for v in verdicts])
     if level == "unknown":
-        return skipped("npu-smi printed no temperature and no alarm code was read", *evidence,
-                       rules=("no-temperature",))
+        return skipped(f"npu-smi printed no temperature for any of the {len(verdicts)} chip(s) "
+                       "and no thermal alarm was found", *evidence,
+                       rules=(RULE_NO_TEMPERATURE,))
     bad = [v for v in verdicts if v.level in ("warn", "fail")]
-    if not bad:
+    blind = [v for v in verdicts if v.level == "unknown"]
+    if not bad and not blind:
         return passed(_calm_summary(ctx, readings), *evidence)
+    if not bad:  # the chips without a temperature contribute no pass
+        return warned(f"{_blind_summary(blind)}; the other chips: "
+                      f"{_calm_summary(ctx, readings)}", _NO_TEMPERATURE_REMEDY, *evidence,
+                      rules=(RULE_NO_TEMPERATURE,))
     summary = _trouble_summary(bad)
-    evidence += [f"{v.key}: {reason}" for v in bad for reason in v.reasons]
-    rules = tuple(dict.fromkeys(rule for v in bad for rule in v.rules))
+    evidence += [f"{v.key}: {reason}" for v in bad + blind for reason in v.reasons]
+    rules = tuple(dict.fromkeys(rule for v in bad + blind for rule in v.rules))
     return (failed if level == "fail" else warned)(summary, _COOLING, *evidence, rules=rules)
 
 
@@ -294,6 +268,17 @@ def _trouble_summary(bad: list[ThermalVerdict]) -> str:
     return "; ".join(shown) + more
 
 
+def _blind_summary(blind: list[ThermalVerdict]) -> str:
+    keys = ", ".join(v.key for v in blind[:3]) + (f" and {len(blind) - 3} more"
+                                                   if len(blind) > 3 else "")
+    return f"{keys}: npu-smi printed no temperature (not judged)"
+
+
+_NO_TEMPERATURE_REMEDY = ("read the chip's temperature with `npu-smi info -t common -i N -c C` "
+                          "or `npu-smi info -t temp -i N`; if those print none either, nothing "
+                          "here can judge the chip: watch its alarm codes "
+                          "(`npu-smi info -t health -i N -c C`) and see the npu.temperature "
+                          "playbook")
 _COOLING = ("check airflow, fans and inlet temperature of the server and the BMC's fan "
             "status; confirm with `npu-smi info -t health -i N -c C`; with an HBM alarm, take "
             "load off the card until it is cool (see the npu.temperature playbook)")

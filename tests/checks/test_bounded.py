@@ -107,6 +107,24 @@ def _reused_blob(tmp_path: Path) -> bytes:
     return buf.getvalue()
 
 
+def _json_flood(item: bytes, size: int) -> bytes:
+    """A valid bundle whose files.json holds one listing of `size` bytes of `item`s (a few
+    hundred KiB compressed). 64 MiB of two-letter names is ~13 million str objects, about 1 GB
+    if parsed; 6 MiB of empty lists (inside the JSON byte limit) ~2 million lists, 150 MB."""
+    items = item * ((size - 64) // len(item))
+    files = b'{"/srv": {"listing": {"value": [' + items[:-1] + b"]}}}"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (("snap/manifest.json", json.dumps({
+                "schema": "ascend-snapshot/1.2", "created_at": "2025-06-01T12:00:00Z",
+                "hostname": "h", "root": "/", "tool_version": "t"}).encode()),
+                           ("snap/files.json", files)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 BUNDLES = {
     "cve-2024-6232": lambda tmp: gzipped(pax(b"1" * 7000 + b" hdrcharset"), manifest_member(),
                                          END),
@@ -122,6 +140,8 @@ BUNDLES = {
     "corrupt header after the manifest": lambda tmp: gzipped(
         manifest_member(), header(b"snap/env.json", 2, checksum=False), pad(b"{}"), END),
     "reused 64 MiB blob": _reused_blob,
+    "64 MiB of tiny JSON strings": lambda tmp: _json_flood(b'"ab",', 64 * MIB),
+    "6 MiB of empty JSON lists": lambda tmp: _json_flood(b"[],", 6 * MIB),
 }
 
 
@@ -133,6 +153,11 @@ def test_hostile_bundles_are_bounded(case: str, tmp_path: Path) -> None:
     if case == "reused 64 MiB blob":
         assert_bounded(outcome, (0, 1, 2))  # a valid bundle: a report
         assert json.loads(outcome.stdout)["schema"] == "ascend-doctor/1"
+    elif "JSON" in case:
+        assert_bounded(outcome, (3,))
+        assert "files.json" in outcome.stderr
+        why = "bytes of JSON" if "strings" in case else "JSON values"
+        assert why in outcome.stderr, outcome.stderr
     else:
         assert_bounded(outcome, (3,))
         assert "not a readable .tar.gz bundle" in outcome.stderr

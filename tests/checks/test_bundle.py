@@ -530,3 +530,35 @@ def test_command_outputs_are_cut_to_fit_a_member() -> None:
     assert all("trimmed" in c.result.error and "output over" in c.result.error
                for c in fitted.commands)
     assert fit_commands(fitted, budget_bytes=1024 * 1024) == fitted  # within the budget: kept
+
+
+def test_command_outputs_full_of_json_marks_still_read_back(tmp_path: Path) -> None:
+    """Commas and brackets in outputs count toward the reader's bound of JSON values
+    (probes.recording.BundleLimits.max_json_values): the writer cuts them to fit it too."""
+    from checks.bundle import COMMANDS_JSON_VALUES, fit_commands
+    from probes.host import CommandResult
+    from probes.recording import (
+        BundleLimits,
+        CommandRecord,
+        Manifest,
+        Recording,
+        json_values_bound,
+        read_directory,
+        write_directory,
+    )
+
+    marks = "[{,:" * 200_000  # 800,000 marks, 0.8 MB: within the byte budget
+    commands = tuple(CommandRecord(CommandResult(("lspci", str(i)), "output_limit", stdout=marks,
+                                                 error="output over 4 MiB; stopped"), None)
+                     for i in range(3))
+    recording = Recording(Manifest("ascend-snapshot/1.2", "t", "h", "/", "v"),
+                          commands=commands)
+    write_directory(recording, tmp_path / "raw")
+    with pytest.raises(SnapshotError, match=r"commands\.json: up to .* JSON values"):
+        read_directory(tmp_path / "raw", BundleLimits())
+    fitted = fit_commands(recording)
+    assert sum(json_values_bound(c.result.stdout) for c in fitted.commands) \
+        <= COMMANDS_JSON_VALUES
+    assert all("trimmed" in c.result.error for c in fitted.commands)
+    write_directory(fitted, tmp_path / "fitted")
+    assert len(read_directory(tmp_path / "fitted", BundleLimits()).commands) == 3

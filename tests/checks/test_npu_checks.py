@@ -103,7 +103,8 @@ def test_a_table_without_chips_skips(fake_root: FakeRoot) -> None:
         assert finding.status == "skip" and finding.rules == ("no-chips",), finding
 
 
-def _table(temps_c: dict[int, int] | None = None, health: dict[int, str] | None = None) -> str:
+def _table(temps_c: dict[int, int | str] | None = None,
+           health: dict[int, str] | None = None) -> str:
     """Corpus 014 (8 x 910B4 at 33-39 °C) with some cards' temperature or health changed."""
     lines = corpus("014").read_text().splitlines(keepends=True)
     for npu, temp_c in (temps_c or {}).items():
@@ -172,6 +173,46 @@ def test_hbm_temperature_against_the_documented_alarm(fake_root: FakeRoot, hbm_c
         assert finding.rules == ("hbm-alarm",)
     else:
         assert f"HBM at most {hbm_c} °C (alarm above 95 °C)" in finding.summary
+
+
+def _without_temperature_column() -> str:
+    """Corpus 014 as a driver that prints no Temp(C) column."""
+    lines = corpus("014").read_text().splitlines(keepends=True)
+    out = []
+    for line in lines:
+        cells = line.split("|")
+        if len(cells) > 3 and "Temp(C)" in cells[3]:
+            cells[3] = cells[3].replace("Temp(C)", "       ")
+        elif len(cells) > 3 and "910B4" in cells[1]:
+            power, _temp, *rest = cells[3].split()
+            cells[3] = f" {power:<11} {'':<17} {' '.join(rest):<22}"
+        out.append("|".join(cells))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("printed", ["NA", "-"])
+def test_a_chip_without_a_temperature_contributes_no_pass(fake_root: FakeRoot,
+                                                          printed: str) -> None:
+    finding = npu_temperature(machine(fake_root, _table({3: printed})))
+    assert finding.status == "warn" and finding.rules == ("no-temperature",)
+    assert finding.summary.startswith("NPU 3 chip 0: npu-smi printed no temperature")
+    assert "the other chips: no thermal alarm, hottest chip 39 °C" in finding.summary
+    assert any(line.startswith("NPU 3 chip 0 (910B4): temperature not printed")
+               for line in finding.evidence)
+
+
+def test_no_temperature_on_any_chip_skips(fake_root: FakeRoot) -> None:
+    for info in (_table({n: "NA" for n in range(8)}), _without_temperature_column()):
+        finding = npu_temperature(machine(fake_root, info))
+        assert finding.status == "skip" and finding.rules == ("no-temperature",), finding
+        assert "no temperature for any of the 8 chip(s)" in finding.summary
+
+
+def test_a_blind_chip_is_named_beside_a_worse_finding(fake_root: FakeRoot) -> None:
+    finding = npu_temperature(machine(fake_root, _table({0: 56, 3: "NA"})))
+    assert finding.status == "warn"
+    assert finding.rules == ("hotter-than-peers", "no-temperature")
+    assert "NPU 3 chip 0: npu-smi printed no temperature for it" in finding.evidence
 
 
 def test_hbm_temperature_not_printed_is_said(fake_root: FakeRoot) -> None:

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import FakeRoot
+from conftest import CORPUS_DIR, FakeRoot
 from machines import A2, build_a2, fixture_policy
 
 from checks.cli import main
@@ -89,3 +89,27 @@ def test_the_json_timestamp_is_datetimes_utc_isoformat() -> None:
     parsed = dt.datetime.fromisoformat(stamp)
     assert parsed.isoformat(timespec="seconds") == stamp
     assert parsed.utcoffset() == dt.timedelta(0) and before <= parsed <= after
+
+
+def test_the_rules_that_decided_a_result_are_reported(
+        fake_root: FakeRoot, capsys: pytest.CaptureFixture[str]) -> None:
+    """`results[].rules` in --json (always present, empty when no rule decided), and a `rules:`
+    line under the result with --verbose."""
+    host = build_a2(fake_root, A2())
+    sample = next((CORPUS_DIR / "npu-smi").glob("014-*.txt")).read_text()
+    table = fake_root.file("/srv/info.txt", re.sub(  # NPU 3's Temp(C) printed as NA
+        r"^(\| 3     910B4 .*?\| \S+\s+)\d+(\s)", r"\1NA\2", sample, flags=re.M))
+    fake_root.script("/usr/local/bin/npu-smi", f'[ "$*" = info ] && cat "{table}"\n')
+    argv = ["--root", str(fake_root.path), "--python", "/usr/bin/python3",
+            "--only", "npu.temperature,npu.health"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("checks.cli.os.environ", dict(host.env))
+        main([*argv, "--json"])
+        doc = json.loads(capsys.readouterr().out)
+        main([*argv, "--verbose"])
+        verbose = capsys.readouterr().out
+        main(argv)
+        plain = capsys.readouterr().out
+    rules = {r["id"]: r["rules"] for r in doc["results"]}
+    assert rules == {"npu.health": [], "npu.temperature": ["no-temperature"]}
+    assert "        rules: no-temperature\n" in verbose and "rules:" not in plain

@@ -61,4 +61,14 @@ def test_codes_hbm_and_unread_codes() -> None:
 
 def test_nothing_read_is_unknown_not_ok() -> None:
     assert levels(ChipReading("a", None), ChipReading("b", None, fault_codes=())) == [
-        "unknown", "ok"]
+        "unknown", "unknown"]
+
+
+def test_no_temperature_is_unknown_even_with_health_ok_and_a_calm_hbm() -> None:
+    """Health OK means no alarm is active, not that the chip's temperature is known."""
+    blind = ChipReading("a", None, hbm_temperature_c=60.0, fault_codes=())
+    verdict = judge_temperatures([blind], LIMITS)[0]
+    assert verdict.level == "unknown" and verdict.rules == ("no-temperature",)
+    assert verdict.reasons == ("npu-smi printed no temperature for it",)
+    hot_hbm = ChipReading("b", None, hbm_temperature_c=96.0, fault_codes=())
+    assert levels(hot_hbm) == ["fail"]  # another rule still decides

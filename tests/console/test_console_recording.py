@@ -192,7 +192,8 @@ def test_newer_files_with_extra_columns_still_play(tmp_path: Path) -> None:
                      (columns.replace(']', ',"future_field"]'),))
         payload = conn.execute("SELECT payload FROM samples").fetchone()[0]
         conn.execute("UPDATE samples SET payload=?", (payload.replace('"BSND"', '"x"')
-                                                      .replace('7.5,"0/0"', '7.5,"0/0",1,2,99'),))
+                                                      .replace('7.5,"0/0",null,null,null,null',
+                                                               '7.5,"0/0",1,2,null,null,99'),))
     conn.close()
     [snap] = list(Player(path, speed=0))
     assert isinstance(snap, NpuSnapshot) and snap.chips[0].key == "0/0"
@@ -267,3 +268,19 @@ def test_serving_samples_and_npu_sources_round_trip(tmp_path: Path) -> None:
         recorder.add(remote)
     played = list(Player(tmp_path / "r.db", speed=0))
     assert played == [serving, remote]
+
+
+def test_fault_codes_round_trip(tmp_path: Path) -> None:
+    import dataclasses
+
+    base = npu_at(T0, chips=3)
+    chips = (dataclasses.replace(base.chips[0], fault_codes=()),
+             dataclasses.replace(base.chips[1], health="Alarm", fault_codes=("80E00209",)),
+             dataclasses.replace(base.chips[2], health="Warning",
+                                 codes_unread="health Warning, npu-smi timed out"))
+    snapshot = dataclasses.replace(base, chips=chips)
+    path = tmp_path / "rec.sqlite"
+    with Recorder(path) as recorder:
+        recorder.add(snapshot)
+    player = Player(path, speed=0)
+    assert list(player) == [snapshot] and player.skipped_rows == 0

@@ -182,3 +182,73 @@ def test_history_fed_from_snapshots(fake_root: FakeRoot) -> None:
     assert history.values("0/1:power_w") == []  # "-" in the table: no point, not zero
     add_npu(history, NpuSnapshot(1.0, (), (), False, NOT_FOUND, 0.0))
     assert len(history.values("0/0:temperature_c")) == 2
+
+
+def _health(status: str, codes: str) -> str:
+    return (f"\tHealth Status                  : {status}\n"
+            f"\tError Code                     : {codes}\n"
+            "\tError Information              : NA\n")
+
+
+def _box_with_unhealthy_chips(fake_root: FakeRoot) -> tuple[LiveHost, Path]:
+    """Corpus 014 with NPU 2 in Alarm (its -t health: the HBM over-temperature code) and NPU 5
+    in Warning (its -t health fails); every call npu-smi gets is logged."""
+    table = (NPU_SMI / A2_8).read_text()
+    for npu, word in ((2, "Alarm"), (5, "Warning")):
+        row = next(ln for ln in table.splitlines() if ln.startswith(f"| {npu}     910B4"))
+        table = table.replace(row, row.replace("| OK            |", f"| {word:<13} |", 1))
+    info = fake_root.file("/corpus/info.txt", table)
+    alarm = fake_root.file("/corpus/health2.txt", _health("Alarm", "80E00209"))
+    log = fake_root.path.parent / "calls.log"
+    fake_root.script("/usr/local/bin/npu-smi", (
+        f'echo "$*" >> "{log}"\n'
+        'case "$*" in\n'
+        f'  "info") cat "{info}" ;;\n'
+        f'  "info -t health -i 2 -c 0") cat "{alarm}" ;;\n'
+        '  *) echo "Error: not supported" >&2; exit 1 ;;\n'
+        'esac\n'))
+    return LiveHost(root=str(fake_root.path), env=ENV), log
+
+
+def test_health_codes_are_read_only_for_chips_that_are_not_ok(fake_root: FakeRoot) -> None:
+    from checks.policy import load_policy
+    from console.alerts import evaluate
+
+    host, log = _box_with_unhealthy_chips(fake_root)
+    snap = sample_npu(host, timeout_s=5)
+    health_calls = [ln for ln in log.read_text().splitlines() if "-t health" in ln]
+    assert health_calls == ["info -t health -i 2 -c 0", "info -t health -i 5 -c 0"]
+    chips = {c.key: c for c in snap.chips}
+    assert chips["0/0"].fault_codes == () and chips["0/0"].codes_unread is None
+    assert chips["2/0"].fault_codes == ("80E00209",)
+    assert chips["5/0"].fault_codes is None
+    assert chips["5/0"].codes_unread is not None
+    assert chips["5/0"].codes_unread.startswith("health Warning, `npu-smi info -t health")
+    alerts = {a.key: a for a in evaluate(snap, None, load_policy(), snap.taken_at, 60.0, None)}
+    hot = alerts["temperature:2/0"]  # the doctor's rule: the HBM alarm code fails
+    assert hot.level == "fail"
+    assert hot.message == "NPU 2/0: fault 0x80E00209: HBM temperature above 95 °C (alarm)"
+    unread = alerts["temperature:5/0"]
+    assert unread.level == "warn" and "thermal alarm codes not read" in unread.message
+    assert "temperature:0/0" not in alerts
+
+
+def test_a_healthy_box_costs_no_health_call(fake_root: FakeRoot) -> None:
+    log = fake_root.path.parent / "calls.log"
+    fake_root.script("/usr/local/bin/npu-smi",
+                     f'echo "$*" >> "{log}"\ncat "{NPU_SMI / A2_8}"\n')
+    snap = sample_npu(LiveHost(root=str(fake_root.path), env=ENV), timeout_s=5)
+    assert all(c.fault_codes == () for c in snap.chips)
+    assert not [ln for ln in log.read_text().splitlines() if "health" in ln]
+
+
+def test_health_codes_past_the_budget_are_unread_not_waited_for(fake_root: FakeRoot) -> None:
+    from console.telemetry import sample_fault_codes
+    from probes.npu_smi import parse_info
+
+    host, log = _box_with_unhealthy_chips(fake_root)
+    info = parse_info(host.run(["npu-smi", "info"]).stdout)
+    found = sample_fault_codes(host, info.chips, deadline=time.monotonic())
+    assert found[(2, 0)] == (None, "health Alarm, not read within the sample's time")
+    assert found[(0, 0)] == ((), None)
+    assert "-t health" not in log.read_text()

@@ -122,6 +122,42 @@ def test_live_host_under_root_inspects_the_root_interpreter(fake_root: FakeRoot)
     assert found.locations["vllm"] == f"/opt/venv/lib/{PY_DIR}/site-packages"
 
 
+def test_a_symlinked_venv_interpreter_reports_the_venv(tmp_path: Path) -> None:
+    """bin/python links to the base interpreter; with a stripped environment the venv is still
+    found (pyvenv.cfg beside the path it was started as), by the -c scan and the static
+    derivation alike, and both agree with the interpreter's own sys.path."""
+    import json
+
+    from probes.pyenv_static import inspect_static
+    from probes.target.proc import ProcReader
+
+    python = make_venv(tmp_path / "env")
+    site = tmp_path / "env" / "lib" / PY_DIR / "site-packages"
+    add_dist(site, "fakepkg", "1.2.3")
+    assert python.is_symlink() and not (python.resolve().parent.parent / "pyvenv.cfg").exists()
+    code = "import json, sys, time; print(json.dumps(sys.path), flush=True); time.sleep(60)"
+    proc = subprocess.Popen([str(python), "-c", code], env={}, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        own = json.loads(proc.stdout.readline())
+        reader = ProcReader()
+        info, _ = reader.process(proc.pid)
+        assert info.exe is not None
+        static = inspect_static(LiveHost(), info.exe, info.cmdline, {}, info.cwd)
+    finally:
+        proc.kill()
+        proc.wait()
+    asked = LiveHost(root="/", env={}, python=str(python)).python_packages()
+    assert str(site) in own
+    for found in (asked, static.environment):
+        assert found.error == ""
+        assert dict(found.packages) == {"fakepkg": "1.2.3"}  # not the base interpreter's
+        assert found.locations["fakepkg"] == str(site)
+    assert static.derived is not None
+    assert list(static.derived.entries) == [p for p in own if os.path.isdir(p)]
+
+
 def _importlib_metadata_view(path: list[str]) -> dict[str, tuple[str, str]]:
     """What importlib.metadata reports: first distribution per normalised name on `path`."""
     import re

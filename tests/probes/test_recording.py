@@ -403,6 +403,23 @@ def test_oversize_total_is_refused(tmp_path: Path) -> None:
         SnapshotHost(archive, BundleLimits(max_total_bytes=1000))
 
 
+def test_json_members_share_one_budget_of_bytes_and_values(snapshot_dir: Path) -> None:
+    """Each JSON member is charged before it is parsed; the limits hold for all of them
+    together, and the refusal names the member that went over."""
+    from probes.recording import json_values_bound
+
+    assert json_values_bound(b'{"a": [1, 2], "b": "x,y"}') == 1 + 7  # , : [ { (strings too)
+    members = sorted(snapshot_dir.glob("*.json"))  # files.json is the last one read
+    sizes = {path.name: path.stat().st_size for path in members}
+    values = {path.name: json_values_bound(path.read_bytes()) for path in members}
+    SnapshotHost(snapshot_dir, BundleLimits(max_json_bytes=sum(sizes.values()),
+                                            max_json_values=sum(values.values())))
+    with pytest.raises(SnapshotError, match=r"^files\.json: .* bytes of JSON, over what is left"):
+        SnapshotHost(snapshot_dir, BundleLimits(max_json_bytes=sum(sizes.values()) - 1))
+    with pytest.raises(SnapshotError, match=r"^files\.json: up to .* JSON values, over"):
+        SnapshotHost(snapshot_dir, BundleLimits(max_json_values=sum(values.values()) - 1))
+
+
 def test_too_many_members_is_refused(tmp_path: Path) -> None:
     parts = [(member(f"snap/blobs/{i}"), b"") for i in range(30)]
     archive = write_tar(tmp_path / "many.tar.gz", parts)

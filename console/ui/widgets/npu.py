@@ -13,7 +13,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from checks.health import HealthLevel, health_level
-from checks.thermal import ThermalLimits, ThermalVerdict, judge_by_key
+from checks.thermal import ThermalLimits, ThermalVerdict
+from console.alerts import thermal_verdicts
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
 from console.ui import safe
@@ -206,8 +207,7 @@ class NpuPanel(Widget):
     # -- chips ------------------------------------------------------------------------------
 
     def _show_chips(self, chips: Sequence[ChipSample]) -> None:
-        self._thermal_verdicts = judge_by_key({c.key: c.temperature_c for c in chips},
-                                              self.thermal)
+        self._thermal_verdicts = thermal_verdicts(chips, self.thermal)
         table: DataTable[Text] = self.query_one("#npu-chips", DataTable)
         rows = {chip.key: self._chip_cells(chip) for chip in chips}
         if [key.value for key in table.rows] == list(rows):
