@@ -25,7 +25,7 @@ HEURISTIC_LABEL = ("heuristic, not a measurement: high HBM-BW % with low AI-core
 MSPROF_LABEL = ("from the msprof profile (--msprof), not live: UB bank-conflict ratio per "
                 "operator, highest first")
 NO_PROFILE = ("bank conflicts are not measured live: they are per-kernel UB counters that "
-              "msprof reads; --msprof DIR lists a profile's")
+              "msprof reads; --msprof DIR lists a profile's worst operators")
 NO_VALUE = "–"
 MAX_CONFLICTS = 8
 CONFLICT_WARN = 0.05
