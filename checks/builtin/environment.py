@@ -22,8 +22,7 @@ from probes.stack import TOOLKIT_ENV_VARS, StackVersions
 LIBASCENDCL = "libascendcl.so"
 
 # The check's rules, by name -> the statuses they give; its playbook lists the same rules under
-# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
-# name them yet.
+# "What the check does" (tests/checks/test_check_rules.py); each tags the findings it decides.
 CHECK_RULES: dict[str, dict[str, str]] = {
     "cann.environment": {
         "no-toolkit": "skip",  # cann_environment
@@ -71,16 +70,18 @@ def judge_toolkit_vars(ctx: Context, env: Mapping[str, str], j: Judgement) -> st
             j.add("fail", f"set_env.sh not sourced: CANN is installed ({s.toolkit.path}) but "
                   "ASCEND_HOME_PATH and ASCEND_TOOLKIT_HOME are unset",
                   f"source {script} in the shell or container entrypoint that starts the "
-                  "process.")
+                  "process.", rules=("set-env-not-sourced",))
         elif s.toolkit.state != "not_recorded":
             j.add("warn", "ASCEND_* variables are set but no CANN toolkit was found "
                   f"({s.toolkit.error})",
-                  "Install the CANN toolkit, or set ASCEND_HOME_PATH to where it is.")
+                  "Install the CANN toolkit, or set ASCEND_HOME_PATH to where it is.",
+                  rules=("toolkit-not-found",))
         return None
     for name, value in set_vars.items():
         if _exists(ctx.host, value) is False:
             j.add("fail", f"{name}={value} does not exist on this machine",
-                  f"Point {name} at the installed toolkit (source its set_env.sh).")
+                  f"Point {name} at the installed toolkit (source its set_env.sh).",
+                  rules=("toolkit-path-missing",))
         else:
             j.add("pass", f"{name}={value} exists")
     return set_vars.get("ASCEND_HOME_PATH")
@@ -95,7 +96,8 @@ def judge_home_layout(ctx: Context, home: str, j: Judgement) -> None:
     if missing:
         j.add("fail", f"ASCEND_HOME_PATH={home} has no {' or '.join(missing)}/ "
               "(torch_npu raises at import)",
-              "Reinstall the CANN toolkit, or point ASCEND_HOME_PATH at a complete one.")
+              "Reinstall the CANN toolkit, or point ASCEND_HOME_PATH at a complete one.",
+              rules=("home-incomplete",))
     else:
         j.add("pass", f"{home} has runtime/ and compiler/")
 
@@ -105,10 +107,11 @@ def judge_opp(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
     opp = env.get("ASCEND_OPP_PATH")
     remedy = "Source the toolkit's set_env.sh, which sets ASCEND_OPP_PATH=<toolkit>/opp."
     if not opp:
-        j.add("fail", "ASCEND_OPP_PATH is not set (torch_npu raises at import)", remedy)
+        j.add("fail", "ASCEND_OPP_PATH is not set (torch_npu raises at import)", remedy,
+              rules=("opp-path",))
     elif _exists(ctx.host, opp) is False:
         j.add("fail", f"ASCEND_OPP_PATH={opp} does not exist (torch_npu raises at import)",
-              remedy)
+              remedy, rules=("opp-path",))
     else:
         j.add("pass", f"ASCEND_OPP_PATH={opp} exists")
 
@@ -130,7 +133,7 @@ def judge_driver_libs(ctx: Context, ld_path: tuple[str, ...], j: Judgement) -> N
           f"Source {script} in the shell or entrypoint that starts the process (current "
           "CANN toolkits add the driver's lib64, lib64/common and lib64/driver); older "
           f"toolkits need {lib64}, {lib64}/common and {lib64}/driver added to "
-          "LD_LIBRARY_PATH by hand.")
+          "LD_LIBRARY_PATH by hand.", rules=("driver-libs-not-on-path",))
 
 
 def judge_libascendcl(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
@@ -144,7 +147,8 @@ def judge_libascendcl(ctx: Context, env: Mapping[str, str], j: Judgement) -> Non
                           f"not recorded: {', '.join(lookup.unknown_in)}")
     else:
         j.add("warn", f"{LIBASCENDCL} is not in any LD_LIBRARY_PATH directory",
-              "Source the toolkit's set_env.sh (it adds <toolkit>/lib64).")
+              "Source the toolkit's set_env.sh (it adds <toolkit>/lib64).",
+              rules=("libascendcl-not-found",))
 
 
 def judge_visible_devices(ctx: Context, j: Judgement) -> None:
@@ -156,7 +160,7 @@ def judge_visible_devices(ctx: Context, j: Judgement) -> None:
         j.add("fail", f"ASCEND_RT_VISIBLE_DEVICES={visible.raw!r}: "
               f"{'; '.join(visible.problems)}",
               "Write ascending logical ids separated by commas only, e.g. "
-              "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3.")
+              "ASCEND_RT_VISIBLE_DEVICES=0,1,2,3.", rules=("visible-devices",))
     else:
         j.add("pass", f"ASCEND_RT_VISIBLE_DEVICES={visible.raw} -> devices {visible.ids}")
 
@@ -166,9 +170,10 @@ def cann_environment(ctx: Context) -> Finding:
     s = stack(ctx)
     ascend_vars = sorted(n for n in env if n.startswith("ASCEND_"))
     if not s.toolkit.found and not ascend_vars:
+        rules = ("no-toolkit",)
         if s.toolkit.state == "not_recorded":
-            return skipped("the CANN toolkit files were not recorded")
-        return skipped("no CANN toolkit on this machine", s.toolkit.error)
+            return skipped("the CANN toolkit files were not recorded", rules=rules)
+        return skipped("no CANN toolkit on this machine", s.toolkit.error, rules=rules)
     j = Judgement()
     j.evidence.append(f"toolkit: {s.toolkit.path or s.toolkit.error}")
     j.evidence.append(f"ASCEND_* set: {', '.join(ascend_vars) or 'none'}")

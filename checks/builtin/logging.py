@@ -22,8 +22,7 @@ from probes.host import Host
 MIB = 1024 * 1024
 
 # The check's rules, by name -> the statuses they give; its playbook lists the same rules under
-# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
-# name them yet.
+# "What the check does" (tests/checks/test_check_rules.py); each tags the findings it decides.
 CHECK_RULES: dict[str, dict[str, str]] = {
     "logging.level": {
         "level-illegal": "warn",  # probes.environment.parse_log_level
@@ -66,17 +65,23 @@ def logging_level(ctx: Context) -> Finding:
     evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes,
                 describe_file_cap(env.log_file_num), *disk.evidence)
     level_problems = list(level.problems)
+    rules = ["level-illegal"] if level.problems else []
     if bool(ctx.policy.get("logging", "production")) and level.level in (0, 1):
         level_problems.append(_verbose_problem(level.level, name))
+        rules.append("verbose-in-production")
     if ctx.host.env.get("ASCEND_SLOG_PRINT_TO_STDOUT") == "1":
         level_problems.append("ASCEND_SLOG_PRINT_TO_STDOUT=1 prints host logs to stdout")
+        rules.append("print-to-stdout")
+    if env.log_file_num.problems:
+        rules.append("file-num-illegal")
     problems = [*level_problems, *env.log_file_num.problems, *disk.problems]
     if problems:
         remedy = "; ".join(([LEVEL_REMEDY] if level_problems else []) +
                            ([FILE_NUM_REMEDY] if env.log_file_num.problems else []) +
                            ([DISK_REMEDY] if disk.problems else []))
         return facts.about_target(
-            ctx, warned(_with_unknown("; ".join(problems), disk), remedy, *evidence))
+            ctx, warned(_with_unknown("; ".join(problems), disk), remedy, *evidence,
+                        rules=(*rules, *disk.rules)))
     summary = f"log level {level.level} ({name}); {where}"
     return facts.about_target(ctx, passed(_with_unknown(summary, disk), *evidence))
 
@@ -124,6 +129,7 @@ class LogDisk:
     problems: tuple[str, ...] = ()
     evidence: tuple[str, ...] = ()
     unknown: str = ""  # non-empty when a part could not be measured: said in the summary
+    rules: tuple[str, ...] = ()  # the rules of `problems` (CHECK_RULES)
 
 
 def log_disk(ctx: Context, log_dir: LogDir) -> LogDisk:
@@ -143,6 +149,7 @@ def log_disk(ctx: Context, log_dir: LogDir) -> LogDisk:
         problems=size.problems + free.problems,
         evidence=size.evidence + free.evidence,
         unknown="; ".join(part for part in (size.unknown, free.unknown) if part),
+        rules=size.rules + free.rules,
     )
 
 
@@ -152,7 +159,8 @@ def _size_part(host: Host, path: str, max_dir_mb: int) -> LogDisk:
         if kind == "missing":
             return LogDisk(evidence=(f"log directory {path} does not exist yet",))
         if kind != "dir":
-            return LogDisk(problems=(f"log directory {path} is a {kind}, not a directory",))
+            return LogDisk(problems=(f"log directory {path} is a {kind}, not a directory",),
+                           rules=("log-dir-not-a-directory",))
         size = measure_dir(host, path, MAX_ENTRIES, MAX_DEPTH)
     except NotRecorded:
         return LogDisk(evidence=(f"log directory {path} size: not recorded",),
@@ -165,7 +173,7 @@ def _size_part(host: Host, path: str, max_dir_mb: int) -> LogDisk:
     if size.total_bytes > max_dir_mb * MIB:
         problem = (f"log directory {path} holds {shown}, over logging.max_log_dir_mb="
                    f"{max_dir_mb} MB")
-        return LogDisk(problems=(problem,), evidence=(evidence,))
+        return LogDisk(problems=(problem,), evidence=(evidence,), rules=("log-dir-too-large",))
     return LogDisk(evidence=(evidence,))
 
 
@@ -185,7 +193,7 @@ def _free_part(host: Host, path: str, min_free_mb: int) -> LogDisk:
     if usage.free_bytes < min_free_mb * MIB:
         problem = (f"only {mb(usage.free_bytes)} free on the file system holding {on}, below "
                    f"logging.min_free_disk_mb={min_free_mb} MB")
-        return LogDisk(problems=(problem,), evidence=(evidence,))
+        return LogDisk(problems=(problem,), evidence=(evidence,), rules=("low-free-disk",))
     return LogDisk(evidence=(evidence,))
 
 

@@ -27,8 +27,7 @@ _BUSY_CLASSES = ("0108", "02", "0302", "12")
 _CLASS_NAMES = {"0108": "NVMe", "02": "network", "0302": "GPU", "12": "accelerator"}
 
 # The check's rules, by name -> the statuses they give; its playbook lists the same rules under
-# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
-# name them yet.
+# "What the check does" (tests/checks/test_check_rules.py); each tags the findings it decides.
 CHECK_RULES: dict[str, dict[str, str]] = {
     "pcie.contention": {
         "no-ascend-function": "skip",  # pcie_contention
@@ -37,8 +36,11 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "shared-uplink": "warn",  # _sharing
         "aer-correctable": "warn",  # _aer_problems, policy pcie.aer_correctable_warn
         "aer-uncorrectable": "warn",  # _aer_problems, policy pcie.aer_uncorrectable_warn
+        "numa-far-from-npus": "warn",  # checks.builtin.affinity.target_affinity
     },
 }
+# One problem found: the rule that judged it, and what it says.
+Problem = tuple[str, str]
 
 
 def _busy_class(fn: PciFunction) -> str | None:
@@ -121,17 +123,19 @@ def _sharing(npu: PciFunction, others: list[PciFunction]) -> list[str]:
     return found
 
 
-def _aer_problems(fn: PciFunction, ctx: Context) -> list[str]:
+def _aer_problems(fn: PciFunction, ctx: Context) -> list[Problem]:
     limit_cor = int(ctx.policy.get("pcie", "aer_correctable_warn"))
     limit_unc = int(ctx.policy.get("pcie", "aer_uncorrectable_warn"))
     cor = fn.aer.get("aer_dev_correctable", {}).get("TOTAL_ERR_COR", 0)
     fatal = fn.aer.get("aer_dev_fatal", {}).get("TOTAL_ERR_FATAL", 0)
     nonfatal = fn.aer.get("aer_dev_nonfatal", {}).get("TOTAL_ERR_NONFATAL", 0)
-    problems = []
+    problems: list[Problem] = []
     if cor > limit_cor:
-        problems.append(f"{fn.address}: {cor} correctable AER errors (policy {limit_cor})")
+        problems.append(("aer-correctable",
+                         f"{fn.address}: {cor} correctable AER errors (policy {limit_cor})"))
     if fatal + nonfatal > limit_unc:
-        problems.append(f"{fn.address}: {fatal} fatal and {nonfatal} non-fatal AER errors")
+        problems.append(("aer-uncorrectable",
+                         f"{fn.address}: {fatal} fatal and {nonfatal} non-fatal AER errors"))
     return problems
 
 
@@ -145,22 +149,25 @@ def pcie_contention(ctx: Context) -> Finding:
     try:
         vendors = pci_vendor_ids(ctx.host)
         if HUAWEI not in vendors.values():
-            return skipped(NO_ASCEND_FUNCTION)
+            return skipped(NO_ASCEND_FUNCTION, rules=("no-ascend-function",))
         from probes.pci import read_pci_function  # links and bridges: only for an NPU machine
 
         # every function, not only Huawei's: the others are what may share an uplink
         functions = [read_pci_function(ctx.host, a, v) for a, v in vendors.items()]
     except NotRecorded:
-        return skipped("/sys/bus/pci was not recorded")
+        return skipped("/sys/bus/pci was not recorded", rules=("pci-unreadable",))
     except HostError as exc:
-        return skipped(f"cannot read /sys/bus/pci/devices: {exc.reason}")
+        return skipped(f"cannot read /sys/bus/pci/devices: {exc.reason}",
+                       rules=("pci-unreadable",))
     npus = [f for f in functions if f.is_huawei and f.family]
     if not npus:
-        return skipped(NO_ASCEND_FUNCTION)
+        return skipped(NO_ASCEND_FUNCTION, rules=("no-ascend-function",))
     others = [f for f in functions if f not in npus]
-    problems = [why for n in npus for why in [degraded(n)] if why]
+    problems: list[Problem] = [("link-degraded", why) for n in npus
+                               for why in [degraded(n)] if why]
     for npu in npus:
-        problems += _sharing(npu, others) + _aer_problems(npu, ctx)
+        problems += [("shared-uplink", why) for why in _sharing(npu, others)]
+        problems += _aer_problems(npu, ctx)
     evidence = [_describe(n) for n in npus]
     from checks.builtin.affinity import REMEDY as AFFINITY_REMEDY
     from checks.builtin.affinity import target_affinity
@@ -170,6 +177,9 @@ def pcie_contention(ctx: Context) -> Finding:
     if problems or pinned.problems:
         remedy = "; ".join(([LINK_REMEDY] if problems else []) +
                            ([AFFINITY_REMEDY] if pinned.problems else []))
-        return warned("; ".join(problems + pinned.problems), remedy, *evidence)
+        far = ["numa-far-from-npus"] if pinned.problems else []
+        rules = tuple(dict.fromkeys([rule for rule, _ in problems] + far))
+        return warned("; ".join([why for _, why in problems] + pinned.problems), remedy,
+                      *evidence, rules=rules)
     return passed(f"{len(npus)} NPU function(s) at the best link width and speed both ends "
                   "allow, no shared uplink, AER counters within policy", *evidence)

@@ -57,17 +57,20 @@ class Verdict:
     status: Status  # pass, warn or fail
     text: str
     remedy: str = ""
+    rules: tuple[str, ...] = ()  # the rule that decided a warn or fail (CHECK_RULES)
 
 
 @dataclass
 class Judgement:
-    """Verdicts and evidence gathered while judging, folded into one Finding."""
+    """Verdicts and evidence gathered while judging, folded into one Finding: its rules are
+    those of the verdicts its summary names (warns and fails), in the order they were found."""
 
     verdicts: list[Verdict] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
 
-    def add(self, status: Status, text: str, remedy: str = "") -> None:
-        self.verdicts.append(Verdict(status, text, remedy))
+    def add(self, status: Status, text: str, remedy: str = "",
+            rules: tuple[str, ...] = ()) -> None:
+        self.verdicts.append(Verdict(status, text, remedy, rules))
 
     def finding(self, ok_summary: str) -> Finding:
         status = worst([v.status for v in self.verdicts]) if self.verdicts else "pass"
@@ -75,7 +78,8 @@ class Judgement:
         agreed = [f"ok: {v.text}" for v in self.verdicts if v.status == "pass"]
         summary = "; ".join(v.text for v in problems) if problems else ok_summary
         remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
-        return Finding(status, summary, (*self.evidence, *agreed), remedy)
+        rules = tuple(dict.fromkeys(rule for v in problems for rule in v.rules))
+        return Finding(status, summary, (*self.evidence, *agreed), remedy, rules)
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,7 @@ class Installed:
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
 
 # The check's rules, by name -> the statuses they give; its playbook lists the same rules under
-# "What the check does" (tests/checks/test_check_rules.py). Declared here; findings do not
-# name them yet.
+# "What the check does" (tests/checks/test_check_rules.py); each tags the findings it decides.
 # "policy": the status policy versions.unknown_is sets (warn by default).
 CHECK_RULES: dict[str, dict[str, str]] = {
     "versions.parity": {
@@ -134,7 +137,8 @@ def _describe_file(name: str, found: Found[Any], version: str | None, j: Judgeme
         j.evidence.append(f"{name} {version or '(no version line)'} from {found.path}")
     elif found.state in ("unreadable", "invalid"):
         j.add("warn", f"{name} version file unusable: {found.error}",
-              f"Repair or reinstall the {name} package so its version file reads.")
+              f"Repair or reinstall the {name} package so its version file reads.",
+              rules=("version-file-unusable",))
     elif found.state == "not_recorded":
         j.evidence.append(f"{name}: not recorded")
     else:
@@ -189,10 +193,11 @@ def judge_interpreter(inst: Installed, j: Judgement) -> None:
     """The packages side is judged only when it was read and holds torch_npu."""
     if inst.python_error:
         j.add("warn", f"torch_npu not judged: the packages of {inst.interpreter} could not be "
-              f"read ({inst.python_error})", PYTHON_REMEDY)
+              f"read ({inst.python_error})", PYTHON_REMEDY, rules=("interpreter-not-judged",))
     elif inst.packages["torch_npu"] is None:
         j.add("warn", f"no torch_npu in {inst.interpreter}: torch_npu and its CANN pairing "
-              "not judged", PYTHON_REMEDY + " Or install torch_npu there.")
+              "not judged", PYTHON_REMEDY + " Or install torch_npu there.",
+              rules=("interpreter-not-judged",))
 
 
 # ----------------------------------------------------------------------------- driver side
@@ -221,7 +226,7 @@ def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
         j.add("pass", f"firmware {f} within driver {d}'s compatible_version_fw {ranges}")
     else:
         j.add("warn", f"firmware {f} is outside driver {d}'s compatible_version_fw {ranges} "
-              f"{DERIVED}", remedy)
+              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
     accepted = driver_accepted_by_firmware(d, fw)
     entries = ",".join(f"[{lo},{hi}]" for lo, hi in fw.compatible_drv)
     if accepted is None:
@@ -230,7 +235,7 @@ def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
         j.add("pass", f"driver {d} accepted by firmware {f}'s compatible_version_drv")
     else:
         j.add("warn", f"driver {d} is not in firmware {f}'s compatible_version_drv {entries} "
-              f"{DERIVED}", remedy)
+              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
 
 
 def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
@@ -246,7 +251,8 @@ def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
               "declared HDK list in the compatibility data and "
               + ("the driver's version.info has no compatible_version" if inst.driver and not
                  inst.driver.compatible_families else "the toolkit names no innerversion"),
-              f"Check the CANN {inst.cann} release notes for the Ascend HDK it needs.")
+              f"Check the CANN {inst.cann} release notes for the Ascend HDK it needs.",
+              rules=("not-in-the-data",))
 
 
 def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
@@ -266,12 +272,13 @@ def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
         return True
     if row.kind == "complete":
         j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
-              f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann))
+              f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann),
+              rules=("driver-hdk-table",))
         return True
     if row.kind == "partial":
         j.add("warn", f"driver {driver} is not an HDK paired with CANN {cann} in the data "
               f"({hdks}); the CANN {cann} release notes may list more",
-              HDK_REMEDY.format(cann=cann))
+              HDK_REMEDY.format(cann=cann), rules=("driver-hdk-table",))
         return True
     j.evidence.append(f"driver {driver} is not among the HDKs community reports show with "
                       f"CANN {cann} ({hdks}): not judged by that")
@@ -289,7 +296,7 @@ def _driver_by_family(inst: Installed, j: Judgement) -> bool:
     else:
         j.add("warn", f"CANN {inst.cann} innerversion family {family} is not in driver {d}'s "
               f"compatible_version {','.join(drv.compatible_families)} {DERIVED}",
-              HDK_REMEDY.format(cann=inst.cann))
+              HDK_REMEDY.format(cann=inst.cann), rules=("innerversion-family",))
     return True
 
 
@@ -302,7 +309,8 @@ def judge_nnal(inst: Installed, j: Judgement) -> None:
         return
     j.add("fail", f"NNAL/ATB {inst.nnal} is not the CANN {inst.cann} release "
           "(NNAL must equal CANN)",
-          f"Install Ascend-cann-nnal {inst.cann} (the NNAL release of the installed CANN).")
+          f"Install Ascend-cann-nnal {inst.cann} (the NNAL release of the installed CANN).",
+          rules=("nnal-equals-cann",))
 
 
 # ----------------------------------------------------------------------------- python side
@@ -314,16 +322,18 @@ def judge_torch(inst: Installed, j: Judgement) -> None:
     if torch is None or npu is None:
         if npu is not None:
             j.add("fail", f"torch_npu {npu} is installed without torch",
-                  "pip install the torch release torch_npu was built for.")
+                  "pip install the torch release torch_npu was built for.",
+                  rules=("torch-npu-build",))
         return
     if try_parse_version(torch) is None or try_parse_version(npu) is None:
-        j.add("warn", f"cannot parse torch {torch} / torch_npu {npu}", "")
+        j.add("warn", f"cannot parse torch {torch} / torch_npu {npu}", "",
+              rules=("torch-npu-build",))
         return
     if torch_base(torch) == torch_base(npu):
         j.add("pass", f"torch_npu {npu} is built for torch {torch}")
         return
     j.add("fail", f"torch_npu {npu} is built for torch {torch_base(npu)}, found torch {torch}",
-          _torch_remedy(torch, npu, inst.cann))
+          _torch_remedy(torch, npu, inst.cann), rules=("torch-npu-build",))
 
 
 def _torch_remedy(torch: str, npu: str, cann: str | None) -> str:
@@ -362,7 +372,8 @@ def judge_torch_npu_cann(inst: Installed, j: Judgement, unknown: Status) -> None
         what = f"CANN {cann}" if row is not None or tested else f"torch_npu {npu}"
         j.add(unknown, f"{what} is not in the compatibility data; torch_npu {npu} with "
               f"CANN {cann} cannot be judged",
-              "Check the torch_npu release notes (Ascend/pytorch COMPATIBILITY.en.md).")
+              "Check the torch_npu release notes (Ascend/pytorch COMPATIBILITY.en.md).",
+              rules=("not-in-the-data",))
         return
     if row is not None and product_of(row) in data.extension_ranges:
         _judge_declared_range(npu, cann, row, j)
@@ -371,7 +382,7 @@ def judge_torch_npu_cann(inst: Installed, j: Judgement, unknown: Status) -> None
         f"tested by vllm-ascend with CANN {'/'.join(tested)}"
     j.add("warn", f"torch_npu {npu} with CANN {cann} is not a tested pairing (torch_npu {npu} "
           f"is {built})", f"Prefer CANN {row['cann'] if row else tested[0]} for torch_npu {npu}, "
-          f"or the torch_npu release built for CANN {cann}.")
+          f"or the torch_npu release built for CANN {cann}.", rules=("torch-npu-cann",))
 
 
 def _paired(npu: str, cann: str, row: Mapping[str, Any] | None, j: Judgement) -> bool:
@@ -399,11 +410,12 @@ def _judge_declared_range(npu: str, cann: str, row: Mapping[str, Any], j: Judgem
         j.add("warn", f"CANN {cann} is not the CANN {row['cann']} torch_npu {npu} was built "
               f"with ({row['branch']}), {_older_or_newer(cann, str(row['cann']))} but declared "
               f"compatible with Ascend Extension for PyTorch {product}",
-              f"Prefer CANN {row['cann']} for torch_npu {npu}.")
+              f"Prefer CANN {row['cann']} for torch_npu {npu}.", rules=("torch-npu-cann",))
         return
     j.add("fail", f"torch_npu {npu} (Ascend Extension for PyTorch {product}) is declared for "
           f"CANN {', '.join(declared)}, found CANN {cann}",
-          f"Install CANN {row['cann']}, or the torch_npu release built for CANN {cann}.")
+          f"Install CANN {row['cann']}, or the torch_npu release built for CANN {cann}.",
+          rules=("torch-npu-cann",))
 
 
 def judge_vllm_ascend(inst: Installed, j: Judgement, unknown: Status) -> None:
@@ -414,7 +426,8 @@ def judge_vllm_ascend(inst: Installed, j: Judgement, unknown: Status) -> None:
     row = row_for(compat_data().vllm_rows, "vllm_ascend", va)
     if row is None:
         j.add(unknown, f"vllm-ascend {va} is not in the compatibility data",
-              "Check the vllm-ascend release notes (versioning_policy.md).")
+              "Check the vllm-ascend release notes (versioning_policy.md).",
+              rules=("not-in-the-data",))
         return
     name = f"vllm-ascend {row['vllm_ascend']} row"
     wants = {
@@ -430,7 +443,7 @@ def judge_vllm_ascend(inst: Installed, j: Judgement, unknown: Status) -> None:
         if have is None or not any(equal(have, w) for w in want):
             bad.append(what)
             j.add("fail", f"{name} wants {what} {'/'.join(want)}, found {have or 'none'}",
-                  f"Install {what} {want[0]} (the {name}).")
+                  f"Install {what} {want[0]} (the {name}).", rules=("vllm-ascend-row",))
     if not bad:
         j.add("pass", f"vllm {inst.packages['vllm']}, torch, torch_npu and CANN match the "
               f"{name}")
@@ -448,7 +461,8 @@ def judge_mindie(inst: Installed, j: Judgement, unknown: Status) -> None:
     row = row_for(compat_data().mindie_rows, "mindie", inst.mindie)
     if row is None:
         j.add(unknown, f"MindIE {inst.mindie} is not in the compatibility data",
-              "Check the MindIE release notes for its CANN version.")
+              "Check the MindIE release notes for its CANN version.",
+              rules=("not-in-the-data",))
         return
     if inst.cann is None:
         return
@@ -456,7 +470,8 @@ def judge_mindie(inst: Installed, j: Judgement, unknown: Status) -> None:
         j.add("pass", f"MindIE {inst.mindie} pairs with CANN {inst.cann}")
         return
     j.add("fail", f"MindIE {row['mindie']} row wants CANN {row['cann']}, found CANN {inst.cann}",
-          f"Install CANN {row['cann']} (and its NNAL) for MindIE {row['mindie']}.")
+          f"Install CANN {row['cann']} (and its NNAL) for MindIE {row['mindie']}.",
+          rules=("mindie-cann",))
 
 
 # ----------------------------------------------------------------------------- the check
@@ -479,7 +494,7 @@ def versions_parity(ctx: Context) -> Finding:
     inst = read_installed(ctx, j)
     reason = _skip_reason(stack(ctx), inst)
     if reason is not None:
-        return skipped(reason, *j.evidence)
+        return skipped(reason, *j.evidence, rules=("nothing-installed",))
     unknown = _unknown_is(ctx)
     judge_interpreter(inst, j)
     judge_driver_firmware(inst, j)

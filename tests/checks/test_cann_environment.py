@@ -57,6 +57,7 @@ def test_healthy_environment_passes(fake_root: FakeRoot) -> None:
     install_toolkit(fake_root)
     found = run(fake_root, sourced_env(ASCEND_RT_VISIBLE_DEVICES="0,1"))
     assert found.status == "pass", found
+    assert found.rules == ()
     text = "\n".join(found.evidence)
     assert f"libascendcl.so resolves in {LATEST}/lib64" in text
     assert "driver libraries on LD_LIBRARY_PATH" in text
@@ -67,6 +68,9 @@ def test_set_env_not_sourced_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"PATH": "/usr/bin:/bin"})
     assert found.status == "fail"
     assert found.summary.startswith("set_env.sh not sourced")
+    # no LD_LIBRARY_PATH either: the warnings' rules follow the failure's
+    assert found.rules == ("set-env-not-sourced", "driver-libs-not-on-path",
+                           "libascendcl-not-found")
     assert f"source {TOOLKIT_ROOT}/set_env.sh" in found.remedy
 
 
@@ -85,6 +89,7 @@ def test_visible_devices_with_a_space_fails(fake_root: FakeRoot) -> None:
     assert found.status == "fail"
     assert "ASCEND_RT_VISIBLE_DEVICES='1, 2'" in found.summary
     assert "invalid character ' '" in found.summary
+    assert found.rules == ("visible-devices",)
 
 
 def test_missing_home_path_fails(fake_root: FakeRoot) -> None:
@@ -92,6 +97,7 @@ def test_missing_home_path_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env(ASCEND_HOME_PATH=f"{TOOLKIT_ROOT}/9.9.9"))
     assert found.status == "fail"
     assert f"ASCEND_HOME_PATH={TOOLKIT_ROOT}/9.9.9 does not exist" in found.summary
+    assert found.rules == ("toolkit-path-missing",)
 
 
 def test_missing_compiler_dir_fails(fake_root: FakeRoot) -> None:
@@ -100,6 +106,7 @@ def test_missing_compiler_dir_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env())
     assert found.status == "fail"
     assert "has no compiler/" in found.summary
+    assert found.rules == ("home-incomplete",)
 
 
 def test_unset_opp_path_fails(fake_root: FakeRoot) -> None:
@@ -107,6 +114,7 @@ def test_unset_opp_path_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env(ASCEND_OPP_PATH="UNSET"))
     assert found.status == "fail"
     assert "ASCEND_OPP_PATH is not set" in found.summary
+    assert found.rules == ("opp-path",)
 
 
 def test_driver_lib64_absent_warns(fake_root: FakeRoot) -> None:
@@ -114,6 +122,7 @@ def test_driver_lib64_absent_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env(LD_LIBRARY_PATH=f"{LATEST}/lib64"))
     assert found.status == "warn"
     assert f"{DRIVER_LIB64} is not on LD_LIBRARY_PATH" in found.summary
+    assert found.rules == ("driver-libs-not-on-path",)
     # current toolkits' set_env.sh does add the driver directories; older ones need them
     assert found.remedy.startswith(f"Source {TOOLKIT_ROOT}/set_env.sh")
     assert "older toolkits need" in found.remedy and f"{DRIVER_LIB64}/common" in found.remedy
@@ -125,18 +134,21 @@ def test_libascendcl_unresolvable_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, sourced_env(LD_LIBRARY_PATH=DRIVER_LIB64))
     assert found.status == "warn"
     assert "libascendcl.so is not in any LD_LIBRARY_PATH directory" in found.summary
+    assert found.rules == ("libascendcl-not-found",)
 
 
 def test_variables_without_toolkit_warn(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"PATH": "/usr/bin", "ASCEND_GLOBAL_LOG_LEVEL": "3"})
     assert found.status == "warn"
     assert "no CANN toolkit was found" in found.summary
+    assert found.rules == ("toolkit-not-found", "libascendcl-not-found")
 
 
 def test_nothing_installed_skips(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"PATH": "/usr/bin:/bin"})
     assert found.status == "skip"
     assert found.summary == "no CANN toolkit on this machine"
+    assert found.rules == ("no-toolkit",)
 
 
 def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
@@ -145,3 +157,4 @@ def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
     checks = select(all_checks(), ["cann.environment"], [])
     (result,) = run_checks(checks, Context(host, load_policy())).results
     assert result.status == "pass", result
+    assert result.rules == ()

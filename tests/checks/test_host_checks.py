@@ -175,6 +175,7 @@ def test_healthy_npu_links_pass_and_show_numa(fake_root: FakeRoot) -> None:
     pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU, numa="1")
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "pass"
+    assert finding.rules == ()
     assert any("NUMA node 1" in e for e in finding.evidence)
 
 
@@ -184,6 +185,7 @@ def test_link_trained_at_x8_warns(fake_root: FakeRoot) -> None:
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "warn"
     assert "0000:01:00.0 link trained at 16.0 GT/s PCIe x8 of 16.0 GT/s PCIe x16" in finding.summary
+    assert finding.rules == ("link-degraded",)
 
 
 def test_nvme_behind_the_same_switch_at_any_depth_warns(fake_root: FakeRoot) -> None:
@@ -195,6 +197,7 @@ def test_nvme_behind_the_same_switch_at_any_depth_warns(fake_root: FakeRoot) -> 
     assert finding.status == "warn"
     assert "0000:03:00.0 shares the uplink" in finding.summary
     assert "NVMe device 0000:05:00.0" in finding.summary
+    assert finding.rules == ("shared-uplink",)
 
 
 def bridge_caps(root: FakeRoot, bridge: str, speed: str, width: str) -> None:
@@ -270,13 +273,28 @@ def test_aer_counters_above_policy_warn(fake_root: FakeRoot) -> None:
     pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU, aer_cor=500)
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "warn" and "500 correctable AER errors" in finding.summary
+    assert finding.rules == ("aer-correctable",)
+
+
+def test_uncorrectable_aer_errors_above_policy_warn(fake_root: FakeRoot) -> None:
+    pci_function(fake_root, ["0000:00:01.0", "0000:01:00.0"], *NPU,
+                 link=("16.0 GT/s PCIe", "8", "16.0 GT/s PCIe", "16"))
+    fake_root.file("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/aer_dev_nonfatal",
+                   "TOTAL_ERR_NONFATAL 3\n")
+    finding = pcie_contention(ctx_for(fake_root))  # policy pcie.aer_uncorrectable_warn: 0
+    assert finding.status == "warn"
+    assert "0000:01:00.0: 0 fatal and 3 non-fatal AER errors" in finding.summary
+    assert finding.rules == ("link-degraded", "aer-uncorrectable")  # in the summary's order
 
 
 def test_no_ascend_function_skips(fake_root: FakeRoot) -> None:
     pci_function(fake_root, ["0000:00:02.0", "0000:02:00.0"], "0x15b3", "0x1017", "0x020000")
-    assert pcie_contention(ctx_for(fake_root)).status == "skip"
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "skip"
+    assert finding.rules == ("no-ascend-function",)
 
 
 def test_no_sysfs_skips(fake_root: FakeRoot) -> None:
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "skip" and "/sys/bus/pci/devices" in finding.summary
+    assert finding.rules == ("pci-unreadable",)

@@ -58,6 +58,8 @@ def test_log_level_meanings(fake_root: FakeRoot, value: str | None, status: str,
     finding = logging_level(ctx_for(fake_root, env))
     assert finding.status == status
     assert words in finding.summary
+    assert finding.rules == (("level-illegal",) if "not one of" in words else
+                             ("verbose-in-production",) if status == "warn" else ())
 
 
 def test_verbose_level_says_the_floor_is_a_project_default(fake_root: FakeRoot) -> None:
@@ -68,6 +70,7 @@ def test_verbose_level_says_the_floor_is_a_project_default(fake_root: FakeRoot) 
     assert "DEBUG can cost performance" in debug.summary
     for finding in (info, debug):
         assert "never rotates" not in finding.summary and "fills the disk" not in finding.summary
+        assert finding.rules == ("verbose-in-production",)
 
 
 def test_per_process_file_cap_is_evidence(fake_root: FakeRoot) -> None:
@@ -88,11 +91,13 @@ def test_illegal_file_cap_warns(fake_root: FakeRoot, value: str) -> None:
     assert f"ASCEND_HOST_LOG_FILE_NUM={value!r} is not an integer 1..1000" in finding.summary
     assert "ASCEND_HOST_LOG_FILE_NUM to an integer 1..1000" in finding.remedy
     assert "ASCEND_GLOBAL_LOG_LEVEL" not in finding.remedy
+    assert finding.rules == ("file-num-illegal",)
 
 
 def test_print_to_stdout_warns(fake_root: FakeRoot) -> None:
     finding = logging_level(ctx_for(fake_root, {"ASCEND_SLOG_PRINT_TO_STDOUT": "1"}))
     assert finding.status == "warn" and "ASCEND_SLOG_PRINT_TO_STDOUT=1" in finding.summary
+    assert finding.rules == ("print-to-stdout",)
 
 
 def test_log_dir_precedence_is_reported(fake_root: FakeRoot) -> None:
@@ -128,6 +133,7 @@ def test_low_free_space_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
     assert "never the logs of processes that have ended" in finding.remedy
     assert "never rotates" not in finding.remedy  # CANN does cap each running process
     assert "ASCEND_GLOBAL_LOG_LEVEL" not in finding.remedy  # the level is fine
+    assert finding.rules == ("low-free-disk",)
 
 
 def test_large_log_dir_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
@@ -138,6 +144,7 @@ def test_large_log_dir_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
     assert finding.status == "warn"
     assert finding.summary == ("log directory /data/logs holds 1000 bytes, over "
                                "logging.max_log_dir_mb=0 MB (judged: this shell's environment)")
+    assert finding.rules == ("log-dir-too-large",)
 
 
 def test_empty_log_dir_is_within_a_zero_limit(fake_root: FakeRoot) -> None:
@@ -162,6 +169,7 @@ def test_log_dir_that_is_a_file_warns(fake_root: FakeRoot) -> None:
     finding = logging_level(ctx_for(fake_root, {"ASCEND_PROCESS_LOG_PATH": "/data/logs"}))
     assert finding.status == "warn" and "/data/logs is a file, not a directory" in \
         finding.summary
+    assert finding.rules == ("log-dir-not-a-directory",)
 
 
 def test_relative_or_unknown_log_dir_is_said(fake_root: FakeRoot) -> None:
@@ -170,6 +178,7 @@ def test_relative_or_unknown_log_dir_is_said(fake_root: FakeRoot) -> None:
     for finding in (relative, unknown):
         assert finding.status == "pass"
         assert "log disk usage not measured" in finding.summary
+        assert finding.rules == ()
 
 
 def test_walk_bound_says_at_least(fake_root: FakeRoot, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,6 +185,7 @@ def test_a_container_is_judged_through_its_root(tmp_path: Path, fake_proc: Path,
     assert results["cann.environment"]["status"] == "pass"  # its set_env, its toolkit
     assert by_id(outside)["cann.environment"]["status"] == "fail"  # the shell has no set_env
     assert "set_env.sh not sourced" in by_id(outside)["cann.environment"]["summary"]
+    assert by_id(outside)["cann.environment"]["rules"][0] == "set-env-not-sourced"
     assert results["versions.parity"]["status"] == "pass"  # its packages, read statically
     assert doc["host"]["python"].startswith("/usr/bin/python3.10 (Python 3.10, of process")
     assert results["devices.nodes"]["evidence"][0] == (
@@ -195,6 +196,7 @@ def test_a_container_is_judged_through_its_root(tmp_path: Path, fake_proc: Path,
     assert f"process {PID} may run on CPUs 2-3 (NUMA node 1) only, far from NPU 0 chip 0 on " \
         "node 0, NPU 1 chip 0 on node 0" in pcie["summary"]
     assert "numactl" in pcie["remedy"]
+    assert pcie["rules"] == ["numa-far-from-npus"]
     assert doc["host"]["model"].startswith("/models/qwen (from `vllm serve /models/qwen`")
     assert doc["target"]["serving"]["tensor_parallel_size"]["value"] == 2
     assert "/models/qwen" in results["checkpoint.format"]["summary"]
@@ -206,6 +208,7 @@ def test_pinned_near_its_npus_is_not_a_warning(tmp_path: Path, fake_proc: Path,
     _, doc = run(shell, ["--pid", str(PID), "--json", "--only", "pcie.contention"], capsys)
     result = doc["results"][0]
     assert result["status"] == "pass"
+    assert result["rules"] == []
     assert f"NUMA affinity: process {PID} may run on CPUs 0-1 (NUMA node 0); its NPUs from " \
         "ASCEND_RT_VISIBLE_DEVICES=0,1" in result["evidence"]
 

@@ -80,6 +80,7 @@ def test_healthy_machine_passes(fake_root: FakeRoot) -> None:
     install_stack(fake_root)
     found = run(fake_root, HEALTHY_PACKAGES)
     assert found.status == "pass", found
+    assert found.rules == ()
     text = "\n".join(found.evidence)
     assert "firmware 7.1.0.11.220 within driver 23.0.7" in text
     assert "vllm-ascend v0.11.0 row" in text
@@ -92,6 +93,8 @@ def test_torch_beside_torch_npu_of_another_torch_fails(fake_root: FakeRoot) -> N
     assert found.status == "fail"
     assert "torch_npu 2.5.1.post1 is built for torch 2.5.1, found torch 2.6.0" in found.summary
     assert "torch==2.5.1" in found.remedy
+    # torch_npu 2.5.1.post1 (7.0.0) is not declared for CANN 8.3.RC2 either
+    assert found.rules == ("torch-npu-build", "torch-npu-cann")
 
 
 def test_nnal_of_another_release_fails(fake_root: FakeRoot) -> None:
@@ -100,6 +103,7 @@ def test_nnal_of_another_release_fails(fake_root: FakeRoot) -> None:
     assert found.status == "fail"
     assert "NNAL/ATB 8.2.RC1 is not the CANN 8.3.RC2 release" in found.summary
     assert "nnal 8.3.RC2" in found.remedy
+    assert found.rules == ("nnal-equals-cann",)
 
 
 def test_firmware_outside_driver_range_warns(fake_root: FakeRoot) -> None:
@@ -111,6 +115,7 @@ def test_firmware_outside_driver_range_warns(fake_root: FakeRoot) -> None:
     assert "firmware 7.3.0.1.231" in found.summary
     assert "driver 23.0.7" in found.summary
     assert "compatible_version_fw [7.0.0,7.1.99]" in found.summary
+    assert found.rules == ("firmware-driver-fields",)
 
 
 def test_driver_not_accepted_by_firmware_warns(fake_root: FakeRoot) -> None:
@@ -120,6 +125,7 @@ def test_driver_not_accepted_by_firmware_warns(fake_root: FakeRoot) -> None:
     assert found.status == "warn"
     assert "driver 24.1.rc1 is not in firmware 7.1.0.11.220's compatible_version_drv" \
         in found.summary
+    assert found.rules == ("firmware-driver-fields",)
 
 
 def test_toolkit_family_not_in_driver_list_warns(fake_root: FakeRoot) -> None:
@@ -127,6 +133,7 @@ def test_toolkit_family_not_in_driver_list_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, HEALTHY_PACKAGES)
     assert found.status == "warn"
     assert "family V100R001C23 is not in driver 23.0.7's compatible_version" in found.summary
+    assert found.rules == ("innerversion-family",)
 
 
 def test_unknown_newer_torch_npu_warns_not_fails(fake_root: FakeRoot) -> None:
@@ -134,6 +141,7 @@ def test_unknown_newer_torch_npu_warns_not_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"torch": "2.14.0", "torch_npu": "2.14.0"})
     assert found.status == "warn"
     assert "torch_npu 2.14.0 is not in the compatibility data" in found.summary
+    assert found.rules == ("not-in-the-data",)
 
 
 def test_unknown_is_policy_applies(fake_root: FakeRoot, tmp_path: Path) -> None:
@@ -142,7 +150,9 @@ def test_unknown_is_policy_applies(fake_root: FakeRoot, tmp_path: Path) -> None:
     policy_file.write_text("versions:\n  unknown_is: pass\n")
     ctx = context(fake_root, {"torch": "2.14.0", "torch_npu": "2.14.0"})
     ctx.policy = load_policy(policy_file)
-    assert versions_parity(ctx).status == "pass"
+    found = versions_parity(ctx)
+    assert found.status == "pass"
+    assert found.rules == ()  # the summary names no problem: the policy made it a pass
 
 
 def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
@@ -154,6 +164,7 @@ def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
     assert found.status == "warn"
     assert "older but declared compatible" in found.summary
     assert "CANN 8.3.RC1" in found.remedy
+    assert found.rules == ("torch-npu-cann",)
 
 
 def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> None:
@@ -164,6 +175,7 @@ def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> No
     assert found.summary == ("torch_npu 2.5.1 (Ascend Extension for PyTorch 7.0.0) is declared "
                              "for CANN 8.3.RC1, 8.2.RC1, 8.1.RC1, 8.0.0, 8.0.RC3, 8.0.RC2, "
                              "found CANN 8.5.0")
+    assert found.rules == ("torch-npu-cann",)
 
 
 def test_vllm_ascend_row_mismatch_names_the_row(fake_root: FakeRoot) -> None:
@@ -172,6 +184,7 @@ def test_vllm_ascend_row_mismatch_names_the_row(fake_root: FakeRoot) -> None:
     assert found.status == "fail"
     assert "vllm-ascend v0.11.0 row wants torch_npu 2.7.1.post1, found 2.7.1" in found.summary
     assert "torch_npu 2.7.1.post1" in found.remedy
+    assert found.rules == ("vllm-ascend-row",)
 
 
 def test_unknown_vllm_ascend_warns(fake_root: FakeRoot) -> None:
@@ -179,6 +192,7 @@ def test_unknown_vllm_ascend_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, {**HEALTHY_PACKAGES, "vllm_ascend": "0.99.0"})
     assert found.status == "warn"
     assert "vllm-ascend 0.99.0 is not in the compatibility data" in found.summary
+    assert found.rules == ("not-in-the-data",)
 
 
 def test_mindie_of_another_cann_fails(fake_root: FakeRoot) -> None:
@@ -187,6 +201,7 @@ def test_mindie_of_another_cann_fails(fake_root: FakeRoot) -> None:
     found = run(fake_root, HEALTHY_PACKAGES)
     assert found.status == "fail"
     assert "MindIE 2.1.RC2 row wants CANN 8.2.RC2, found CANN 8.3.RC2" in found.summary
+    assert found.rules == ("mindie-cann",)
 
 
 def test_unknown_mindie_warns(fake_root: FakeRoot) -> None:
@@ -195,6 +210,7 @@ def test_unknown_mindie_warns(fake_root: FakeRoot) -> None:
     found = run(fake_root, HEALTHY_PACKAGES)
     assert found.status == "warn"
     assert "MindIE 9.9.0 is not in the compatibility data" in found.summary
+    assert found.rules == ("not-in-the-data",)
 
 
 def test_python_error_judges_files_only(fake_root: FakeRoot) -> None:
@@ -205,6 +221,7 @@ def test_python_error_judges_files_only(fake_root: FakeRoot) -> None:
     assert "torch_npu not judged: the packages of the --python interpreter could not be " \
         "read" in found.summary
     assert any("python packages" in e and "not read" in e for e in found.evidence)
+    assert found.rules == ("interpreter-not-judged", "nnal-equals-cann")
 
 
 def test_partial_stack_says_what_was_not_found(fake_root: FakeRoot) -> None:
@@ -215,12 +232,23 @@ def test_partial_stack_says_what_was_not_found(fake_root: FakeRoot) -> None:
                              "pairing not judged")
     assert any(e.startswith("driver: not found") for e in found.evidence)
     assert any(e.startswith("NNAL/ATB: not found") for e in found.evidence)
+    assert found.rules == ("interpreter-not-judged",)
+
+
+def test_unparsable_version_file_warns(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    fake_root.file(FIRMWARE_FILE, "\x00\x01 not a version file\n")
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "warn"
+    assert found.summary.startswith(f"firmware version file unusable: {FIRMWARE_FILE}: parse:")
+    assert found.rules == ("version-file-unusable",)
 
 
 def test_nothing_installed_skips(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"torch": "2.7.1"})  # torch alone is not an Ascend stack
     assert found.status == "skip"
     assert "no Ascend driver, CANN toolkit or torch_npu" in found.summary
+    assert found.rules == ("nothing-installed",)
 
 
 def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
@@ -230,6 +258,7 @@ def test_runs_through_the_registry(fake_root: FakeRoot) -> None:
     (result,) = report.results
     assert result.id == "versions.parity"
     assert result.status == "fail"
+    assert result.rules == ("nnal-equals-cann",)
 
 
 # --- issue #11: the CANN->HDK table, derived rules, vendor pairings ---------------------------
@@ -254,6 +283,8 @@ def test_cann_85_on_driver_23_fails_by_the_hdk_table(fake_root: FakeRoot) -> Non
     assert "driver 23.0.7 is not an HDK release declared for CANN 8.5.0 (25.5.X, 25.3.X, " \
         "25.2.X, 25.0.X" in found.summary
     assert "HDK release the CANN release notes list for CANN 8.5.0" in found.remedy
+    # corpus 033's compatible_version lists no C25 family either (a derived warning)
+    assert found.rules == ("driver-hdk-table", "innerversion-family")
 
 
 def test_driver_in_the_hdk_table_passes_without_compatible_version(fake_root: FakeRoot) -> None:
@@ -270,6 +301,7 @@ def test_cann_851_borrows_the_850_hdk_list(fake_root: FakeRoot) -> None:
     found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0"})
     assert found.status == "fail"
     assert "driver 23.0.7 is not an HDK release declared for CANN 8.5.1" in found.summary
+    assert found.rules == ("driver-hdk-table",)
 
 
 def test_driver_without_compatible_version_and_no_table_row_still_gets_a_verdict(
@@ -279,6 +311,7 @@ def test_driver_without_compatible_version_and_no_table_row_still_gets_a_verdict
     assert found.status == "warn"
     assert "driver 25.0.rc1.1 with CANN 8.3.RC2 not judged" in found.summary
     assert "no compatible_version" in found.summary
+    assert found.rules == ("not-in-the-data",)
 
 
 @pytest.mark.parametrize(("driver", "status", "words"), [
@@ -293,6 +326,7 @@ def test_hdk_pairings_known_for_some_products(fake_root: FakeRoot, driver: str, 
     found = run(fake_root, {"torch": "2.10.0", "torch_npu": "2.10.0.post4"})
     assert found.status == status, found
     assert words in "\n".join([found.summary, *found.evidence])
+    assert found.rules == (("driver-hdk-table",) if status == "warn" else ())
 
 
 def test_mindie_300_torch_npu_730_and_cann_851_pass(fake_root: FakeRoot) -> None:
@@ -315,6 +349,7 @@ def test_newer_cann_in_the_declared_range_says_newer(fake_root: FakeRoot) -> Non
     assert "newer but declared compatible with Ascend Extension for PyTorch 7.1.0" in \
         found.summary
     assert "older" not in found.summary
+    assert found.rules == ("torch-npu-cann",)
 
 
 def test_pair_outside_every_vllm_row_is_not_a_tested_pairing(fake_root: FakeRoot) -> None:
@@ -325,6 +360,7 @@ def test_pair_outside_every_vllm_row_is_not_a_tested_pairing(fake_root: FakeRoot
     assert found.status == "warn"
     assert found.summary == ("torch_npu 2.7.1.post1 with CANN 8.3.RC1 is not a tested pairing "
                              "(torch_npu 2.7.1.post1 is tested by vllm-ascend with CANN 8.3.RC2)")
+    assert found.rules == ("torch-npu-cann",)
 
 
 @pytest.mark.parametrize(("driver", "entry", "matches"), [
