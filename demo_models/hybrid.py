@@ -158,9 +158,6 @@ def build_qwen3_next_tiny(out: Path, options: BuildOptions) -> dict[str, Any]:
     bf16 = {name: t.to(torch.bfloat16).contiguous() for name, t in tensors.items()}
     files = write_safetensors(out, bf16, options.shards)
     write_json(out / "config.json", config)
-    write_json(out / "generation_config.json",
-               {"bos_token_id": 151643, "eos_token_id": [151645, 151643],
-                "pad_token_id": 151643})
     return {
         "description": ("seeded random Qwen3-Next (4 layers: 3 Gated DeltaNet + 1 gated "
                         "attention, 8 experts top-2 + shared expert) in the "
@@ -202,9 +199,6 @@ def build_qwen3_6_moe_fp8_tiny(out: Path, options: BuildOptions) -> dict[str, An
     write_qwen_tokenizer(out, qwen3_5=True)
     files = write_safetensors(out, written, options.shards)
     write_json(out / "config.json", config)
-    write_json(out / "generation_config.json",
-               {"bos_token_id": 248044, "eos_token_id": [248046, 248044],
-                "pad_token_id": 248044})
     return {
         "description": ("seeded random Qwen3.5/3.6 MoE (4 layers: 3 Gated DeltaNet + 1 gated "
                         "attention, 8 experts top-2 + shared expert) in the "

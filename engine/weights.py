@@ -38,10 +38,10 @@ from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
 from engine.tensor_io import ShardReader
 from probes.checkpoint import CheckpointError, ModelDir, TensorInfo, locate_model, read_model_dir
 from probes.errors import HostError
+from probes.model_memory import FP8_MODES
 from probes.model_tensors import LayerKind, TensorSpec, expected_tensors, layer_tensors
 
 Weight: TypeAlias = torch.Tensor | Fp8Weight
-FP8_MODES = ("dequantize", "resident")
 
 _LAYER_RENAMES = [(re.compile(pattern), template) for pattern, template in (
     (r"input_layernorm\.weight", "attn_norm.weight"),

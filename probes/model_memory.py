@@ -17,7 +17,6 @@ config claiming 10**12 experts is priced, never allocated.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from probes.model_config import ModelConfig, QuantFormat
@@ -29,7 +28,6 @@ from probes.model_tensors import (
     layer_tensors,
     require_known_family,
 )
-from probes.safetensors_header import TensorInfo
 
 DTYPE_BYTES: dict[str, int] = {
     "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
@@ -43,7 +41,6 @@ RECURRENT_STATE_BYTES = 4  # the DeltaNet state is float32 (mamba_ssm_dtype)
 HEADROOM_FRACTION = 0.10
 FP8_MODES = ("dequantize", "resident")
 GIB = 2**30
-FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
 
 
 def dtype_bytes(name: str | None) -> int:
@@ -103,19 +100,6 @@ def config_weight_elements(config: ModelConfig) -> WeightElements:
         for spec in layer_tensors(config, kind):
             per_layer = per_layer + _spec_elements(spec, config, "layers.")
         total = total + per_layer.times(layers)
-    return total
-
-
-def header_weight_elements(tensors: Iterable[TensorInfo], scale_suffix: str) -> WeightElements:
-    """The same from safetensors headers: FP8 tensors, their scales, the rest."""
-    total = WeightElements()
-    for tensor in tensors:
-        if tensor.dtype in FP8_DTYPES:
-            total = total + WeightElements(fp8=tensor.numel)
-        elif scale_suffix and tensor.name.endswith("." + scale_suffix):
-            total = total + WeightElements(scales=tensor.numel)
-        else:
-            total = total + WeightElements(plain=tensor.numel)
     return total
 
 

@@ -29,6 +29,8 @@ DTYPE_BYTES: Mapping[str, int] = {
     "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
     "C64": 8,
 }
+# the FP8 dtypes a checkpoint stores quantised weights in (F8_E8M0 holds scales)
+FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
 
 
 class CheckpointError(ProbeError):

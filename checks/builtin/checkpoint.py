@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
+from probes.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
     from checks.builtin.fp8_gate import Fp8Gate
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 KNOWN_ARCHITECTURES = ("llama", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                        "qwen3_next", "qwen3_5_moe")
-FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
 NAMED = 3  # shards named in a summary line before "and N more"
 REDOWNLOAD = "re-download the shards named above (compare sizes with the model repository)"
 

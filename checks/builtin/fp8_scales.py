@@ -30,9 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checks.builtin.checkpoint import FP8_DTYPES, is_fp8, model_or_skip
+from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
+from probes.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
     from probes.checkpoint import ModelDir, TensorInfo

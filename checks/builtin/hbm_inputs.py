@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from checks.context import Context
+from probes.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
     from probes.checkpoint import ModelConfig, ModelDir
@@ -101,7 +102,6 @@ def deployment(ctx: Context) -> Deployment:
 
 # -- the weights ----------------------------------------------------------------------------------
 
-FP8_DTYPES = ("F8_E4M3", "F8_E5M2")
 
 
 @dataclass(frozen=True)
