@@ -65,6 +65,9 @@ class Check:
     fn: CheckFn = field(repr=False, compare=False)
     playbook: str = ""  # defaults to the id
     needs: tuple[Need, ...] = ()
+    # Called on the runner's thread before any check thread starts, for work best begun in a
+    # process that still has one thread (a child forked to observe the tokenizer).
+    prefetch: Callable[[Context], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def playbook_id(self) -> str:

@@ -23,6 +23,19 @@ def resolve(target: str) -> CheckFn:
     return fn
 
 
+class LazyPrefetch:
+    """A check's prefetch function (Check.prefetch), imported when it is called."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __call__(self, ctx: Context) -> None:
+        module_name, _, function_name = self.target.partition(":")
+        getattr(importlib.import_module(module_name), function_name)(ctx)
+
+
 class LazyCheckFn:
     """A check function that imports its module on the first call."""
 
@@ -39,9 +52,10 @@ class LazyCheckFn:
 
 
 def _check(id: str, title: str, category: str, looks_at: str, target: str,
-           needs: tuple[Need, ...] = ()) -> Check:
+           needs: tuple[Need, ...] = (), prefetch: str = "") -> Check:
     fn = LazyCheckFn(f"checks.builtin.{target}")
-    return Check(id, title, category, looks_at, fn, needs=needs)
+    begin = LazyPrefetch(f"checks.builtin.{prefetch}") if prefetch else None
+    return Check(id, title, category, looks_at, fn, needs=needs, prefetch=begin)
 
 
 BUILTIN: tuple[Check, ...] = (
@@ -87,11 +101,12 @@ BUILTIN: tuple[Check, ...] = (
     _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
            "the ids, dtypes and mask values the --model tokenizer returns for a padded "
            "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
-           "tokenizer:tokenizer_dtype", needs=("model",)),
+           "tokenizer:tokenizer_dtype", needs=("model",), prefetch="tokenizer:prefetch"),
     _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
            "the largest id the --model tokenizer produces (chat template run inside a "
            "budget) vs config.json vocab_size",
-           "tokenizer:tokenizer_token_ids", needs=("model",)),
+           "tokenizer:tokenizer_token_ids", needs=("model",),
+           prefetch="tokenizer:prefetch"),
     _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",
            "GET /v1/models on --endpoint: connection, TLS, auth, the --endpoint-model listed",
            "endpoint:endpoint_health", needs=("endpoint",)),

@@ -8,6 +8,7 @@ overlaps with the rest.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -157,12 +158,23 @@ def run_checks(checks: Sequence[Check], ctx: Context,
         if missing:  # skipped here, its module never imported
             job.outcome = (Finding("skip", missing), 0.0)
     running = [job for job in jobs if job.outcome is None]
+    _prefetch(running, ctx)
     workers = _Workers(running, ctx)
     workers.start_all()
     workers.wait_all(running, timeout_s)
     results = [_collect(job, timeout_s, workers.changed) for job in jobs]
     waived = tuple(_waive(r, ctx, today) for r in results)
     return Run(waived, (time.perf_counter() - start) * 1000)
+
+
+def _prefetch(jobs: Sequence[_Job], ctx: Context) -> None:
+    """Every prefetch here, before the first check thread starts (each is idempotent). A
+    prefetch only begins work its check would otherwise do itself, so a failure is left to
+    the check to meet again and report."""
+    for job in jobs:
+        if job.check.prefetch is not None:
+            with contextlib.suppress(Exception):
+                job.check.prefetch(ctx)
 
 
 def _collect(job: _Job, timeout_s: float, changed: threading.Condition) -> Result:

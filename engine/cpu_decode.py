@@ -13,8 +13,11 @@ reruns it side by side with transformers):
 - MKL's GEMV runs on one core whatever the thread count. A large GEMV is cut into column
   blocks computed at once on helper threads (aten releases the GIL), with torch's own
   threads set to 1 for the step: two OpenMP threads spinning beside the helper cost more than
-  they give. Each output column is the same dot product as in one call, so the result is
-  bit-identical.
+  they give. Each block is the GEMV it would be alone; MKL picks its kernel by shape, so
+  against one call over every column the sums may be ordered differently (float32 rounding).
+- resident FP8: torch has no GEMV that reads FP8, so dequantising per use cost three times
+  the dequantised model's step; the compiled kernel (engine.cpu_fp8_kernel) reads the bytes
+  once and dequantises in registers to the same weight values.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 import torch
 
+from engine.cpu_fp8_kernel import FUSED_DTYPES, FusedWeight, fused
 from engine.fp8 import Fp8Weight
 
 # A GEMV smaller than this is not cut: a hand-off to a helper thread costs about 10-15 us,
@@ -94,27 +98,52 @@ class Rows(CpuLinear):
 
 
 class ResidentFp8(Fp8Weight, CpuLinear):
-    """A resident FP8 weight on the CPU: in a decode step its row blocks are dequantised and
-    multiplied on all threads at once (the dequantisation, not the read, is the cost)."""
+    """A resident FP8 weight on the CPU. A decode GEMV goes to the compiled kernel
+    (engine.cpu_fp8_kernel: the bytes read once, dequantised in registers) when this machine
+    has one, its row blocks on all threads at once; otherwise the row blocks are dequantised
+    and multiplied on all threads at once (the dequantisation, not the read, is the cost)."""
+
+    _fused: FusedWeight | None = None
 
     @classmethod
     def of(cls, weight: Fp8Weight) -> ResidentFp8:
-        return cls(weight.data, weight.scale_inv, weight.block, nan_free=weight.nan_free,
+        made = cls(weight.data, weight.scale_inv, weight.block, nan_free=weight.nan_free,
                    bf16_scales=weight.bf16_scales)
+        if weight.nan_free:  # the kernel, like the shift path, reads 0x7F as a number
+            object.__setattr__(made, "_fused", fused(weight.data, weight.scale_inv,
+                                                     weight.block))
+        return made
 
     def dense(self) -> torch.Tensor:
         raise TypeError("a resident FP8 weight has no dense form; dequantize(dtype) it")
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         rows = int(self.data.shape[0])
-        if (_parts() > 1 and x.numel() == x.shape[-1] and rows >= 2 * self.block[0]
-                and self.data.numel() >= FP8_SPLIT_MIN_BYTES):
+        one_row = x.numel() == x.shape[-1]
+        splits = (_parts() > 1 and one_row and rows >= 2 * self.block[0]
+                  and self.data.numel() >= FP8_SPLIT_MIN_BYTES)
+        if self._fused is not None and one_row and x.dtype in FUSED_DTYPES:
+            return _fused_gemv(self._fused, x, self.block[0] if splits else rows)
+        if splits:
             row = x.reshape(1, x.shape[-1])
             out = torch.empty((1, rows), dtype=x.dtype, device=x.device)
             _run_parts([(_fp8_rows_into, (row, self, a, b, out[:, a:b]))
                         for a, b in _bounds(rows, _parts(), self.block[0])])
             return out.view(*x.shape[:-1], rows)
         return torch.nn.functional.linear(x, self.dequantize(x.dtype))
+
+
+def _fused_gemv(weight: FusedWeight, x: torch.Tensor, align: int) -> torch.Tensor:
+    """x [.., 1, in] @ W^T through the kernel; row blocks of `align` rows on the step's
+    threads (one block: no split)."""
+    row = x.reshape(-1).contiguous()
+    y = torch.empty(weight.rows, dtype=x.dtype)
+    if align >= weight.rows:
+        weight.into(row, y, 0, weight.rows)
+    else:
+        _run_parts([(weight.into, (row, y, a, b))
+                    for a, b in _bounds(weight.rows, _parts(), align)])
+    return y.view(*x.shape[:-1], weight.rows)
 
 
 def _fp8_rows_into(row: torch.Tensor, weight: Fp8Weight, start: int, end: int,

@@ -18,7 +18,6 @@ functions of what was observed, so every fault can be tested without a faulty to
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +35,8 @@ from checks.builtin.tokenizer_load import (
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import NotRecorded
+from probes.forked import Forked, ForkedError, can_fork
+from probes.host import Host
 from probes.live import LiveHost
 from probes.textsafe import one_line
 
@@ -70,9 +71,7 @@ MASK_NOTE = (
     "where 0); never pass the HF mask through")
 LIST_NOTE = ("the tokenizer returns plain integer lists (no dtype yet): numpy.asarray and "
              "torch.tensor build int64 from them, as transformers' return_tensors does")
-# The two checks run side by side on one tokenizer object, and a padded batch sets the
-# backend's padding state for the call: one observation at a time.
-_IN_USE = threading.Lock()
+FORKED_FACT = "tokenizer-forked"  # the child process prefetch began, when it did
 DTYPE_PLAYBOOK = "see playbook tokenizer.dtype"
 IDS_PLAYBOOK = "see playbook tokenizer.token-ids"
 
@@ -124,10 +123,58 @@ def files_of(ctx: Context) -> TokenizerFiles:
     return ctx.fact("tokenizer-files", lambda: tokenizer_files(model_dir, ctx.host))
 
 
-def load_tokenizer(ctx: Context) -> Loaded:
-    """The --model tokenizer, loaded once per run. Raises TokenizerUnavailable."""
+@dataclass(frozen=True)
+class Observed:
+    """What both checks learn from the --model tokenizer, observed once per run (plain data:
+    it may come from the child process `prefetch` forked)."""
+
+    library: str  # the library that loaded it, with its version
+    files: TokenizerFiles
+    batch: Batch  # PROBE_BATCH, padded
+    batch_vocabulary: str  # vocabulary_problem over the batch's short prompt
+    ids: IdObservation
+
+
+def observe(files: TokenizerFiles, host: Host) -> Observed:
+    """Load the tokenizer those files make and put every probe to it. Raises
+    TokenizerUnavailable."""
+    loaded = load_files(files, host)
+    batch = loaded.batch(PROBE_BATCH)
+    vocab_size = config_vocab_size(files.model_config)
+    vocabulary = vocabulary_problem(loaded, vocab_size, observe_batch(batch).real_tokens)
+    return Observed(loaded.library, files, batch, vocabulary,
+                    observe_ids(loaded, render_probe(files)))
+
+
+def prefetch(ctx: Context) -> None:
+    """Begin the observation in a child process on another core before the checks' threads
+    start (building a tokenizer holds the GIL for tens of milliseconds); once per run. Files
+    are read here, through the run's host, so a bundle being recorded still records them."""
+    try:
+        files = files_of(ctx)
+    except TokenizerUnavailable:
+        return
+    if files.present and can_fork():
+        ctx.fact(FORKED_FACT, lambda: Forked(lambda: observe(files, ctx.host)).start())
+
+
+def observed(ctx: Context) -> Observed:
+    """The --model tokenizer's observation, once per run: from the child `prefetch` began,
+    else made here. Raises TokenizerUnavailable."""
     files = files_of(ctx)
-    return ctx.fact("tokenizer", lambda: load_files(files, ctx.host))
+    forked: Forked[Observed] | None = ctx.fact(FORKED_FACT, lambda: None)
+    if forked is None:
+        return ctx.fact("tokenizer-observed", lambda: observe(files, ctx.host))
+    timeout_s = float(ctx.policy.get("runner", "check_timeout_s"))
+    return ctx.fact("tokenizer-observed", lambda: _from_child(forked, timeout_s))
+
+
+def _from_child(forked: Forked[Observed], timeout_s: float) -> Observed:
+    try:
+        return forked.result(timeout_s)
+    except ForkedError as exc:
+        raise TokenizerUnavailable(f"the tokenizer was not loaded: {exc}",
+                                   status="warn") from None
 
 
 def _unavailable(exc: TokenizerUnavailable) -> Finding:
@@ -135,7 +182,7 @@ def _unavailable(exc: TokenizerUnavailable) -> Finding:
     if exc.status == "warn":
         return warned(exc.reason, "ship the tokenizer files (tokenizer.json, "
                       "tokenizer_config.json) with the checkpoint",
-                      one_line(str(exc.__cause__ or "")), rules=rules)
+                      exc.detail, rules=rules)
     return skipped(exc.reason, rules=rules)
 
 
@@ -147,9 +194,10 @@ class LibraryNote:
     differs: str = ""  # said in the summary when non-empty
 
 
-def library_note(ctx: Context, loaded: Loaded) -> LibraryNote:
-    used_name, _, used_version = loaded.library.partition(" ")
-    shown = f"loaded with the doctor's {loaded.library}"
+def library_note(ctx: Context, library: str) -> LibraryNote:
+    """`library`: the one that loaded the tokenizer, with its version."""
+    used_name, _, used_version = library.partition(" ")
+    shown = f"loaded with the doctor's {library}"
     try:
         judged = facts.python(ctx)
     except NotRecorded:
@@ -161,7 +209,7 @@ def library_note(ctx: Context, loaded: Loaded) -> LibraryNote:
     if theirs == used_version:
         return LibraryNote(f"{shown}, as {judged.interpreter} has")
     has = f"{used_name} {theirs}" if theirs else f"no {used_name}"
-    differs = f"loaded with {loaded.library}; {judged.interpreter} has {has}"
+    differs = f"loaded with {library}; {judged.interpreter} has {has}"
     return LibraryNote(f"{shown}; the judged interpreter {judged.interpreter} has {has}",
                        differs)
 
@@ -308,18 +356,15 @@ def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
 
 def tokenizer_dtype(ctx: Context) -> Finding:
     try:
-        loaded = load_tokenizer(ctx)
+        seen_all = observed(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
-    with _IN_USE:
-        batch = loaded.batch(PROBE_BATCH)
-    seen = observe_batch(batch)
-    vocab_size = config_vocab_size(loaded.files.model_config)
-    vocabulary = vocabulary_problem(loaded, vocab_size, seen.real_tokens)
-    note = library_note(ctx, loaded)
+    batch = seen_all.batch
+    note = library_note(ctx, seen_all.library)
     extra = [] if batch.padded else ["no pad token in tokenizer_config.json: the batch was "
                                      "not padded, so the mask over padding was not seen"]
-    finding = judge_dtype([seen], note.evidence, library_drift(ctx), vocabulary)
+    finding = judge_dtype([observe_batch(batch)], note.evidence, library_drift(ctx),
+                          seen_all.batch_vocabulary)
     return _with_note(replace(finding, evidence=(*finding.evidence, *extra)), note)
 
 
@@ -547,12 +592,9 @@ def observe_ids(loaded: Loaded, rendered: Rendered | None) -> IdObservation:
 
 def tokenizer_token_ids(ctx: Context) -> Finding:
     try:
-        loaded = load_tokenizer(ctx)
+        seen_all = observed(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
-    rendered = render_probe(loaded.files)
-    with _IN_USE:
-        observed = observe_ids(loaded, rendered)
-    note = library_note(ctx, loaded)
-    finding = judge_token_ids(observed)
+    note = library_note(ctx, seen_all.library)
+    finding = judge_token_ids(seen_all.ids)
     return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence)), note)

@@ -34,12 +34,18 @@ SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "pad_token", "unk_token")
 
 
 class TokenizerUnavailable(Exception):
-    """Why no tokenizer could be examined; the checks turn it into a skip or a warn."""
+    """Why no tokenizer could be examined; the checks turn it into a skip or a warn.
+    `detail`: the library's own one-line error, when one caused it."""
 
-    def __init__(self, reason: str, status: str = "skip") -> None:
+    def __init__(self, reason: str, status: str = "skip", detail: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[type[TokenizerUnavailable], tuple[str, str, str]]:
+        # kept whole when it comes back from a child process (checks.builtin.tokenizer)
+        return TokenizerUnavailable, (self.reason, self.status, self.detail)
 
 
 # -- reading files ------------------------------------------------------------------------
@@ -293,7 +299,7 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
-            status="warn") from exc
+            status="warn", detail=one_line(str(exc))) from exc
     return FastFile(tokenizer, files, _version(tokenizers))
 
 
@@ -313,5 +319,5 @@ def _load_transformers(files: TokenizerFiles, host: Host) -> Loaded:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: "
             f"{one_line(str(exc))}",
-            status="warn") from exc
+            status="warn", detail=one_line(str(exc))) from exc
     return Transformers(tokenizer, files, _version(transformers))

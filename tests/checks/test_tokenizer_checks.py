@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -430,3 +432,54 @@ def test_round_trip_is_evidence_not_a_verdict() -> None:
     assert finding.status == "warn"  # only for the missing vocab_size
     assert "int32: 1 changed" in text_of(finding)
     assert "int32" not in finding.summary
+
+
+def test_prefetch_observes_in_a_child_what_the_checks_would_observe(healthy: Path) -> None:
+    import checks.builtin.tokenizer as module
+    from probes.forked import can_fork
+
+    if not can_fork():
+        pytest.skip("forking needs one thread and 2 cores")
+    here = ctx_for(healthy)
+    ctx = ctx_for(healthy)
+    module.prefetch(ctx)
+    module.prefetch(ctx)  # once per run
+    forked = ctx.fact(module.FORKED_FACT, lambda: None)
+    assert forked is not None and forked.forked
+    assert module.observed(ctx) == module.observe(module.files_of(here), here.host)
+    assert tokenizer_token_ids(ctx) == tokenizer_token_ids(here)
+    assert tokenizer_dtype(ctx) == tokenizer_dtype(here)
+
+
+def test_a_child_that_gives_no_answer_is_a_warning(healthy: Path) -> None:
+    import checks.builtin.tokenizer as module
+    from probes.forked import Forked
+
+    ctx = ctx_for(healthy)
+
+    class Silent(Forked[Any]):
+        def result(self, timeout_s: float) -> Any:
+            raise module.ForkedError("the child process did not reply in time")
+
+    ctx.know(module.FORKED_FACT, Silent(lambda: None))
+    finding = tokenizer_dtype(ctx)
+    assert finding.status == "warn"
+    assert finding.summary == ("the tokenizer was not loaded: the child process did not reply "
+                               "in time")
+    assert finding.rules == ("tokenizer-not-loaded",)
+
+
+def test_the_runner_prefetches_before_its_threads_start(healthy: Path) -> None:
+    from checks.runner import run_checks
+
+    seen: list[int] = []
+    check = next(c for c in all_checks() if c.id == "tokenizer.dtype")
+    assert check.prefetch is not None
+
+    def prefetch(ctx: Context) -> None:
+        seen.append(threading.active_count())
+
+    before = threading.active_count()
+    run = run_checks([dataclasses.replace(check, prefetch=prefetch)], ctx_for(healthy))
+    assert seen == [before]  # no check thread had started
+    assert run.results[0].status == "pass"

@@ -11,8 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine import Engine, GenerationConfig
-from engine.cpu_decode import Rows, Transposed
-from engine.fp8 import Fp8Weight
+from engine.cpu_decode import ResidentFp8, Rows, Transposed
 from engine.fp8 import quantize_block as quantize_block_fp8
 from tests.engine.tiny_models import ARCHITECTURES, VOCAB_SIZE, save_tiny
 
@@ -142,14 +141,14 @@ def test_fp8_resident_decode_dequantizes_only_selected_experts(
                       if block.moe is not None
                       for mlp in block.moe.w.experts for w in (mlp.gate, mlp.up, mlp.down)}
     calls: list[int] = []
-    original = Fp8Weight.dequantize
+    original = ResidentFp8.matmul  # both paths: the compiled kernel, or dequantise per use
 
-    def counting(self: Fp8Weight, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    def counting(self: ResidentFp8, x: torch.Tensor) -> torch.Tensor:
         if id(self) in expert_weights:
             calls.append(expert_weights[id(self)])
-        return original(self, dtype)
+        return original(self, x)
 
-    monkeypatch.setattr(Fp8Weight, "dequantize", counting)
+    monkeypatch.setattr(ResidentFp8, "matmul", counting)
     eng.runner.decode(5)
     top_k, layers = eng.config.num_experts_per_tok, eng.config.num_layers
     assert sorted(calls) == sorted([layer for layer in range(layers)] * top_k * 3)
