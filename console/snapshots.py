@@ -119,6 +119,7 @@ class EngineSnapshot:
     max_seq_len: int
     kv_layout: str
     kv_alignment_bytes: int
+    fp8_decode: str = ""  # EngineStats.fp8_decode
 
     @property
     def kv_occupancy(self) -> float:
@@ -144,6 +145,7 @@ class EngineSnapshot:
             max_seq_len=stats.max_seq_len,
             kv_layout=stats.kv_layout,
             kv_alignment_bytes=stats.kv_alignment_bytes,
+            fp8_decode=stats.fp8_decode,
         )
 
 

@@ -22,8 +22,11 @@ reruns it side by side with transformers):
 
 from __future__ import annotations
 
+import functools
 import queue
+import statistics
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -204,33 +207,82 @@ def _parts() -> int:
 
 
 class DecodeStep:
-    """Enter around one decode step on the CPU: torch's threads drop to 1 while large GEMVs
-    are cut across `parts` threads, and oneDNN is off for reduced-precision GEMVs. Everything
-    is restored on exit (prefill keeps oneDNN and torch's threads)."""
+    """Enter around one decode step on the CPU: with `max_parts` > 1, torch's threads drop to
+    1 while large GEMVs are cut across that many threads (at most the thread count); oneDNN is
+    off for reduced-precision GEMVs. Everything is restored on exit (prefill keeps oneDNN and
+    torch's threads). `done(seconds)` is called with the step's wall time when it ends."""
 
-    def __init__(self, dtype: torch.dtype) -> None:
+    def __init__(self, dtype: torch.dtype, max_parts: int = MAX_PARTS,
+                 done: Callable[[float], None] | None = None) -> None:
         self.reduced = dtype in (torch.bfloat16, torch.float16)
+        self.max_parts = max_parts
+        self._done = done
         self._saved: tuple[int, bool, int] = (1, True, 1)
+        self._began = 0.0
 
     def __enter__(self) -> DecodeStep:
         threads = torch.get_num_threads()
         self._saved = (threads, bool(torch.backends.mkldnn.enabled), _parts())
-        parts = min(threads, MAX_PARTS)
+        parts = min(threads, self.max_parts, MAX_PARTS)
         if parts > 1:
             _helpers(parts - 1)
             torch.set_num_threads(1)
         _step.parts = parts
         if self.reduced:
             torch.backends.mkldnn.enabled = False  # type: ignore[assignment]
+        self._began = time.perf_counter()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  trace: TracebackType | None) -> None:
+        elapsed_s = time.perf_counter() - self._began
         threads, mkldnn, parts = self._saved
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.backends.mkldnn.enabled = mkldnn  # type: ignore[assignment]
         _step.parts = parts
+        if self._done is not None and kind is None:
+            self._done(elapsed_s)
+
+
+class DecodeSteps:
+    """A CPU runner's decode steps. Whether cutting GEMVs across threads pays is measured on
+    this machine, not assumed: it depends on how fast a thread hand-off is and on whether the
+    GEMVs scale with cores (1.4-2x faster on the 2-core AMD build machine; twice as slow on a
+    2-core Intel VM whose hand-off took 50-130 us). The first steps alternate between one
+    thread (torch's own threads) and every core, TRIAL_STEPS each after one warm-up step; the
+    faster median is kept, and measured again every RECHECK_STEPS steps (machines drift)."""
+
+    TRIAL_STEPS = 4
+    RECHECK_STEPS = 512
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        self.dtype = dtype
+        self.chosen = 0  # parts in use once measured; 0 while measuring
+        self._times: dict[int, list[float]] = {}
+        self._since_choice = 0
+
+    def __call__(self) -> DecodeStep:
+        every = min(torch.get_num_threads(), MAX_PARTS)
+        if every <= 1:
+            return DecodeStep(self.dtype, 1)
+        if self.chosen:
+            self._since_choice += 1
+            if self._since_choice < self.RECHECK_STEPS:
+                return DecodeStep(self.dtype, self.chosen)
+            self.chosen, self._times = 0, {}
+        candidates = (1, every)
+        counts = [len(self._times.get(c, ())) for c in candidates]
+        parts = candidates[counts.index(min(counts))]
+        return DecodeStep(self.dtype, parts, functools.partial(self._record, parts, candidates))
+
+    def _record(self, parts: int, candidates: tuple[int, ...], elapsed_s: float) -> None:
+        self._times.setdefault(parts, []).append(elapsed_s)
+        if all(len(self._times.get(c, ())) > self.TRIAL_STEPS for c in candidates):
+            # the first step of each is a warm-up (helper threads start, caches fill)
+            medians = {c: statistics.median(self._times[c][1:]) for c in candidates}
+            self.chosen = min(candidates, key=lambda c: medians[c])
+            self._since_choice = 0
 
 
 def _splits(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -146,6 +146,40 @@ static inline float keep(float v) { return v; }
 GEMV(fp8_gemv_f32, float, float, rows_dot_f32, keep)
 GEMV(fp8_gemv_bf16, uint16_t, uint16_t, ROWS_DOT_BF16, to_bf16)
 
+/* The weight itself, rows r0..r1-1 of out [rows, cols]: the same values the GEMVs multiply
+ * by (a dequantised checkpoint loads through here on the CPU: one pass instead of four). */
+static inline void store_bf16(uint16_t *out, __m512 w) {
+    __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(round_bf16(w)), 16);
+    _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi32_epi16(bits));
+}
+
+static inline void store_f32(float *out, __m512 w) { _mm512_storeu_ps(out, w); }
+
+static inline uint16_t one_bf16(float v) { return to_bf16(v); }
+
+static inline float one_f32(float v) { return v; }
+
+#define DEQUANTIZE(NAME, OT, STORE, ONE, BF16)                                                \
+void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols, int64_t bo, \
+          int64_t bi, OT *out, int64_t r0, int64_t r1) {                                     \
+    for (int64_t r = r0; r < r1; r++) {                                                      \
+        const uint8_t *row = q + r * cols;                                                   \
+        const float *tiles = scale + (r / bo) * grid_cols;                                   \
+        OT *dest = out + r * cols;                                                           \
+        for (int64_t c0 = 0; c0 < cols; c0 += bi) {                                          \
+            const float s = tiles[c0 / bi];                                                  \
+            const __m512 sv = _mm512_set1_ps(s);                                             \
+            const int64_t end = c0 + bi < cols ? c0 + bi : cols;                             \
+            int64_t c = c0;                                                                  \
+            for (; c + 16 <= end; c += 16) STORE(dest + c, decode16(row + c, sv));           \
+            for (; c < end; c++) dest[c] = ONE(decode1(row[c], s, BF16));                    \
+        }                                                                                    \
+    }                                                                                        \
+}
+
+DEQUANTIZE(fp8_dequantize_bf16, uint16_t, store_bf16, one_bf16, 1)
+DEQUANTIZE(fp8_dequantize_f32, float, store_f32, one_f32, 0)
+
 #else
 
 int fp8_gemv_simd(void) { return 0; }

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import torch
 
+from engine.fp8 import checked_bytes, has_nan_codes
+
 SOURCE = Path(__file__).with_name("cpu_fp8_gemv.c")
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 COMPILE_TIMEOUT_S = 60.0
@@ -45,8 +47,13 @@ class Fp8Gemv:
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
         self.by_dtype = {torch.float32: library.fp8_gemv_f32,
                          torch.bfloat16: library.fp8_gemv_bf16}
-        for fn in self.by_dtype.values():
+        self.dequantizers = {torch.float32: library.fp8_dequantize_f32,
+                             torch.bfloat16: library.fp8_dequantize_bf16}
+        for fn in self.by_dtype.values():  # weight, its scales and blocks, x, y, rows
             fn.argtypes = (ptr, i64, ptr, i64, i64, i64, ptr, ptr, i64, i64)
+            fn.restype = None
+        for fn in self.dequantizers.values():  # weight, its scales and blocks, out, rows
+            fn.argtypes = (ptr, i64, ptr, i64, i64, i64, ptr, i64, i64)
             fn.restype = None
 
 
@@ -73,6 +80,26 @@ class FusedWeight:
 
 
 FUSED_DTYPES = (torch.bfloat16, torch.float32)
+
+
+def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
+                dtype: torch.dtype) -> torch.Tensor | None:
+    """The weight dequantised in one pass, the same values as engine.fp8.dequantize_block; None
+    when there is no kernel, the dtype is not one it writes, the bytes are not on the CPU or
+    hold NaN codes (the torch path keeps them NaN). Raises ModelFormatError for a scale grid
+    that does not fit the weight."""
+    gemv = kernel()
+    if gemv is None or dtype not in gemv.dequantizers or weight_fp8.device.type != "cpu":
+        return None
+    data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
+    if has_nan_codes(data):
+        return None
+    scale = (scale_inv.to(torch.float32) * _REBIAS).contiguous()
+    out = torch.empty(tuple(data.shape), dtype=dtype)
+    gemv.dequantizers[dtype](data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
+                             int(scale.shape[1]), block[0], block[1], out.data_ptr(), 0,
+                             int(data.shape[0]))
+    return out
 
 
 def fused(data: torch.Tensor, scale_inv: torch.Tensor,

@@ -94,7 +94,7 @@ def bf16_exact_scales(scale: torch.Tensor) -> bool:
                          and float(nonzero.max()) < _BF16_SCALE_RANGE[1])))
 
 
-def _checked_bytes(weight_fp8: torch.Tensor, scale_inv: torch.Tensor,
+def checked_bytes(weight_fp8: torch.Tensor, scale_inv: torch.Tensor,
                    block: tuple[int, int]) -> torch.Tensor:
     """The FP8 weight as uint8 bytes, after checking it is 2-D and its scale grid fits."""
     if weight_fp8.dim() != 2:
@@ -118,7 +118,7 @@ def dequantize_block(
 
     Bit-exact with `(float32(W_fp8) * float32(scale)).to(dtype)` tile by tile.
     """
-    raw = _checked_bytes(weight_fp8, scale_inv, block)
+    raw = checked_bytes(weight_fp8, scale_inv, block)
     scale = scale_inv.to(device=raw.device, dtype=torch.float32)
     return _dequantize(raw, scale, block, dtype, nan_free=not has_nan_codes(raw),
                        bf16_scales=dtype == torch.bfloat16 and bf16_exact_scales(scale))
@@ -273,7 +273,7 @@ class Fp8Weight:
     ) -> Fp8Weight:
         """Place an FP8 weight and its scales on `device`; the bytes are stored as uint8
         because not every backend can hold float8 tensors."""
-        data = _checked_bytes(weight_fp8, scale_inv, block).to(device)
+        data = checked_bytes(weight_fp8, scale_inv, block).to(device)
         return cls(data, scale_inv.to(device=device, dtype=torch.float32), block,
                    nan_free=not has_nan_codes(data), bf16_scales=bf16_exact_scales(scale_inv))
 

@@ -83,6 +83,8 @@ class EngineStats:
     state_layers: int = 0  # linear-attention layers holding conv + recurrent state
     state_bytes: int = 0  # part of kv_cache_bytes: the linear-attention states
     ignored_tensors: tuple[str, ...] = ()  # checkpoint parts not loaded (vision tower, MTP)
+    # resident FP8 on the CPU: "compiled kernel", or "torch path: <why no kernel>"
+    fp8_decode: str = ""
 
     @property
     def kv_occupancy(self) -> float:
@@ -281,12 +283,23 @@ class Engine:
         """Ask the running generation to stop before its next decode step (thread-safe)."""
         self._cancel.set()
 
+    def _fp8_decode(self) -> str:
+        if self.config.fp8 is None or self.fp8_mode != "resident" \
+                or self.runner.device.type != "cpu":
+            return ""
+        from engine import cpu_fp8_kernel
+
+        if cpu_fp8_kernel.kernel() is not None:
+            return "compiled kernel"
+        return f"torch path: {cpu_fp8_kernel.why_not}"
+
     @property
     def stats(self) -> EngineStats:
         runner, times = self.runner, self._times
         return EngineStats(
             device=str(runner.device), dtype=str(runner.dtype).removeprefix("torch."),
             fp8_mode=self.fp8_mode if self.config.fp8 is not None else "none",
+            fp8_decode=self._fp8_decode(),
             max_seq_len=runner.max_seq_len, kv_cache_bytes=runner.cache.nbytes,
             kv_cache_dtype=str(runner.cache.storage_dtype).removeprefix("torch."),
             kv_layout=_layout(runner), kv_alignment_bytes=runner.cache.base_alignment_bytes,

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from engine.cache import CacheShape, KVCache, StateShape, element_bytes, kv_cache_bytes, state_bytes
-from engine.cpu_decode import DecodeStep
+from engine.cpu_decode import DecodeSteps
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
 from engine.models import FAMILIES
@@ -189,7 +189,7 @@ class ModelRunner:
         self.cache = KVCache.allocate(shape, dtype, device, int8_kv, state, kinds)
         self._token = torch.zeros(1, 1, dtype=torch.int64, device=device)
         self._decode_step: Callable[[], contextlib.AbstractContextManager[object]] = (
-            (lambda: DecodeStep(dtype)) if device.type == "cpu" else contextlib.nullcontext)
+            DecodeSteps(dtype) if device.type == "cpu" else contextlib.nullcontext)
 
     @torch.inference_mode()
     def prefill(self, ids: list[int], last_only: bool = True) -> torch.Tensor:

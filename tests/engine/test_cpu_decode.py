@@ -207,3 +207,73 @@ def test_one_query_attention_matches_sdpa(dtype: torch.dtype, heads: int,
     assert cpu_decode.decode_attention_for(torch.device("cpu"), torch.bfloat16) is not None
     assert cpu_decode.decode_attention_for(torch.device("cpu"), torch.float32) is None
     assert cpu_decode.decode_attention_for(torch.device("cuda"), torch.bfloat16) is None
+
+
+def drive(steps: cpu_decode.DecodeSteps, seconds: dict[int, float], count: int) -> list[int]:
+    """`count` steps, each reported as taking `seconds[its parts]`; the parts each one used."""
+    used = []
+    for _ in range(count):
+        step = steps()
+        used.append(step.max_parts)
+        assert step._done is not None or steps.chosen
+        if step._done is not None:
+            step._done(seconds[step.max_parts])
+    return used
+
+
+@pytest.mark.parametrize(("seconds", "faster"), [({1: 0.01, 2: 0.02}, 1),
+                                                 ({1: 0.02, 2: 0.01}, 2)])
+def test_decode_steps_keep_whichever_is_faster_here(seconds: dict[int, float],
+                                                     faster: int) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        steps = cpu_decode.DecodeSteps(torch.float32)
+        trial = 2 * (steps.TRIAL_STEPS + 1)
+        used = drive(steps, seconds, trial)
+        assert sorted(used) == [1] * (trial // 2) + [2] * (trial // 2)  # alternated, fairly
+        assert steps.chosen == faster
+        assert {steps().max_parts for _ in range(5)} == {faster}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_decode_steps_measure_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        steps = cpu_decode.DecodeSteps(torch.float32)
+        monkeypatch.setattr(steps, "RECHECK_STEPS", 3)
+        drive(steps, {1: 0.01, 2: 0.02}, 2 * (steps.TRIAL_STEPS + 1))
+        assert steps.chosen == 1
+        drive(steps, {1: 0.01, 2: 0.02}, 2)
+        assert steps.chosen == 1
+        drive(steps, {1: 0.03, 2: 0.01}, 1 + 2 * (steps.TRIAL_STEPS + 1))  # the machine changed
+        assert steps.chosen == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_one_thread_never_cuts() -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        steps = cpu_decode.DecodeSteps(torch.float32)
+        assert {steps().max_parts for _ in range(20)} == {1}
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_a_runner_chooses_within_its_first_decode_steps(tiny: tuple[Any, Path]) -> None:
+    _, directory = tiny
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        engine = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=64)
+        runner = engine.runner
+        runner.prefill([1, 2, 3])
+        for token in range(2 * (cpu_decode.DecodeSteps.TRIAL_STEPS + 1)):
+            runner.decode(token + 4)
+        assert runner._decode_step.chosen in (1, 2)
+    finally:
+        torch.set_num_threads(threads)

@@ -54,6 +54,36 @@ def test_the_kernel_s_weights_are_the_tile_reference_bit_for_bit(
 @needs_kernel
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("scale_dtype", [torch.bfloat16, torch.float32])
+def test_a_dequantised_load_is_the_tile_reference_bit_for_bit(
+        shape: tuple[int, int], dtype: torch.dtype, scale_dtype: torch.dtype) -> None:
+    quant, scale = quantize_block(random_weight(shape, seed=8), scale_dtype=scale_dtype)
+    got = cpu_fp8_kernel.dequantized(quant, scale, (128, 128), dtype)
+    assert got is not None and got.dtype == dtype
+    assert torch.equal(got, tile_reference(quant, scale, dtype))
+
+
+def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch() -> None:
+    quant, scale = quantize_block(random_weight((256, 128), seed=9))
+    assert cpu_fp8_kernel.dequantized(quant, scale, (128, 128), torch.float16) is None
+    raw = quant.view(torch.uint8).clone()
+    raw[0, 0] = 0xFF
+    assert cpu_fp8_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16) is None
+
+
+def test_a_scale_grid_that_does_not_fit_is_refused() -> None:
+    from engine.errors import ModelFormatError
+
+    quant, scale = quantize_block(random_weight((256, 128), seed=10))
+    if cpu_fp8_kernel.kernel() is None:
+        pytest.skip(f"no FP8 kernel here: {cpu_fp8_kernel.why_not}")
+    with pytest.raises(ModelFormatError, match="does not match weight"):
+        cpu_fp8_kernel.dequantized(quant, scale[:1], (128, 128), torch.bfloat16)
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_the_kernel_s_sums_are_float32_sums(shape: tuple[int, int], dtype: torch.dtype) -> None:
     quant, scale = quantize_block(random_weight(shape, seed=3), scale_dtype=torch.bfloat16)
     reference = tile_reference(quant, scale, dtype).double()
@@ -147,3 +177,30 @@ def test_it_is_built_once_into_the_cache(fresh_kernel: Path) -> None:
     cpu_fp8_kernel._loaded.clear()
     assert cpu_fp8_kernel.kernel() is not None
     assert built[0].stat().st_mtime_ns == stamp
+
+
+@pytest.fixture(scope="module")
+def fp8_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.engine.test_model_parity import quantize_dir
+    from tests.engine.tiny_models import save_tiny
+
+    base = tmp_path_factory.mktemp("moe")
+    save_tiny("qwen3_moe", base)
+    return quantize_dir(base, tmp_path_factory.mktemp("fp8") / "model")
+
+
+def test_the_engine_says_which_path_resident_fp8_takes(fp8_model: Path,
+                                                       fresh_kernel: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import Engine
+
+    def load(fp8: str) -> str:
+        return Engine.load(fp8_model, device="cpu", dtype="bfloat16", max_seq_len=16,
+                           fp8=fp8).stats.fp8_decode
+
+    assert load("dequantize") == ""
+    if cpu_fp8_kernel.kernel() is not None:
+        assert load("resident") == "compiled kernel"
+    cpu_fp8_kernel._loaded.clear()
+    monkeypatch.setenv("ASCEND_DOCTOR_FP8_KERNEL", "0")
+    assert load("resident") == "torch path: ASCEND_DOCTOR_FP8_KERNEL=0"

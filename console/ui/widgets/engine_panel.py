@@ -48,7 +48,8 @@ def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
         ("device", snapshot.device),
         ("dtype", snapshot.dtype),
         ("architecture", snapshot.architecture),
-        ("fp8 mode", snapshot.fp8_mode),
+        ("fp8 mode", f"{snapshot.fp8_mode} ({snapshot.fp8_decode})" if snapshot.fp8_decode
+         else snapshot.fp8_mode),
         ("fused ops", ", ".join(snapshot.fused_ops) or "none active (standard torch ops)"),
         ("TTFT", ttft),
         ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
