@@ -27,6 +27,7 @@ class FakeEvent:
     text: str
     index: int
     finish_reason: str | None = None
+    fp8_decode: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class FakeStats:
     decode_tokens: int = 0
     decode_tokens_per_s: float | None = None
     finish_reason: str | None = None
+    fp8_decode: str = ""
 
     @property
     def kv_occupancy(self) -> float:

@@ -344,6 +344,11 @@ async def test_engine_panel_with_and_without_model() -> None:
         assert "512 B base address (informational: no vendor source" in facts
         assert list(panel.query_one("#engine-decode-trend", Sparkline).data or []) == [
             20.0, 22.0, 23.5]
+        panel.show(engine_snapshot(fp8_mode="resident",
+                                   fp8_decode="torch path: ASCEND_DOCTOR_FP8_KERNEL=0"), history)
+        await pilot.pause()
+        assert "resident (torch path: ASCEND_DOCTOR_FP8_KERNEL=0)" in rendered(panel,
+                                                                           "#engine-facts")
 
 
 async def test_alerts_panel_newest_first() -> None:
