@@ -15,6 +15,8 @@ reruns it side by side with transformers):
   threads set to 1 for the step: two OpenMP threads spinning beside the helper cost more than
   they give. Each block is the GEMV it would be alone; MKL picks its kernel by shape, so
   against one call over every column the sums may be ordered differently (float32 rounding).
+- whether the cut pays depends on the machine (a thread hand-off took ~14 us on one 2-core VM,
+  50-130 us on another), so `DecodeSteps` measures it on each runner's first steps.
 - resident FP8: torch has no GEMV that reads FP8, so dequantising per use cost three times
   the dequantised model's step; the compiled kernel (engine.cpu_fp8_kernel) reads the bytes
   once and dequantises in registers to the same weight values.
@@ -28,13 +30,13 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import torch
 
-from engine.cpu_fp8_kernel import FUSED_DTYPES, FusedWeight, fused
+from engine.cpu_fp8_kernel import FUSED_DTYPES, Bf16Weight, FusedWeight, bf16_rows, fused
 from engine.fp8 import Fp8Weight
 
 # A GEMV smaller than this is not cut: a hand-off to a helper thread costs about 10-15 us,
@@ -43,6 +45,10 @@ SPLIT_MIN_BYTES = 2 << 20
 # Resident FP8: dequantising costs several times the GEMV, so smaller weights are worth it.
 FP8_SPLIT_MIN_BYTES = 256 << 10
 MAX_PARTS = 8  # helper threads + the caller
+# The compiled bfloat16 GEMV runs on one thread: it beats torch's on the projections (1536 x
+# 576: 49 against 110 us) but not on a vocabulary projection, where torch's GEMV streams with
+# both OpenMP threads (151936 x 512, 148 MiB: 19.3 against 14.1 ms; 2-core Xeon VM).
+BF16_KERNEL_MAX_BYTES = 32 << 20
 ALIGN_COLUMNS = 64  # column blocks start on a 64-element boundary
 
 
@@ -83,9 +89,16 @@ class Transposed(CpuLinear):
 @dataclass(frozen=True)
 class Rows(CpuLinear):
     """A bfloat16 / float16 weight kept [out, in] (`nk`), as torch's reduced-precision GEMV
-    reads it."""
+    reads it; a bfloat16 one decodes through the compiled kernel where the CPU has
+    AVX512_BF16 (`kernel`, engine.cpu_fp8_kernel)."""
 
     nk: torch.Tensor
+    kernel: Bf16Weight | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, weight: torch.Tensor) -> Rows:
+        small = weight.numel() * weight.element_size() <= BF16_KERNEL_MAX_BYTES
+        return cls(weight, bf16_rows(weight) if small else None)
 
     @property
     def nbytes(self) -> int:
@@ -95,6 +108,9 @@ class Rows(CpuLinear):
         return self.nk
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kernel is not None and x.numel() == x.shape[-1] and x.dtype == torch.bfloat16:
+            big = _splits(x, self.nk) and self.kernel.rows >= 2 * ALIGN_COLUMNS
+            return _kernel_gemv(self.kernel, x, ALIGN_COLUMNS if big else self.kernel.rows)
         if _splits(x, self.nk):
             return _split_gemv(x, self.nk.t())
         return torch.nn.functional.linear(x, self.nk)
@@ -126,7 +142,7 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         splits = (_parts() > 1 and one_row and rows >= 2 * self.block[0]
                   and self.data.numel() >= FP8_SPLIT_MIN_BYTES)
         if self._fused is not None and one_row and x.dtype in FUSED_DTYPES:
-            return _fused_gemv(self._fused, x, self.block[0] if splits else rows)
+            return _kernel_gemv(self._fused, x, self.block[0] if splits else rows)
         if splits:
             row = x.reshape(1, x.shape[-1])
             out = torch.empty((1, rows), dtype=x.dtype, device=x.device)
@@ -136,9 +152,10 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         return torch.nn.functional.linear(x, self.dequantize(x.dtype))
 
 
-def _fused_gemv(weight: FusedWeight, x: torch.Tensor, align: int) -> torch.Tensor:
-    """x [.., 1, in] @ W^T through the kernel; row blocks of `align` rows on the step's
-    threads (one block: no split)."""
+def _kernel_gemv(weight: FusedWeight | Bf16Weight, x: torch.Tensor,
+                 align: int) -> torch.Tensor:
+    """x [.., 1, in] @ W^T through a compiled kernel; row blocks of `align` rows on the
+    step's threads (one block: no split)."""
     row = x.reshape(-1).contiguous()
     y = torch.empty(weight.rows, dtype=x.dtype)
     if align >= weight.rows:
@@ -166,7 +183,7 @@ def prefer_layout(weight: Any, device: torch.device, dtype: torch.dtype) -> Any:
     if dtype == torch.float32:
         return Transposed.of(weight)
     if dtype in (torch.bfloat16, torch.float16):
-        return Rows(weight)
+        return Rows.of(weight)
     return weight
 
 

@@ -180,8 +180,43 @@ void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols,
 DEQUANTIZE(fp8_dequantize_bf16, uint16_t, store_bf16, one_bf16, 1)
 DEQUANTIZE(fp8_dequantize_f32, float, store_f32, one_f32, 0)
 
+#if defined(__AVX512BF16__)
+int bf16_gemv_simd(void) { return 1; }
+
+/* A bfloat16 weight [rows, cols] (row-major) times a bfloat16 x: y[r0..r1-1], float32 sums
+ * (VDPBF16PS: each product exact), each rounded once to bfloat16 as torch's GEMV rounds. */
+void bf16_gemv(const uint16_t *w, int64_t cols, const uint16_t *x, uint16_t *y, int64_t r0,
+               int64_t r1) {
+    for (int64_t r = r0; r < r1;) {
+        const int64_t n = r1 - r < 4 ? r1 - r : 4;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                         _mm512_setzero_ps()};
+        float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        int64_t c = 0;
+        for (; c + 32 <= cols; c += 32) {
+            const __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(x + c));
+            for (int64_t i = 0; i < n; i++) {
+                const uint16_t *at = w + (r + i) * cols + c;
+                /* the rows eight ahead: a vocabulary projection streams from DRAM */
+                _mm_prefetch((const char *)(at + 8 * cols), _MM_HINT_T0);
+                acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_loadu_si512(at), xv);
+            }
+        }
+        for (; c < cols; c++)
+            for (int64_t i = 0; i < n; i++)
+                tail[i] += x_at_bf16(w + (r + i) * cols, c) * x_at_bf16(x, c);
+        for (int64_t i = 0; i < n; i++) y[r + i] = to_bf16(_mm512_reduce_add_ps(acc[i]) + tail[i]);
+        r += n;
+    }
+}
+#else
+int bf16_gemv_simd(void) { return 0; }
+#endif
+
 #else
 
 int fp8_gemv_simd(void) { return 0; }
+
+int bf16_gemv_simd(void) { return 0; }
 
 #endif

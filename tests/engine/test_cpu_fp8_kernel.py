@@ -204,3 +204,26 @@ def test_the_engine_says_which_path_resident_fp8_takes(fp8_model: Path,
     cpu_fp8_kernel._loaded.clear()
     monkeypatch.setenv("ASCEND_DOCTOR_FP8_KERNEL", "0")
     assert load("resident") == "torch path: ASCEND_DOCTOR_FP8_KERNEL=0"
+
+
+def test_bfloat16_projections_take_the_bfloat16_gemv_where_the_cpu_has_it() -> None:
+    gemv = cpu_fp8_kernel.kernel()
+    if gemv is None or gemv.bf16_gemv is None:
+        pytest.skip("no AVX512_BF16 kernel here")
+    from engine.cpu_decode import BF16_KERNEL_MAX_BYTES, Rows
+
+    for shape in [(1536, 576), (576, 1536), (7, 45), (130, 200)]:
+        weight = random_weight(shape, seed=11).to(torch.bfloat16)
+        rows = Rows.of(weight)
+        assert rows.kernel is not None
+        x = torch.randn(1, 1, shape[1], generator=torch.Generator().manual_seed(12))
+        x = x.to(torch.bfloat16)
+        got = rows.matmul(x).double().reshape(-1)
+        exact = weight.double() @ x.double().reshape(-1)
+        bound = shape[1] * 2.0**-23 * (weight.double().abs() @ x.double().abs().reshape(-1))
+        assert bool(((got - exact).abs() <= bound + exact.abs() * 2.0**-8).all())
+        one_hot = torch.zeros(1, shape[1], dtype=torch.bfloat16)
+        one_hot[0, shape[1] - 1] = 1
+        assert torch.equal(rows.matmul(one_hot).reshape(-1), weight[:, -1])
+    big = torch.empty(BF16_KERNEL_MAX_BYTES // 2 + 64, 1, dtype=torch.bfloat16)
+    assert Rows.of(big).kernel is None  # a vocabulary projection keeps torch's GEMV
