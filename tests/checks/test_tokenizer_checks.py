@@ -435,20 +435,39 @@ def test_round_trip_is_evidence_not_a_verdict() -> None:
 
 
 def test_prefetch_observes_in_a_child_what_the_checks_would_observe(healthy: Path) -> None:
-    import checks.builtin.tokenizer as module
-    from probes.forked import can_fork
-
-    if not can_fork():
+    """In a fresh interpreter: this test process may hold threads (the engine's helpers), and
+    with threads running nothing is forked."""
+    script = f"""
+import json, os
+import checks.builtin.tokenizer as module
+from checks.context import Context
+from checks.policy import load_policy
+from probes.forked import can_fork
+from probes.live import LiveHost
+from pathlib import Path
+model = Path({str(healthy)!r})
+here = Context(LiveHost(), load_policy(None), model_dir=model)
+ctx = Context(LiveHost(), load_policy(None), model_dir=model)
+could = can_fork()
+module.prefetch(ctx)
+module.prefetch(ctx)
+forked = ctx.fact(module.FORKED_FACT, lambda: None)
+print(json.dumps({{
+    "could_fork": could,
+    "forked": forked is not None and forked.forked,
+    "same": module.observed(ctx) == module.observe(module.files_of(here), here.host),
+    "same_findings": (module.tokenizer_token_ids(ctx) == module.tokenizer_token_ids(here)
+                      and module.tokenizer_dtype(ctx) == module.tokenizer_dtype(here)),
+}}))
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    if not out["could_fork"]:
         pytest.skip("forking needs one thread and 2 cores")
-    here = ctx_for(healthy)
-    ctx = ctx_for(healthy)
-    module.prefetch(ctx)
-    module.prefetch(ctx)  # once per run
-    forked = ctx.fact(module.FORKED_FACT, lambda: None)
-    assert forked is not None and forked.forked
-    assert module.observed(ctx) == module.observe(module.files_of(here), here.host)
-    assert tokenizer_token_ids(ctx) == tokenizer_token_ids(here)
-    assert tokenizer_dtype(ctx) == tokenizer_dtype(here)
+    assert out["forked"] and out["same"] and out["same_findings"]
 
 
 def test_a_child_that_gives_no_answer_is_a_warning(healthy: Path) -> None:

@@ -1,61 +1,104 @@
+"""probes.forked in fresh interpreters: a test process that has run the engine holds its
+helper threads for good, and with threads running nothing is forked (by design), so each case
+runs where the process still has one thread."""
+
 from __future__ import annotations
 
-import os
+import json
+import subprocess
+import sys
+import textwrap
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
-from checks.builtin.tokenizer_load import TokenizerUnavailable
-from probes.forked import Forked, ForkedError, can_fork
+from probes.forked import Forked
 
-needs_fork = pytest.mark.skipif(not can_fork(), reason="forking needs one thread and 2 cores")
+ROOT = Path(__file__).resolve().parents[2]
 
 
-@needs_fork
+def fresh(body: str) -> dict[str, object]:
+    """Run `body` (which sets `out`, a dict) in a new interpreter; `out` as JSON."""
+    script = ("import json, os, time\nfrom probes.forked import Forked, ForkedError, "
+              "can_fork\nout = {}\n" + textwrap.dedent(body) + "\nprint(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not result.get("could_fork", True):
+        pytest.skip("forking needs one thread and 2 cores")
+    return result
+
+
 def test_the_value_is_computed_in_a_child() -> None:
-    forked = Forked(os.getpid).start()
-    assert forked.forked
-    child_pid = forked.result(10)
-    assert child_pid != os.getpid()
+    out = fresh("""
+        out["could_fork"] = can_fork()
+        forked = Forked(os.getpid).start()
+        out["forked"] = forked.forked
+        out["child_is_other"] = forked.result(10) != os.getpid()
+    """)
+    assert out["forked"] and out["child_is_other"]
 
 
-@needs_fork
 def test_the_child_s_exception_comes_back_whole() -> None:
-    def refuse() -> None:
-        raise TokenizerUnavailable("no tokenizer.json", status="warn", detail="EOF at line 3")
+    out = fresh("""
+        from checks.builtin.tokenizer_load import TokenizerUnavailable
+        out["could_fork"] = can_fork()
 
-    forked = Forked(refuse).start()
-    with pytest.raises(TokenizerUnavailable) as raised:
-        forked.result(10)
-    assert (raised.value.reason, raised.value.status, raised.value.detail) == \
-        ("no tokenizer.json", "warn", "EOF at line 3")
+        def refuse():
+            raise TokenizerUnavailable("no tokenizer.json", status="warn", detail="EOF at 3")
+
+        try:
+            Forked(refuse).start().result(10)
+        except TokenizerUnavailable as exc:
+            out["got"] = [exc.reason, exc.status, exc.detail]
+    """)
+    assert out["got"] == ["no tokenizer.json", "warn", "EOF at 3"]
 
 
-@needs_fork
 def test_a_late_child_is_killed_after_its_timeout() -> None:
-    forked = Forked(lambda: time.sleep(30)).start()
-    pid = forked._pid
-    began = time.monotonic()
-    with pytest.raises(ForkedError, match="did not reply in time"):
-        forked.result(0.3)
-    assert time.monotonic() - began < 5
-    with pytest.raises(ChildProcessError):  # killed and reaped: no zombie left
-        os.waitpid(pid, os.WNOHANG)
+    out = fresh("""
+        out["could_fork"] = can_fork()
+        forked = Forked(lambda: time.sleep(30)).start()
+        pid, began = forked._pid, time.monotonic()
+        try:
+            forked.result(0.3)
+        except ForkedError as exc:
+            out["error"] = str(exc)
+        out["seconds"] = time.monotonic() - began
+        try:
+            os.waitpid(pid, os.WNOHANG)
+            out["reaped"] = False
+        except ChildProcessError:
+            out["reaped"] = True
+    """)
+    assert out["error"] == "the child process did not reply in time"
+    assert float(str(out["seconds"])) < 5 and out["reaped"]
 
 
-@needs_fork
 def test_a_reply_over_the_cap_is_refused() -> None:
-    forked = Forked(lambda: b"x" * 100_000, max_reply_bytes=10_000).start()
-    with pytest.raises(ForkedError, match="more than 10,000 bytes"):
-        forked.result(10)
+    out = fresh("""
+        out["could_fork"] = can_fork()
+        try:
+            Forked(lambda: b"x" * 100_000, max_reply_bytes=10_000).start().result(10)
+        except ForkedError as exc:
+            out["error"] = str(exc)
+    """)
+    assert out["error"] == "the child process replied more than 10,000 bytes"
 
 
-@needs_fork
 def test_a_child_that_dies_says_so() -> None:
-    forked = Forked(lambda: os._exit(3)).start()
-    with pytest.raises(ForkedError, match="died before it replied"):
-        forked.result(10)
+    out = fresh("""
+        out["could_fork"] = can_fork()
+        forked = Forked(lambda: os._exit(3)).start()
+        if forked.forked:  # never run in-process: it would end this interpreter
+            try:
+                forked.result(10)
+            except ForkedError as exc:
+                out["error"] = str(exc)
+    """)
+    assert str(out["error"]).startswith("the child process died before it replied")
 
 
 def test_with_threads_running_it_computes_in_process() -> None:
@@ -63,9 +106,9 @@ def test_with_threads_running_it_computes_in_process() -> None:
     thread = threading.Thread(target=stop.wait)
     thread.start()
     try:
-        forked = Forked(os.getpid).start()
+        forked = Forked(lambda: threading.get_ident()).start()
         assert not forked.forked
-        assert forked.result(10) == os.getpid()
+        assert forked.result(10) == threading.get_ident()
     finally:
         stop.set()
         thread.join()
