@@ -32,8 +32,7 @@ class LazyPrefetch:
         self.target = target
 
     def __call__(self, ctx: Context) -> None:
-        module_name, _, function_name = self.target.partition(":")
-        getattr(importlib.import_module(module_name), function_name)(ctx)
+        resolve(self.target)(ctx)
 
 
 class LazyCheckFn:

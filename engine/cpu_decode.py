@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from engine.cpu_fp8_kernel import FUSED_DTYPES, Bf16Weight, FusedWeight, bf16_rows, fused
+from engine.cpu_fp8_kernel import FUSED_DTYPES, BoundWeight, bf16_rows, fused
 from engine.fp8 import Fp8Weight
 
 # A GEMV smaller than this is not cut: a hand-off to a helper thread costs about 10-15 us,
@@ -93,7 +93,7 @@ class Rows(CpuLinear):
     AVX512_BF16 (`kernel`, engine.cpu_fp8_kernel)."""
 
     nk: torch.Tensor
-    kernel: Bf16Weight | None = field(default=None, compare=False, repr=False)
+    kernel: BoundWeight | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, weight: torch.Tensor) -> Rows:
@@ -122,7 +122,7 @@ class ResidentFp8(Fp8Weight, CpuLinear):
     has one, its row blocks on all threads at once; otherwise the row blocks are dequantised
     and multiplied on all threads at once (the dequantisation, not the read, is the cost)."""
 
-    _fused: FusedWeight | None = None
+    _fused: BoundWeight | None = None
 
     @classmethod
     def of(cls, weight: Fp8Weight) -> ResidentFp8:
@@ -152,8 +152,7 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         return torch.nn.functional.linear(x, self.dequantize(x.dtype))
 
 
-def _kernel_gemv(weight: FusedWeight | Bf16Weight, x: torch.Tensor,
-                 align: int) -> torch.Tensor:
+def _kernel_gemv(weight: BoundWeight, x: torch.Tensor, align: int) -> torch.Tensor:
     """x [.., 1, in] @ W^T through a compiled kernel; row blocks of `align` rows on the
     step's threads (one block: no split)."""
     row = x.reshape(-1).contiguous()

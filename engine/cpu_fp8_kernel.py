@@ -29,13 +29,12 @@ from typing import Any
 
 import torch
 
-from engine.fp8 import checked_bytes, has_nan_codes
+from engine.fp8 import HALF_REBIAS, checked_bytes, has_nan_codes
 
 SOURCE = Path(__file__).with_name("cpu_fp8_gemv.c")
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC")
 COMPILE_TIMEOUT_S = 60.0
 _DISABLE = "ASCEND_DOCTOR_FP8_KERNEL"
-_REBIAS = 256.0  # the kernel decodes e4m3 to float16 times 2**-8 (engine.fp8._HALF_REBIAS)
 
 _lock = threading.Lock()
 _loaded: list[Fp8Gemv | None] = []  # [] until first asked; then the kernel or None
@@ -64,57 +63,45 @@ class Fp8Gemv:
             self.bf16_gemv.restype = None
 
 
-class FusedWeight:
-    """One resident FP8 weight bound to the kernel: y[r0:r1] = (W @ x)[r0:r1] with W
-    dequantised exactly as engine.fp8 dequantises it to x's dtype (bfloat16 or float32),
-    float32 sums, y in x's dtype. ctypes releases the GIL during the call, so helper threads
-    run row ranges of one weight at once."""
+class BoundWeight:
+    """One weight bound to a compiled GEMV: y[r0:r1] = (W @ x)[r0:r1], float32 sums, y in x's
+    dtype. A resident FP8 weight is dequantised exactly as engine.fp8 dequantises it to x's
+    dtype (bfloat16 or float32); a bfloat16 one is multiplied as it is (VDPBF16PS: each product
+    exact). ctypes releases the GIL during the call, so helper threads run row ranges of one
+    weight at once."""
 
-    __slots__ = ("_args", "_by_dtype", "_data", "_scale", "rows")
+    __slots__ = ("_args", "_by_dtype", "_keep", "rows")
 
-    def __init__(self, gemv: Fp8Gemv, data: torch.Tensor, scale_inv: torch.Tensor,
-                 block: tuple[int, int]) -> None:
-        self._data = data  # kept alive: the kernel holds its address
-        self._scale = (scale_inv.to(torch.float32) * _REBIAS).contiguous()
-        self._by_dtype = gemv.by_dtype
-        self.rows = int(data.shape[0])
-        self._args = (data.data_ptr(), int(data.shape[1]), self._scale.data_ptr(),
-                      int(self._scale.shape[1]), block[0], block[1])
+    def __init__(self, by_dtype: dict[torch.dtype, Any], rows: int, args: tuple[int, ...],
+                 keep: tuple[torch.Tensor, ...]) -> None:
+        self._by_dtype = by_dtype
+        self.rows = rows
+        self._args = args  # the weight's addresses and sizes, before x, y and the rows
+        self._keep = keep  # kept alive: the kernel holds their addresses
 
     def into(self, x: torch.Tensor, y: torch.Tensor, r0: int, r1: int) -> None:
-        """x [cols] and y [rows]: contiguous, both bfloat16 or both float32."""
+        """x [cols] and y [rows]: contiguous, of one dtype the kernel takes."""
         self._by_dtype[x.dtype](*self._args, x.data_ptr(), y.data_ptr(), r0, r1)
 
 
 FUSED_DTYPES = (torch.bfloat16, torch.float32)
 
 
-class Bf16Weight:
-    """A bfloat16 weight [out, in] bound to the kernel's bfloat16 GEMV: float32 sums of exact
-    products, each output rounded once to bfloat16 (torch's own GEMV reaches 4-12 GB/s at
-    batch 1 on the CPU; this one streams the rows)."""
-
-    __slots__ = ("_args", "_fn", "_weight", "rows")
-
-    def __init__(self, fn: Any, weight: torch.Tensor) -> None:
-        self._weight = weight  # kept alive: the kernel holds its address
-        self._fn = fn
-        self.rows = int(weight.shape[0])
-        self._args = (weight.data_ptr(), int(weight.shape[1]))
-
-    def into(self, x: torch.Tensor, y: torch.Tensor, r0: int, r1: int) -> None:
-        """x [in] and y [out]: contiguous bfloat16."""
-        self._fn(*self._args, x.data_ptr(), y.data_ptr(), r0, r1)
+def _rebiased(scale_inv: torch.Tensor) -> torch.Tensor:
+    """The tile scales as the kernel takes them: float32 times 2**8 (it decodes e4m3 to
+    float16 times 2**-8), contiguous."""
+    return (scale_inv.to(torch.float32) * HALF_REBIAS).contiguous()
 
 
-def bf16_rows(weight: torch.Tensor) -> Bf16Weight | None:
+def bf16_rows(weight: torch.Tensor) -> BoundWeight | None:
     """The weight bound to the bfloat16 GEMV; None without the kernel or AVX512_BF16, or for a
     weight that is not a contiguous 2-D bfloat16 CPU tensor."""
     gemv = kernel()
     if gemv is None or gemv.bf16_gemv is None or weight.dtype != torch.bfloat16 \
             or weight.dim() != 2 or weight.device.type != "cpu" or not weight.is_contiguous():
         return None
-    return Bf16Weight(gemv.bf16_gemv, weight)
+    return BoundWeight({torch.bfloat16: gemv.bf16_gemv}, int(weight.shape[0]),
+                       (weight.data_ptr(), int(weight.shape[1])), (weight,))
 
 
 def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
@@ -129,7 +116,7 @@ def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[
     data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
     if has_nan_codes(data):
         return None
-    scale = (scale_inv.to(torch.float32) * _REBIAS).contiguous()
+    scale = _rebiased(scale_inv)
     out = torch.empty(tuple(data.shape), dtype=dtype)
     gemv.dequantizers[dtype](data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
                              int(scale.shape[1]), block[0], block[1], out.data_ptr(), 0,
@@ -138,14 +125,17 @@ def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[
 
 
 def fused(data: torch.Tensor, scale_inv: torch.Tensor,
-          block: tuple[int, int]) -> FusedWeight | None:
-    """The weight bound to this machine's kernel; None when there is no kernel or the bytes are
-    not a contiguous CPU tensor."""
+          block: tuple[int, int]) -> BoundWeight | None:
+    """The resident FP8 weight bound to this machine's kernel; None when there is no kernel or
+    the bytes are not a contiguous CPU tensor."""
     gemv = kernel()
     if gemv is None or data.device.type != "cpu" or not data.is_contiguous() \
             or data.dtype != torch.uint8:
         return None
-    return FusedWeight(gemv, data, scale_inv, block)
+    scale = _rebiased(scale_inv)
+    return BoundWeight(gemv.by_dtype, int(data.shape[0]),
+                       (data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
+                        int(scale.shape[1]), block[0], block[1]), (data, scale))
 
 
 def kernel() -> Fp8Gemv | None:

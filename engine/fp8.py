@@ -50,7 +50,7 @@ _HALF_MASK = 0xBF80 - 0x10000
 # e4m3 and float16 share the mantissa layout; float16's exponent bias is 15 against e4m3's 7,
 # so the reinterpreted value is the true one times 2**-8 -- subnormals included, because
 # float16 subnormals use the same 2**-14 step that e4m3's 2**-6 becomes.
-_HALF_REBIAS = 256.0
+HALF_REBIAS = 256.0
 # The bfloat16 variant: the magnitude bits go to bits 10..4 (bfloat16's exponent low bits and top
 # mantissa bits); with bias 127 against 7 the value is the true one times 2**-120, and e4m3
 # subnormals become bfloat16 subnormals. 0x87F0 as a signed int16.
@@ -160,7 +160,7 @@ def _dequantize_shifted(raw: torch.Tensor, scale: torch.Tensor, block: tuple[int
     half = raw.view(torch.int8).to(torch.int16)  # sign-extends
     half <<= 7
     half &= _HALF_MASK
-    return _multiply_tiles(half.view(torch.float16), scale * _HALF_REBIAS, block, dtype)
+    return _multiply_tiles(half.view(torch.float16), scale * HALF_REBIAS, block, dtype)
 
 
 def _dequantize_bf16(raw: torch.Tensor, scale: torch.Tensor,

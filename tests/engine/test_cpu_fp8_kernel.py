@@ -22,13 +22,13 @@ needs_kernel = pytest.mark.skipif(cpu_fp8_kernel.kernel() is None,
                                   reason=f"no FP8 kernel here: {cpu_fp8_kernel.why_not}")
 
 
-def fused_of(quant: torch.Tensor, scale: torch.Tensor) -> cpu_fp8_kernel.FusedWeight:
+def fused_of(quant: torch.Tensor, scale: torch.Tensor) -> cpu_fp8_kernel.BoundWeight:
     made = cpu_fp8_kernel.fused(quant.view(torch.uint8), scale, (128, 128))
     assert made is not None
     return made
 
 
-def gemv(weight: cpu_fp8_kernel.FusedWeight, x: torch.Tensor) -> torch.Tensor:
+def gemv(weight: cpu_fp8_kernel.BoundWeight, x: torch.Tensor) -> torch.Tensor:
     y = torch.empty(weight.rows, dtype=x.dtype)
     weight.into(x.contiguous(), y, 0, weight.rows)
     return y
