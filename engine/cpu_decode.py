@@ -2,24 +2,26 @@
 that uses every core. Only the CPU runner builds these weights and enters `DecodeStep`; the
 NPU and CUDA paths never reach this module.
 
-Measured with torch 2.13 (MKL, oneDNN) on a 2-core AVX-512 CPU, batch 1 (bench/engine_vs_hf.py
+Measured with torch 2.13 (MKL, oneDNN) on 2-core AVX-512 VMs, batch 1 (bench/engine_vs_hf.py
 reruns it side by side with transformers):
-- float32: MKL's GEMV reads a weight stored [in, out] about twice as fast as [out, in] (25.3
-  against 10.8 GB/s for the 512 x 151936 vocabulary projection), so float32 projections are
-  stored transposed (`Transposed`).
-- bfloat16 / float16: oneDNN's GEMV reaches 6-15 GB/s; torch's own kernel (fp32 accumulation,
-  taken when oneDNN is switched off) 20-24 GB/s on the same [out, in] weights. A decode step
-  therefore switches oneDNN off and back on (prefill GEMMs keep it).
-- MKL's GEMV runs on one core whatever the thread count. A large GEMV is cut into column
-  blocks computed at once on helper threads (aten releases the GIL), with torch's own
-  threads set to 1 for the step: two OpenMP threads spinning beside the helper cost more than
-  they give. Each block is the GEMV it would be alone; MKL picks its kernel by shape, so
-  against one call over every column the sums may be ordered differently (float32 rounding).
-- whether the cut pays depends on the machine (a thread hand-off took ~14 us on one 2-core VM,
-  50-130 us on another), so `DecodeSteps` measures it on each runner's first steps.
-- resident FP8: torch has no GEMV that reads FP8, so dequantising per use cost three times
-  the dequantised model's step; the compiled kernel (engine.cpu_fp8_kernel) reads the bytes
-  once and dequantises in registers to the same weight values.
+- where this machine has the compiled kernel (engine.cpu_kernel: AVX-512), every projection
+  of one row decodes through it, as stored ([out, in]), its row blocks on every core through
+  the kernel's own spinning workers: the vocabulary projection (512 x 151936 float32) read at
+  19 GB/s against 9.7-12.8 for torch's best GEMV on the same VM, and a hand-off costs about a
+  microsecond where a Python thread's took 50-130 us. Resident FP8 has no torch GEMV at all
+  (dequantising per use cost three times the dequantised model's step); the kernel reads the
+  bytes once and dequantises in registers, to the same weight values.
+- without the kernel, torch's GEMVs: MKL reads a float32 weight stored [in, out] about twice
+  as fast as [out, in] (25.3 against 10.8 GB/s for the vocabulary projection), so float32
+  projections are stored transposed (`Transposed`); for bfloat16 / float16, oneDNN's GEMV
+  reaches 6-15 GB/s and torch's own kernel (fp32 accumulation, taken when oneDNN is off)
+  20-24 GB/s, so a decode step switches oneDNN off (prefill GEMMs keep it). MKL's GEMV runs
+  on one core, so a large one is cut into column blocks on helper threads (aten releases the
+  GIL), with torch's own threads set to 1 for the step. Each block is the GEMV it would be
+  alone; MKL picks its kernel by shape, so against one call over every column the sums may
+  be ordered differently (float32 rounding).
+- whether cutting pays depends on the machine, so `DecodeSteps` measures it on each runner's
+  first steps.
 """
 
 from __future__ import annotations
@@ -36,19 +38,18 @@ from typing import Any
 
 import torch
 
-from engine.cpu_fp8_kernel import FUSED_DTYPES, BoundWeight, bf16_rows, fused
+from engine.cpu_kernel import FUSED_DTYPES, BoundWeight, fused, plain_rows
 from engine.fp8 import Fp8Weight
 
-# A GEMV smaller than this is not cut: a hand-off to a helper thread costs about 10-15 us,
-# what a 1 MiB GEMV takes at 20 GB/s... (measured: 576x576 float32, 1.3 MB, gains nothing).
+# torch's GEMVs: one smaller than this is not cut, a hand-off to a Python helper thread costs
+# 10-130 us (measured: 576x576 float32, 1.3 MB, gains nothing).
 SPLIT_MIN_BYTES = 2 << 20
-# Resident FP8: dequantising costs several times the GEMV, so smaller weights are worth it.
+# Resident FP8 on torch's path: dequantising costs several times the GEMV, so smaller weights
+# are worth it.
 FP8_SPLIT_MIN_BYTES = 256 << 10
+# The compiled kernel: its hand-off costs about a microsecond, what 16 KiB take to stream.
+KERNEL_SPLIT_MIN_BYTES = 64 << 10
 MAX_PARTS = 8  # helper threads + the caller
-# The compiled bfloat16 GEMV runs on one thread: it beats torch's on the projections (1536 x
-# 576: 49 against 110 us) but not on a vocabulary projection, where torch's GEMV streams with
-# both OpenMP threads (151936 x 512, 148 MiB: 19.3 against 14.1 ms; 2-core Xeon VM).
-BF16_KERNEL_MAX_BYTES = 32 << 20
 ALIGN_COLUMNS = 64  # column blocks start on a 64-element boundary
 
 
@@ -88,17 +89,16 @@ class Transposed(CpuLinear):
 
 @dataclass(frozen=True)
 class Rows(CpuLinear):
-    """A bfloat16 / float16 weight kept [out, in] (`nk`), as torch's reduced-precision GEMV
-    reads it; a bfloat16 one decodes through the compiled kernel where the CPU has
-    AVX512_BF16 (`kernel`, engine.cpu_fp8_kernel)."""
+    """A weight kept [out, in] (`nk`): a float32 one or a bfloat16 one (where the CPU has
+    AVX512_BF16) decodes through the compiled kernel (`kernel`, engine.cpu_kernel); a
+    reduced-precision one without it goes to torch's GEMV, which reads this layout best."""
 
     nk: torch.Tensor
     kernel: BoundWeight | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, weight: torch.Tensor) -> Rows:
-        small = weight.numel() * weight.element_size() <= BF16_KERNEL_MAX_BYTES
-        return cls(weight, bf16_rows(weight) if small else None)
+        return cls(weight, plain_rows(weight))
 
     @property
     def nbytes(self) -> int:
@@ -108,9 +108,8 @@ class Rows(CpuLinear):
         return self.nk
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel is not None and x.numel() == x.shape[-1] and x.dtype == torch.bfloat16:
-            big = _splits(x, self.nk) and self.kernel.rows >= 2 * ALIGN_COLUMNS
-            return _kernel_gemv(self.kernel, x, ALIGN_COLUMNS if big else self.kernel.rows)
+        if self.kernel is not None and x.numel() == x.shape[-1] and self.kernel.takes(x):
+            return _kernel_gemv(self.kernel, x)
         if _splits(x, self.nk):
             return _split_gemv(x, self.nk.t())
         return torch.nn.functional.linear(x, self.nk)
@@ -118,7 +117,7 @@ class Rows(CpuLinear):
 
 class ResidentFp8(Fp8Weight, CpuLinear):
     """A resident FP8 weight on the CPU. A decode GEMV goes to the compiled kernel
-    (engine.cpu_fp8_kernel: the bytes read once, dequantised in registers) when this machine
+    (engine.cpu_kernel: the bytes read once, dequantised in registers) when this machine
     has one, its row blocks on all threads at once; otherwise the row blocks are dequantised
     and multiplied on all threads at once (the dequantisation, not the read, is the cost)."""
 
@@ -142,7 +141,7 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         splits = (_parts() > 1 and one_row and rows >= 2 * self.block[0]
                   and self.data.numel() >= FP8_SPLIT_MIN_BYTES)
         if self._fused is not None and one_row and x.dtype in FUSED_DTYPES:
-            return _kernel_gemv(self._fused, x, self.block[0] if splits else rows)
+            return _kernel_gemv(self._fused, x)
         if splits:
             row = x.reshape(1, x.shape[-1])
             out = torch.empty((1, rows), dtype=x.dtype, device=x.device)
@@ -152,16 +151,12 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         return torch.nn.functional.linear(x, self.dequantize(x.dtype))
 
 
-def _kernel_gemv(weight: BoundWeight, x: torch.Tensor, align: int) -> torch.Tensor:
-    """x [.., 1, in] @ W^T through a compiled kernel; row blocks of `align` rows on the
-    step's threads (one block: no split)."""
+def _kernel_gemv(weight: BoundWeight, x: torch.Tensor) -> torch.Tensor:
+    """x [.., 1, in] @ W^T through the compiled kernel, its rows cut across the step's threads
+    when the weight is large enough to pay for the hand-off."""
     row = x.reshape(-1).contiguous()
     y = torch.empty(weight.rows, dtype=x.dtype)
-    if align >= weight.rows:
-        weight.into(row, y, 0, weight.rows)
-    else:
-        _run_parts([(weight.into, (row, y, a, b))
-                    for a, b in _bounds(weight.rows, _parts(), align)])
+    weight.into(row, y, _parts() if weight.nbytes >= KERNEL_SPLIT_MIN_BYTES else 1)
     return y.view(*x.shape[:-1], weight.rows)
 
 
@@ -180,7 +175,8 @@ def prefer_layout(weight: Any, device: torch.device, dtype: torch.dtype) -> Any:
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
         return weight
     if dtype == torch.float32:
-        return Transposed.of(weight)
+        rows = Rows.of(weight)
+        return rows if rows.kernel is not None else Transposed.of(weight)
     if dtype in (torch.bfloat16, torch.float16):
         return Rows.of(weight)
     return weight

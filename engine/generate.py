@@ -287,11 +287,11 @@ class Engine:
         if self.config.fp8 is None or self.fp8_mode != "resident" \
                 or self.runner.device.type != "cpu":
             return ""
-        from engine import cpu_fp8_kernel
+        from engine import cpu_kernel
 
-        if cpu_fp8_kernel.kernel() is not None:
+        if cpu_kernel.kernel() is not None:
             return "compiled kernel"
-        return f"torch path: {cpu_fp8_kernel.why_not}"
+        return f"torch path: {cpu_kernel.why_not}"
 
     @property
     def stats(self) -> EngineStats:

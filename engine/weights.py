@@ -311,7 +311,7 @@ class _Loader:
         if self.fp8 == "resident" and _stays_fp8(info.name, canonical, self.config):
             return Fp8Weight.from_tensors(weight.clone(), scale, block, self.device)
         if torch.device(self.device).type == "cpu":  # one pass through the compiled kernel
-            from engine.cpu_fp8_kernel import dequantized
+            from engine.cpu_kernel import dequantized
 
             done = dequantized(weight, scale, block, self.dtype)
             if done is not None:

@@ -345,9 +345,9 @@ async def test_engine_panel_with_and_without_model() -> None:
         assert list(panel.query_one("#engine-decode-trend", Sparkline).data or []) == [
             20.0, 22.0, 23.5]
         panel.show(engine_snapshot(fp8_mode="resident",
-                                   fp8_decode="torch path: ASCEND_DOCTOR_FP8_KERNEL=0"), history)
+                                   fp8_decode="torch path: ASCEND_DOCTOR_CPU_KERNEL=0"), history)
         await pilot.pause()
-        assert "resident (torch path: ASCEND_DOCTOR_FP8_KERNEL=0)" in rendered(panel,
+        assert "resident (torch path: ASCEND_DOCTOR_CPU_KERNEL=0)" in rendered(panel,
                                                                            "#engine-facts")
 
 

@@ -27,6 +27,7 @@ def split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every GEMV is cut, however small, so tiny shapes exercise the real path."""
     monkeypatch.setattr(cpu_decode, "SPLIT_MIN_BYTES", 0)
     monkeypatch.setattr(cpu_decode, "FP8_SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(cpu_decode, "KERNEL_SPLIT_MIN_BYTES", 0)
 
 
 def random_weight(shape: tuple[int, int], seed: int = 0) -> torch.Tensor:
@@ -97,7 +98,7 @@ def test_resident_fp8_torch_path_is_bit_exact_with_its_tile_reference(
         shape: tuple[int, int], dtype: torch.dtype, scale_dtype: torch.dtype,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the compiled kernel: each row block is dequantised to exactly the reference
-    and multiplied by torch's GEMV; the kernel's own exactness is in test_cpu_fp8_kernel."""
+    and multiplied by torch's GEMV; the kernel's own exactness is in test_cpu_kernel."""
     monkeypatch.setattr(cpu_decode, "fused", lambda *args: None)
     quant, scale = quantize_block(random_weight(shape, seed=1), scale_dtype=scale_dtype)
     weight = prefer_layout(Fp8Weight.from_tensors(quant, scale), torch.device("cpu"), dtype)
@@ -152,8 +153,13 @@ def tiny(request: pytest.FixtureRequest,
     return save_tiny(request.param, directory), directory
 
 
-def test_greedy_parity_with_every_gemv_split(tiny: tuple[Any, Path]) -> None:
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled-kernel", "torch-gemv"])
+def test_greedy_parity_with_every_gemv_split(tiny: tuple[Any, Path], compiled: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     model, directory = tiny
+    if not compiled:
+        monkeypatch.setattr(cpu_decode, "plain_rows", lambda weight: None)
+        monkeypatch.setattr(cpu_decode, "fused", lambda *args: None)
     ids = torch.randint(3, VOCAB_SIZE, (1, 12), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         want = model.generate(ids, do_sample=False, max_new_tokens=48)[0, 12:].tolist()

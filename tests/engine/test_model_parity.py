@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine import Engine, GenerationConfig
+from engine import Engine, GenerationConfig, cpu_kernel
 from engine.cpu_decode import ResidentFp8, Rows, Transposed
 from engine.fp8 import quantize_block as quantize_block_fp8
 from tests.engine.tiny_models import ARCHITECTURES, VOCAB_SIZE, save_tiny
@@ -154,13 +154,21 @@ def test_fp8_resident_decode_dequantizes_only_selected_experts(
     assert sorted(calls) == sorted([layer for layer in range(layers)] * top_k * 3)
 
 
-def test_cpu_float32_stores_projections_in_out(tiny: tuple[str, Any, Path]) -> None:
+def test_cpu_projection_layouts(tiny: tuple[str, Any, Path]) -> None:
+    """With the compiled kernel every projection stays [out, in] as loaded (no copy, a tied
+    lm_head shares the embedding); without it float32 ones are stored [in, out] for MKL."""
     _, _, directory = tiny
     fp32 = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
     bf16 = Engine.load(directory, device="cpu", dtype="bfloat16", max_seq_len=16)
-    assert isinstance(fp32.runner.model.blocks[0].attn.w.q, Transposed)
+    fp32_q = fp32.runner.model.blocks[0].attn.w.q
+    out_features = bf16.config.num_heads * bf16.config.head_dim
     bf16_q = bf16.runner.model.blocks[0].attn.w.q
-    assert isinstance(bf16_q, Rows) and bf16_q.nk.shape[0] == bf16.config.num_heads * \
-        bf16.config.head_dim  # reduced precision keeps [out, in]
-    if fp32.config.tie_word_embeddings:  # the [in, out] lm_head is an extra copy
-        assert fp32.stats.weight_bytes > 2 * bf16.stats.weight_bytes
+    assert isinstance(bf16_q, Rows) and bf16_q.nk.shape[0] == out_features
+    if cpu_kernel.kernel() is None:
+        assert isinstance(fp32_q, Transposed)
+        if fp32.config.tie_word_embeddings:  # the [in, out] lm_head is an extra copy
+            assert fp32.stats.weight_bytes > 2 * bf16.stats.weight_bytes
+    else:
+        assert isinstance(fp32_q, Rows) and fp32_q.kernel is not None
+        assert fp32_q.nk.shape[0] == out_features
+        assert fp32.stats.weight_bytes == 2 * bf16.stats.weight_bytes

@@ -1,6 +1,9 @@
-"""The compiled FP8 decode GEMV: its weights are the tile reference bit for bit (read back
-through one-hot inputs), its sums are float32 sums of them, and without a compiler, without
-AVX-512 or when switched off the engine keeps the torch path and says why."""
+"""The compiled CPU kernels: the FP8 GEMV's weights are the tile reference bit for bit (read
+back through one-hot inputs) and its sums float32 sums of them; the float32 and bfloat16
+GEMVs are float32 sums too; a GEMV cut across the kernel's threads equals the uncut one bit
+for bit, from several Python threads at once, after its workers slept, and in a forked
+child; without a compiler, without AVX-512 or when switched off the engine keeps the torch
+path and says why."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine import cpu_decode, cpu_fp8_kernel
+from engine import cpu_decode, cpu_kernel
 from engine.cpu_decode import DecodeStep, ResidentFp8, prefer_layout
 from engine.fp8 import Fp8Weight, quantize_block
 from tests.engine.test_cpu_decode import random_weight, tile_reference
@@ -18,19 +21,19 @@ from tests.engine.test_cpu_decode import random_weight, tile_reference
 # 32 or 128 (the kernel's tails), plus SmolLM2's MLP shapes.
 SHAPES = [(1536, 576), (576, 1536), (130, 200), (7, 45), (1000, 72)]
 
-needs_kernel = pytest.mark.skipif(cpu_fp8_kernel.kernel() is None,
-                                  reason=f"no FP8 kernel here: {cpu_fp8_kernel.why_not}")
+needs_kernel = pytest.mark.skipif(cpu_kernel.kernel() is None,
+                                  reason=f"no CPU kernel here: {cpu_kernel.why_not}")
 
 
-def fused_of(quant: torch.Tensor, scale: torch.Tensor) -> cpu_fp8_kernel.BoundWeight:
-    made = cpu_fp8_kernel.fused(quant.view(torch.uint8), scale, (128, 128))
+def fused_of(quant: torch.Tensor, scale: torch.Tensor) -> cpu_kernel.BoundWeight:
+    made = cpu_kernel.fused(quant.view(torch.uint8), scale, (128, 128))
     assert made is not None
     return made
 
 
-def gemv(weight: cpu_fp8_kernel.BoundWeight, x: torch.Tensor) -> torch.Tensor:
+def gemv(weight: cpu_kernel.BoundWeight, x: torch.Tensor) -> torch.Tensor:
     y = torch.empty(weight.rows, dtype=x.dtype)
-    weight.into(x.contiguous(), y, 0, weight.rows)
+    weight.into(x.contiguous(), y)
     return y
 
 
@@ -58,27 +61,27 @@ def test_the_kernel_s_weights_are_the_tile_reference_bit_for_bit(
 def test_a_dequantised_load_is_the_tile_reference_bit_for_bit(
         shape: tuple[int, int], dtype: torch.dtype, scale_dtype: torch.dtype) -> None:
     quant, scale = quantize_block(random_weight(shape, seed=8), scale_dtype=scale_dtype)
-    got = cpu_fp8_kernel.dequantized(quant, scale, (128, 128), dtype)
+    got = cpu_kernel.dequantized(quant, scale, (128, 128), dtype)
     assert got is not None and got.dtype == dtype
     assert torch.equal(got, tile_reference(quant, scale, dtype))
 
 
 def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch() -> None:
     quant, scale = quantize_block(random_weight((256, 128), seed=9))
-    assert cpu_fp8_kernel.dequantized(quant, scale, (128, 128), torch.float16) is None
+    assert cpu_kernel.dequantized(quant, scale, (128, 128), torch.float16) is None
     raw = quant.view(torch.uint8).clone()
     raw[0, 0] = 0xFF
-    assert cpu_fp8_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16) is None
+    assert cpu_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16) is None
 
 
 def test_a_scale_grid_that_does_not_fit_is_refused() -> None:
     from engine.errors import ModelFormatError
 
     quant, scale = quantize_block(random_weight((256, 128), seed=10))
-    if cpu_fp8_kernel.kernel() is None:
-        pytest.skip(f"no FP8 kernel here: {cpu_fp8_kernel.why_not}")
+    if cpu_kernel.kernel() is None:
+        pytest.skip(f"no CPU kernel here: {cpu_kernel.why_not}")
     with pytest.raises(ModelFormatError, match="does not match weight"):
-        cpu_fp8_kernel.dequantized(quant, scale[:1], (128, 128), torch.bfloat16)
+        cpu_kernel.dequantized(quant, scale[:1], (128, 128), torch.bfloat16)
 
 
 @needs_kernel
@@ -98,9 +101,9 @@ def test_the_kernel_s_sums_are_float32_sums(shape: tuple[int, int], dtype: torch
 
 
 @needs_kernel
-def test_resident_decode_takes_the_kernel_and_splits_it_by_tile_rows(
+def test_resident_decode_takes_the_kernel_and_cuts_it_across_threads(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cpu_decode, "FP8_SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(cpu_decode, "KERNEL_SPLIT_MIN_BYTES", 0)
     quant, scale = quantize_block(random_weight((1000, 72), seed=5))
     weight = prefer_layout(Fp8Weight.from_tensors(quant, scale), torch.device("cpu"),
                            torch.bfloat16)
@@ -131,16 +134,16 @@ def test_nan_codes_keep_the_torch_path() -> None:
 @pytest.fixture
 def fresh_kernel(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The next kernel() call builds afresh, into an empty cache."""
-    monkeypatch.setattr(cpu_fp8_kernel, "_loaded", [])
+    monkeypatch.setattr(cpu_kernel, "_loaded", [])
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     return tmp_path
 
 
 def test_switched_off_the_engine_keeps_the_torch_path(fresh_kernel: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ASCEND_DOCTOR_FP8_KERNEL", "0")
-    assert cpu_fp8_kernel.kernel() is None
-    assert cpu_fp8_kernel.why_not == "ASCEND_DOCTOR_FP8_KERNEL=0"
+    monkeypatch.setenv("ASCEND_DOCTOR_CPU_KERNEL", "0")
+    assert cpu_kernel.kernel() is None
+    assert cpu_kernel.why_not == "ASCEND_DOCTOR_CPU_KERNEL=0"
     quant, scale = quantize_block(random_weight((256, 128), seed=7))
     weight = prefer_layout(Fp8Weight.from_tensors(quant, scale), torch.device("cpu"),
                            torch.float32)
@@ -152,9 +155,9 @@ def test_switched_off_the_engine_keeps_the_torch_path(fresh_kernel: Path,
 def test_without_a_compiler_it_says_so(fresh_kernel: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CC", str(fresh_kernel / "no-such-cc"))
-    assert cpu_fp8_kernel.kernel() is None
-    assert cpu_fp8_kernel.why_not.startswith("the FP8 kernel did not build: ")
-    assert "no-such-cc" in cpu_fp8_kernel.why_not
+    assert cpu_kernel.kernel() is None
+    assert cpu_kernel.why_not.startswith("the CPU kernel did not build: ")
+    assert "no-such-cc" in cpu_kernel.why_not
 
 
 def test_a_failing_compiler_says_its_first_line(fresh_kernel: Path,
@@ -163,19 +166,19 @@ def test_a_failing_compiler_says_its_first_line(fresh_kernel: Path,
     fake.write_text("#!/bin/sh\necho 'cc1: error: bad flag' >&2\nexit 4\n")
     fake.chmod(0o755)
     monkeypatch.setenv("CC", str(fake))
-    assert cpu_fp8_kernel.kernel() is None
-    assert cpu_fp8_kernel.why_not == (f"the FP8 kernel did not build: {fake} exited 4: "
+    assert cpu_kernel.kernel() is None
+    assert cpu_kernel.why_not == (f"the CPU kernel did not build: {fake} exited 4: "
                                       "cc1: error: bad flag")
 
 
 @needs_kernel
 def test_it_is_built_once_into_the_cache(fresh_kernel: Path) -> None:
-    assert cpu_fp8_kernel.kernel() is not None
+    assert cpu_kernel.kernel() is not None
     built = sorted((fresh_kernel / "ascend-doctor" / "kernels").iterdir())
     assert [p.suffix for p in built] == [".so"]
     stamp = built[0].stat().st_mtime_ns
-    cpu_fp8_kernel._loaded.clear()
-    assert cpu_fp8_kernel.kernel() is not None
+    cpu_kernel._loaded.clear()
+    assert cpu_kernel.kernel() is not None
     assert built[0].stat().st_mtime_ns == stamp
 
 
@@ -199,31 +202,143 @@ def test_the_engine_says_which_path_resident_fp8_takes(fp8_model: Path,
                            fp8=fp8).stats.fp8_decode
 
     assert load("dequantize") == ""
-    if cpu_fp8_kernel.kernel() is not None:
+    if cpu_kernel.kernel() is not None:
         assert load("resident") == "compiled kernel"
-    cpu_fp8_kernel._loaded.clear()
-    monkeypatch.setenv("ASCEND_DOCTOR_FP8_KERNEL", "0")
-    assert load("resident") == "torch path: ASCEND_DOCTOR_FP8_KERNEL=0"
+    cpu_kernel._loaded.clear()
+    monkeypatch.setenv("ASCEND_DOCTOR_CPU_KERNEL", "0")
+    assert load("resident") == "torch path: ASCEND_DOCTOR_CPU_KERNEL=0"
 
 
-def test_bfloat16_projections_take_the_bfloat16_gemv_where_the_cpu_has_it() -> None:
-    gemv = cpu_fp8_kernel.kernel()
-    if gemv is None or gemv.bf16_gemv is None:
-        pytest.skip("no AVX512_BF16 kernel here")
-    from engine.cpu_decode import BF16_KERNEL_MAX_BYTES, Rows
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_plain_projections_take_the_compiled_gemv(dtype: torch.dtype) -> None:
+    gemv = cpu_kernel.kernel()
+    if gemv is None or (dtype == torch.bfloat16 and not gemv.bf16):
+        pytest.skip(f"no {dtype} kernel here")
+    from engine.cpu_decode import Rows
 
-    for shape in [(1536, 576), (576, 1536), (7, 45), (130, 200)]:
-        weight = random_weight(shape, seed=11).to(torch.bfloat16)
+    for shape in [(1536, 576), (576, 1536), (7, 45), (130, 200), (9, 8)]:
+        weight = random_weight(shape, seed=11).to(dtype)
         rows = Rows.of(weight)
         assert rows.kernel is not None
         x = torch.randn(1, 1, shape[1], generator=torch.Generator().manual_seed(12))
-        x = x.to(torch.bfloat16)
+        x = x.to(dtype)
         got = rows.matmul(x).double().reshape(-1)
         exact = weight.double() @ x.double().reshape(-1)
         bound = shape[1] * 2.0**-23 * (weight.double().abs() @ x.double().abs().reshape(-1))
-        assert bool(((got - exact).abs() <= bound + exact.abs() * 2.0**-8).all())
-        one_hot = torch.zeros(1, shape[1], dtype=torch.bfloat16)
+        if dtype == torch.bfloat16:  # one rounding of the result
+            bound = bound + exact.abs() * 2.0**-8
+        assert bool(((got - exact).abs() <= bound).all())
+        one_hot = torch.zeros(1, shape[1], dtype=dtype)
         one_hot[0, shape[1] - 1] = 1
         assert torch.equal(rows.matmul(one_hot).reshape(-1), weight[:, -1])
-    big = torch.empty(BF16_KERNEL_MAX_BYTES // 2 + 64, 1, dtype=torch.bfloat16)
-    assert Rows.of(big).kernel is None  # a vocabulary projection keeps torch's GEMV
+    assert Rows.of(random_weight((8, 8)).to(torch.float16)).kernel is None
+
+
+def bound_weights() -> list[tuple[str, cpu_kernel.BoundWeight, torch.Tensor]]:
+    """(what, a weight bound to each GEMV this machine has, an x it takes): ragged rows."""
+    gemv = cpu_kernel.kernel()
+    assert gemv is not None
+    shape = (1037, 200)
+    found = []
+    f32 = random_weight(shape, seed=13)
+    x = torch.randn(shape[1], generator=torch.Generator().manual_seed(14))
+    found.append(("float32", cpu_kernel.plain_rows(f32), x))
+    if gemv.bf16:
+        found.append(("bfloat16", cpu_kernel.plain_rows(f32.to(torch.bfloat16)),
+                      x.to(torch.bfloat16)))
+    quant, scale = quantize_block(f32)
+    for dtype in (torch.float32, torch.bfloat16):
+        found.append((f"fp8 {dtype}", fused_of(quant, scale), x.to(dtype)))
+    return [(what, weight, x) for what, weight, x in found if weight is not None]
+
+
+def cut(weight: cpu_kernel.BoundWeight, x: torch.Tensor, parts: int) -> torch.Tensor:
+    y = torch.full((weight.rows,), float("nan"), dtype=x.dtype)
+    weight.into(x, y, parts)
+    return y
+
+
+@needs_kernel
+@pytest.mark.parametrize("parts", [2, 3, 8, 50])
+def test_a_gemv_cut_across_threads_equals_the_uncut_one(parts: int) -> None:
+    for what, weight, x in bound_weights():
+        assert torch.equal(cut(weight, x, parts), cut(weight, x, 1)), what
+
+
+@needs_kernel
+def test_a_dequantised_load_cut_across_threads_is_the_same() -> None:
+    quant, scale = quantize_block(random_weight((1037, 200), seed=15))
+    for dtype in (torch.float32, torch.bfloat16):
+        one = cpu_kernel.dequantized(quant, scale, (128, 128), dtype)
+        many = cpu_kernel.dequantized(quant, scale, (128, 128), dtype, parts=3)
+        assert one is not None and many is not None and torch.equal(one, many)
+
+
+@needs_kernel
+def test_python_threads_share_the_kernel_s_workers() -> None:
+    """One caller at a time gets the workers; the others run their GEMV alone meanwhile."""
+    import threading
+
+    weights = bound_weights()
+    want = [cut(weight, x, 1) for _, weight, x in weights]
+    failures: list[str] = []
+
+    def hammer() -> None:
+        for _ in range(200):
+            for (what, weight, x), expected in zip(weights, want, strict=True):
+                if not torch.equal(cut(weight, x, 2), expected):
+                    failures.append(what)
+
+    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads) and failures == []
+
+
+@needs_kernel
+def test_sleeping_workers_wake_for_the_next_gemv() -> None:
+    import time
+
+    what, weight, x = bound_weights()[0]
+    want = cut(weight, x, 1)
+    for _ in range(3):
+        assert torch.equal(cut(weight, x, 2), want), what
+        time.sleep(0.02)  # past the kernel's 2 ms of spinning: the workers sleep
+
+
+@needs_kernel
+def test_a_forked_child_makes_its_own_workers(tmp_path: Path) -> None:
+    """The parent's workers do not exist in a child; the child's GEMV must not wait for
+    them. Run in a fresh interpreter: this test process may have other threads."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "fork.py"
+    script.write_text(FORK_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["parent", "child:0"]
+
+
+FORK_SCRIPT = """
+import os, torch
+from engine import cpu_kernel
+weight = torch.randn(1037, 200)
+x = torch.randn(200)
+bound = cpu_kernel.plain_rows(weight)
+def gemv(parts):
+    y = torch.empty(1037)
+    bound.into(x, y, parts)
+    return y
+want = gemv(1)
+assert torch.equal(gemv(2), want)
+print("parent", flush=True)
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if torch.equal(gemv(2), want) else 3)
+_, status = os.waitpid(pid, 0)
+print(f"child:{os.waitstatus_to_exitcode(status)}", flush=True)
+"""

@@ -1,21 +1,46 @@
-/* One decode GEMV over a resident block-FP8 weight, dequantising in registers.
+/* The CPU decode GEMVs (float32, bfloat16 and resident block-FP8 weights, one row of x) and
+ * the one-pass FP8 dequantisation for loads, with a small thread pool of their own.
  *
- * y[r] = sum_c w(r, c) * x[c] for rows r0..r1-1, where w(r, c) is exactly the value the
- * engine's dequantisation gives (engine/fp8.py): float32(e4m3(q[r, c])) * scale[r/bo][c/bi],
- * rounded to bfloat16 (round to nearest even) when the engine runs in bfloat16. The bytes are
- * read once; nothing is written but y. Built by engine/cpu_fp8_kernel.py with the machine's
- * own compiler flags; without AVX-512 it reports so and the engine keeps its torch path.
+ * A decode step is a chain of GEMVs that each stream a weight once; one core reads about half
+ * of what the memory system gives (per-core latency bound), so each GEMV is cut into row
+ * blocks run on every core at once. The hand-off goes through spinning workers (no Python, no
+ * GIL: about a microsecond) that sleep on a condition variable once idle for SPIN_NS, so an
+ * idle engine burns no core. One caller at a time uses the pool; a second one meanwhile runs
+ * its GEMV alone. A forked child starts without workers and makes its own.
+ *
+ * FP8: y[r] = sum_c w(r, c) * x[c], where w(r, c) is exactly the value the engine's
+ * dequantisation gives (engine/fp8.py): float32(e4m3(q[r, c])) * scale[r/bo][c/bi], rounded
+ * to bfloat16 (round to nearest even) when the engine runs in bfloat16. The bytes are read
+ * once; nothing is written but y. Built by engine/cpu_kernel.py with the machine's own
+ * compiler flags; without AVX-512 it reports so and the engine keeps its torch path.
  *
  * e4m3 -> float32: the byte, sign-extended to 16 bits, shifted left by 7 and masked to bits
  * 15 and 13..7, is the float16 of the value times 2**-8, subnormals included; the scale is
  * passed times 2**8, so the float32 product is the same real number rounded once.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
+
+/* What x and w are, for cpu_rows (engine/cpu_kernel.py passes the same numbers). */
+enum { FP8_F32 = 0, FP8_BF16 = 1, BF16 = 2, F32 = 3, DEQUANTIZE_F32 = 4, DEQUANTIZE_BF16 = 5 };
+
+typedef struct {
+    int kind;
+    const void *w; /* the weight: uint8 FP8 bytes, bfloat16 bits or float32, [rows, cols] */
+    int64_t cols;
+    const float *scale; /* FP8 only: [ceil(rows/bo), grid_cols], times 2**8 */
+    int64_t grid_cols, bo, bi;
+    const void *x; /* [cols], float32 or bfloat16 bits (unused by the dequantisers) */
+    void *y;       /* [rows], or the dequantised weight [rows, cols] */
+} job_t;
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__F16C__)
 #include <immintrin.h>
-
-int fp8_gemv_simd(void) { return 1; }
+#define HAVE_SIMD 1
 
 static inline __m512 decode16(const uint8_t *q, __m512 scale) {
     __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q));
@@ -128,7 +153,7 @@ static inline uint16_t to_bf16(float v) {
 /* q: uint8 [rows, cols] row-major; scale: float32 [ceil(rows/bo), grid_cols], each already
  * times 2**8. Rows r0..r1-1 of y are written, four rows of one tile row at a time. */
 #define GEMV(NAME, XT, YT, DOT, STORE)                                                        \
-void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols, int64_t bo, \
+static void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols, int64_t bo, \
           int64_t bi, const XT *x, YT *y, int64_t r0, int64_t r1) {                          \
     float sums[4];                                                                           \
     for (int64_t r = r0; r < r1;) {                                                          \
@@ -160,7 +185,7 @@ static inline uint16_t one_bf16(float v) { return to_bf16(v); }
 static inline float one_f32(float v) { return v; }
 
 #define DEQUANTIZE(NAME, OT, STORE, ONE, BF16)                                                \
-void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols, int64_t bo, \
+static void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols, int64_t bo, \
           int64_t bi, OT *out, int64_t r0, int64_t r1) {                                     \
     for (int64_t r = r0; r < r1; r++) {                                                      \
         const uint8_t *row = q + r * cols;                                                   \
@@ -180,12 +205,35 @@ void NAME(const uint8_t *q, int64_t cols, const float *scale, int64_t grid_cols,
 DEQUANTIZE(fp8_dequantize_bf16, uint16_t, store_bf16, one_bf16, 1)
 DEQUANTIZE(fp8_dequantize_f32, float, store_f32, one_f32, 0)
 
+/* A float32 weight [rows, cols] (row-major, as checkpoints store it) times a float32 x: eight
+ * rows at a time, so eight streams are in flight on each core. */
+static void f32_gemv(const float *w, int64_t cols, const float *x, float *y, int64_t r0,
+                     int64_t r1) {
+    for (int64_t r = r0; r < r1;) {
+        const int64_t n = r1 - r < 8 ? r1 - r : 8;
+        __m512 acc[8];
+        for (int64_t i = 0; i < 8; i++) acc[i] = _mm512_setzero_ps();
+        int64_t c = 0;
+        for (; c + 16 <= cols; c += 16) {
+            const __m512 xv = _mm512_loadu_ps(x + c);
+            for (int64_t i = 0; i < n; i++)
+                acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (r + i) * cols + c), xv, acc[i]);
+        }
+        for (int64_t i = 0; i < n; i++) {
+            float sum = _mm512_reduce_add_ps(acc[i]);
+            for (int64_t t = c; t < cols; t++) sum += w[(r + i) * cols + t] * x[t];
+            y[r + i] = sum;
+        }
+        r += n;
+    }
+}
+
 #if defined(__AVX512BF16__)
-int bf16_gemv_simd(void) { return 1; }
+#define HAVE_BF16 1
 
 /* A bfloat16 weight [rows, cols] (row-major) times a bfloat16 x: y[r0..r1-1], float32 sums
  * (VDPBF16PS: each product exact), each rounded once to bfloat16 as torch's GEMV rounds. */
-void bf16_gemv(const uint16_t *w, int64_t cols, const uint16_t *x, uint16_t *y, int64_t r0,
+static void bf16_gemv(const uint16_t *w, int64_t cols, const uint16_t *x, uint16_t *y, int64_t r0,
                int64_t r1) {
     for (int64_t r = r0; r < r1;) {
         const int64_t n = r1 - r < 4 ? r1 - r : 4;
@@ -209,14 +257,183 @@ void bf16_gemv(const uint16_t *w, int64_t cols, const uint16_t *x, uint16_t *y, 
         r += n;
     }
 }
-#else
-int bf16_gemv_simd(void) { return 0; }
 #endif
 
-#else
-
-int fp8_gemv_simd(void) { return 0; }
-
-int bf16_gemv_simd(void) { return 0; }
-
+static void run_rows(const job_t *j, int64_t r0, int64_t r1) {
+    switch (j->kind) {
+    case FP8_F32:
+        fp8_gemv_f32(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->x, j->y, r0, r1);
+        break;
+    case FP8_BF16:
+        fp8_gemv_bf16(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->x, j->y, r0, r1);
+        break;
+#if defined(HAVE_BF16)
+    case BF16: bf16_gemv(j->w, j->cols, j->x, j->y, r0, r1); break;
 #endif
+    case F32: f32_gemv(j->w, j->cols, j->x, j->y, r0, r1); break;
+    case DEQUANTIZE_F32:
+        fp8_dequantize_f32(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->y, r0, r1);
+        break;
+    case DEQUANTIZE_BF16:
+        fp8_dequantize_bf16(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->y, r0, r1);
+        break;
+    default: break;
+    }
+}
+
+#define pause() _mm_pause()
+#else
+static void run_rows(const job_t *j, int64_t r0, int64_t r1) { (void)j; (void)r0; (void)r1; }
+#define pause() ((void)0)
+#endif
+
+/* 1: AVX-512 (FP8 and float32 GEMVs, the dequantisers); 2: also AVX512_BF16 (bfloat16). */
+int cpu_kernel_simd(void) {
+#if defined(HAVE_BF16)
+    return 2;
+#elif defined(HAVE_SIMD)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* --- the thread pool ---------------------------------------------------------------------- */
+
+#define MAX_PARTS 8
+#define SPIN_NS 2000000LL /* a worker idle this long sleeps (a decode step's gaps are shorter) */
+
+typedef struct {
+    pthread_t thread;
+    atomic_int ticket; /* raised by the caller when it has a part for this worker */
+    atomic_int done;   /* set to the ticket by the worker when that part is done */
+    const job_t *job;
+    int64_t r0, r1;
+} worker_t;
+
+static struct {
+    pthread_mutex_t busy; /* held by the one caller using the workers */
+    pthread_mutex_t sleep_lock;
+    pthread_cond_t wake;
+    atomic_int sleepers;
+    int started;
+    worker_t workers[MAX_PARTS - 1];
+} pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .sleep_lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER};
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Spin until the worker's ticket moves past `seen`, sleeping once idle for SPIN_NS. The
+ * caller raises the ticket and then reads `sleepers`; a worker counts itself in `sleepers`
+ * and then reads its ticket under the lock: one of the two sees the other (seq_cst). */
+static int next_ticket(worker_t *me, int seen) {
+    int64_t since = now_ns();
+    for (int spins = 1;; spins++) {
+        int ticket = atomic_load(&me->ticket);
+        if (ticket != seen) return ticket;
+        pause();
+        if ((spins & 255) == 0 && now_ns() - since > SPIN_NS) break;
+    }
+    atomic_fetch_add(&pool.sleepers, 1);
+    pthread_mutex_lock(&pool.sleep_lock);
+    while (atomic_load(&me->ticket) == seen) pthread_cond_wait(&pool.wake, &pool.sleep_lock);
+    pthread_mutex_unlock(&pool.sleep_lock);
+    atomic_fetch_sub(&pool.sleepers, 1);
+    return atomic_load(&me->ticket);
+}
+
+static void *work(void *arg) {
+    worker_t *me = arg;
+    int seen = 0; /* the ticket it was started with: the caller may have raised it already */
+    for (;;) {
+        seen = next_ticket(me, seen);
+        run_rows(me->job, me->r0, me->r1);
+        atomic_store(&me->done, seen);
+    }
+    return 0;
+}
+
+/* Workers started so far, up to `count`; fewer when the system refuses a thread. */
+static int start_workers(int count) {
+    while (pool.started < count) {
+        worker_t *w = &pool.workers[pool.started];
+        atomic_store(&w->ticket, 0);
+        atomic_store(&w->done, 0);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&w->thread, &attr, work, w);
+        pthread_attr_destroy(&attr);
+        if (failed) break;
+        pool.started++;
+    }
+    return pool.started;
+}
+
+/* In a forked child only the forking thread exists: no workers, and the locks may have been
+ * held by threads the child lacks. */
+static void after_fork_in_child(void) {
+    pthread_mutex_init(&pool.busy, 0);
+    pthread_mutex_init(&pool.sleep_lock, 0);
+    pthread_cond_init(&pool.wake, 0);
+    atomic_store(&pool.sleepers, 0);
+    pool.started = 0;
+}
+
+__attribute__((constructor)) static void register_fork_handler(void) {
+    pthread_atfork(0, 0, after_fork_in_child);
+}
+
+/* Rows r0..r1-1 of the job, cut into `parts` blocks starting on multiples of `align` rows:
+ * the first block here, the others on workers at once. */
+static void run_parts(const job_t *job, int64_t r0, int64_t r1, int64_t parts, int64_t align) {
+    if (parts > MAX_PARTS) parts = MAX_PARTS;
+    if (align < 1) align = 1;
+    int64_t step = (r1 - r0 + parts - 1) / (parts > 0 ? parts : 1);
+    step = (step + align - 1) / align * align;
+    if (parts <= 1 || step >= r1 - r0 || pthread_mutex_trylock(&pool.busy) != 0) {
+        run_rows(job, r0, r1);
+        return;
+    }
+    int helpers = start_workers((int)((r1 - r0 + step - 1) / step) - 1);
+    int given = 0;
+    for (int64_t a = r0 + step; a < r1 && given < helpers; a += step, given++) {
+        worker_t *w = &pool.workers[given];
+        w->job = job;
+        w->r0 = a;
+        w->r1 = given + 1 == helpers ? r1 : (a + step < r1 ? a + step : r1);
+        atomic_fetch_add(&w->ticket, 1);
+    }
+    if (given && atomic_load(&pool.sleepers) > 0) {
+        pthread_mutex_lock(&pool.sleep_lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.sleep_lock);
+    }
+    run_rows(job, r0, given ? r0 + step : r1);
+    for (int i = 0; i < given; i++) {
+        worker_t *w = &pool.workers[i];
+        int want = atomic_load(&w->ticket);
+        for (int spins = 1; atomic_load(&w->done) != want; spins++) {
+            pause();
+            if ((spins & 1023) == 0) sched_yield(); /* more parts than free cores */
+        }
+    }
+    pthread_mutex_unlock(&pool.busy);
+}
+
+/* The one entry point: rows r0..r1-1 of a GEMV (y = W x) or of a dequantisation (y = W), on
+ * up to `parts` threads. Returns 0, or -1 for a kind this build has no kernel for. */
+int cpu_rows(int kind, const void *w, int64_t cols, const float *scale, int64_t grid_cols,
+             int64_t bo, int64_t bi, const void *x, void *y, int64_t r0, int64_t r1,
+             int64_t parts, int64_t align) {
+    int simd = cpu_kernel_simd();
+    if (simd == 0 || kind < FP8_F32 || kind > DEQUANTIZE_BF16 || (kind == BF16 && simd < 2))
+        return -1;
+    job_t job = {kind, w, cols, scale, grid_cols, bo, bi, x, y};
+    run_parts(&job, r0, r1, parts, align);
+    return 0;
+}

@@ -1,0 +1,227 @@
+"""The CPU's compiled decode GEMVs (cpu_kernel.c: float32, bfloat16 where the CPU has
+AVX512_BF16, resident FP8) and the one-pass FP8 dequantisation, compiled for this machine on
+first use, each run on every core through the kernel's own thread pool.
+
+Why compiled: measured on a 2-core AVX-512 VM, one core streams about half what two do (9.7
+against 19 GB/s), and torch's GEMVs either stay on one core (MKL) or hand blocks to OpenMP
+threads at a cost; a Python thread hand-off took 50-130 us there. The kernel cuts each GEMV
+into row blocks on spinning C workers (no GIL) and reached the two-core read speed on the
+vocabulary projection. torch also has no CPU kernel that multiplies by an FP8 weight: the
+torch path dequantises each weight to a buffer (four passes) and reads it again; this kernel
+reads the bytes once and dequantises in registers, to exactly the weight values the torch
+path produces (float32 product of the e4m3 value and its tile scale, rounded to bfloat16
+when the engine runs in bfloat16). Only the order of the float32 sums differs from torch's
+GEMV, and it does not depend on how the rows are cut.
+
+It is compiled with the system C compiler (`cc`, or $CC) and `-march=native`, once per source
+and machine, into the user's cache directory. Without a compiler, without AVX-512 or when
+ASCEND_DOCTOR_CPU_KERNEL=0, `kernel()` is None and the engine keeps torch's GEMVs. Only the
+CPU decode path (engine.cpu_decode) and CPU loads (engine.weights) call it; the NPU path never
+does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.fp8 import HALF_REBIAS, checked_bytes, has_nan_codes
+
+SOURCE = Path(__file__).with_name("cpu_kernel.c")
+FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread")
+COMPILE_TIMEOUT_S = 60.0
+_DISABLE = "ASCEND_DOCTOR_CPU_KERNEL"
+
+_lock = threading.Lock()
+_loaded: list[Kernels | None] = []  # [] until first asked; then the kernel or None
+why_not = ""  # why kernel() is None, for the engine's stats
+
+
+# The kinds cpu_rows takes (the enum at the top of cpu_kernel.c).
+FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16 = range(6)
+MAX_PARTS = 8  # the kernel's own limit (MAX_PARTS in cpu_kernel.c)
+ALIGN_ROWS = 64  # row blocks start on a multiple of this
+
+
+class Kernels:
+    """The compiled library (one per process), through its one entry point `cpu_rows`."""
+
+    def __init__(self, library: ctypes.CDLL) -> None:
+        i64, ptr = ctypes.c_int64, ctypes.c_void_p
+        self.rows = library.cpu_rows
+        # kind, weight, cols, scales, grid cols, block rows, block cols, x, y, r0, r1, parts,
+        # align
+        self.rows.argtypes = (ctypes.c_int, ptr, i64, ptr, i64, i64, i64, ptr, ptr, i64, i64,
+                              i64, i64)
+        self.rows.restype = ctypes.c_int
+        self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
+
+
+class BoundWeight:
+    """One weight bound to a compiled GEMV: y = W @ x, float32 sums, y in x's dtype. A resident
+    FP8 weight is dequantised exactly as engine.fp8 dequantises it to x's dtype (bfloat16 or
+    float32); a float32 or bfloat16 one is multiplied as it is (bfloat16 through VDPBF16PS:
+    each product exact). ctypes releases the GIL during the call."""
+
+    __slots__ = ("_args", "_call", "_keep", "_kinds", "nbytes", "rows")
+
+    def __init__(self, call: Any, kinds: dict[torch.dtype, int], rows: int,
+                 args: tuple[int, ...], keep: tuple[torch.Tensor, ...]) -> None:
+        self._call = call
+        self._kinds = kinds  # x's dtype -> the kernel's kind
+        self.rows = rows
+        self._args = args  # the weight's address, columns, scales and blocks
+        self._keep = keep  # kept alive: the kernel holds their addresses
+        self.nbytes = keep[0].numel() * keep[0].element_size()
+
+    def takes(self, x: torch.Tensor) -> bool:
+        return x.dtype in self._kinds
+
+    def into(self, x: torch.Tensor, y: torch.Tensor, parts: int = 1) -> None:
+        """x [cols] and y [rows]: contiguous, of one dtype the kernel takes; the rows cut into
+        `parts` blocks on as many threads."""
+        self._call(self._kinds[x.dtype], *self._args, x.data_ptr(), y.data_ptr(), 0,
+                   self.rows, parts, ALIGN_ROWS)
+
+
+FUSED_DTYPES = (torch.bfloat16, torch.float32)
+
+
+def _rebiased(scale_inv: torch.Tensor) -> torch.Tensor:
+    """The tile scales as the kernel takes them: float32 times 2**8 (it decodes e4m3 to
+    float16 times 2**-8), contiguous."""
+    return (scale_inv.to(torch.float32) * HALF_REBIAS).contiguous()
+
+
+def plain_rows(weight: torch.Tensor) -> BoundWeight | None:
+    """A float32 or bfloat16 weight [out, in] bound to its GEMV (x of the weight's dtype);
+    None without the kernel (or, for bfloat16, without AVX512_BF16), or for a weight that is
+    not a contiguous 2-D CPU tensor of those dtypes."""
+    kinds = {torch.float32: F32, torch.bfloat16: BF16}
+    gemv = kernel()
+    if gemv is None or weight.dtype not in kinds or weight.dim() != 2 \
+            or weight.device.type != "cpu" or not weight.is_contiguous() \
+            or (weight.dtype == torch.bfloat16 and not gemv.bf16):
+        return None
+    return BoundWeight(gemv.rows, {weight.dtype: kinds[weight.dtype]}, int(weight.shape[0]),
+                       (weight.data_ptr(), int(weight.shape[1]), 0, 0, 1, 1), (weight,))
+
+
+def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
+                dtype: torch.dtype, parts: int = 1) -> torch.Tensor | None:
+    """The weight dequantised in one pass on `parts` threads, the same values as
+    engine.fp8.dequantize_block; None when there is no kernel, the dtype is not one it writes,
+    the bytes are not on the CPU or hold NaN codes (the torch path keeps them NaN). Raises
+    ModelFormatError for a scale grid that does not fit the weight."""
+    kinds = {torch.float32: DEQUANTIZE_F32, torch.bfloat16: DEQUANTIZE_BF16}
+    gemv = kernel()
+    if gemv is None or dtype not in kinds or weight_fp8.device.type != "cpu":
+        return None
+    data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
+    if has_nan_codes(data):
+        return None
+    scale = _rebiased(scale_inv)
+    out = torch.empty(tuple(data.shape), dtype=dtype)
+    gemv.rows(kinds[dtype], data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
+              int(scale.shape[1]), block[0], block[1], 0, out.data_ptr(), 0,
+              int(data.shape[0]), parts, ALIGN_ROWS)
+    return out
+
+
+def fused(data: torch.Tensor, scale_inv: torch.Tensor,
+          block: tuple[int, int]) -> BoundWeight | None:
+    """The resident FP8 weight bound to this machine's kernel (x float32 or bfloat16); None
+    when there is no kernel or the bytes are not a contiguous CPU tensor."""
+    gemv = kernel()
+    if gemv is None or data.device.type != "cpu" or not data.is_contiguous() \
+            or data.dtype != torch.uint8:
+        return None
+    scale = _rebiased(scale_inv)
+    return BoundWeight(gemv.rows, {torch.float32: FP8_F32, torch.bfloat16: FP8_BF16},
+                       int(data.shape[0]),
+                       (data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
+                        int(scale.shape[1]), block[0], block[1]), (data, scale))
+
+
+def cores() -> int:
+    """The cores this process may run on, at most the kernel's MAX_PARTS."""
+    try:
+        return max(1, min(len(os.sched_getaffinity(0)), MAX_PARTS))
+    except (AttributeError, OSError):
+        return max(1, min(os.cpu_count() or 1, MAX_PARTS))
+
+
+def kernel() -> Kernels | None:
+    """The kernel for this machine, compiled on the first call; None when it cannot be had
+    (`why_not` says why)."""
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                _loaded.append(_load())
+    return _loaded[0]
+
+
+def _load() -> Kernels | None:
+    global why_not
+    if os.environ.get(_DISABLE, "1") == "0":
+        why_not = f"{_DISABLE}=0"
+        return None
+    if platform.machine() not in ("x86_64", "AMD64"):
+        why_not = f"no AVX-512 kernel for {platform.machine()}"
+        return None
+    try:
+        library = ctypes.CDLL(str(_built()))
+    except (OSError, subprocess.SubprocessError) as exc:
+        why_not = f"the CPU kernel did not build: {exc}"
+        return None
+    if not library.cpu_kernel_simd():
+        why_not = "this CPU has no AVX-512 (BW) / F16C"
+        return None
+    why_not = ""
+    return Kernels(library)
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ascend-doctor" / "kernels"
+
+
+def _cpu_flags() -> bytes:
+    """What -march=native compiles for: a library built on another CPU is not reused."""
+    try:
+        with open("/proc/cpuinfo", "rb") as info:
+            return next((line for line in info if line.startswith(b"flags")), b"")
+    except OSError:
+        return platform.processor().encode()
+
+
+def _built() -> Path:
+    """The shared library for this source and these flags, compiled once into the cache."""
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise OSError("no C compiler (cc, gcc or $CC) on PATH")
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join((compiler, *FLAGS)).encode()
+                         + _cpu_flags()).hexdigest()[:16]
+    target = _cache_dir() / f"cpu_kernel-{key}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        done = subprocess.run([compiler, *FLAGS, "-o", str(built), str(SOURCE)],
+                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        if done.returncode != 0:
+            first = (done.stderr.strip().splitlines() or ["no output"])[0][:200]
+            raise OSError(f"{compiler} exited {done.returncode}: {first}")
+        os.replace(built, target)  # atomic: a concurrent build loses nothing
+    return target
