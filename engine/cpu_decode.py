@@ -108,7 +108,11 @@ class Rows(CpuLinear):
         return self.nk
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernel is not None and x.numel() == x.shape[-1] and self.kernel.takes(x):
+        # Outside a decode step (a prefill's last-position logits) torch's GEMV runs, on its
+        # OpenMP threads: the kernel's workers beside OpenMP threads still spinning from the
+        # prefill's GEMMs took 1.7x as long (qwen3-moe float32, 2-core Xeon VM).
+        if self.kernel is not None and x.numel() == x.shape[-1] and self.kernel.takes(x) \
+                and _in_step():
             return _kernel_gemv(self.kernel, x)
         if _splits(x, self.nk):
             return _split_gemv(x, self.nk.t())
@@ -218,6 +222,10 @@ def _parts() -> int:
     return int(getattr(_step, "parts", 1))
 
 
+def _in_step() -> bool:
+    return hasattr(_step, "parts")
+
+
 class DecodeStep:
     """Enter around one decode step on the CPU: with `max_parts` > 1, torch's threads drop to
     1 while large GEMVs are cut across that many threads (at most the thread count); oneDNN is
@@ -229,15 +237,15 @@ class DecodeStep:
         self.reduced = dtype in (torch.bfloat16, torch.float16)
         self.max_parts = max_parts
         self._done = done
-        self._saved: tuple[int, bool, int] = (1, True, 1)
+        self._saved: tuple[int, bool, int | None] = (1, True, None)
         self._began = 0.0
 
     def __enter__(self) -> DecodeStep:
         threads = torch.get_num_threads()
-        self._saved = (threads, bool(torch.backends.mkldnn.enabled), _parts())
+        self._saved = (threads, bool(torch.backends.mkldnn.enabled),
+                       getattr(_step, "parts", None))
         parts = min(threads, self.max_parts, MAX_PARTS)
-        if parts > 1:
-            _helpers(parts - 1)
+        if parts > 1:  # torch's GEMVs start their helper threads on first use
             torch.set_num_threads(1)
         _step.parts = parts
         if self.reduced:
@@ -252,7 +260,10 @@ class DecodeStep:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.backends.mkldnn.enabled = mkldnn  # type: ignore[assignment]
-        _step.parts = parts
+        if parts is None:
+            del _step.parts
+        else:
+            _step.parts = parts
         if self._done is not None and kind is None:
             self._done(elapsed_s)
 

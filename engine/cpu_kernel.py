@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from engine.fp8 import HALF_REBIAS, checked_bytes, has_nan_codes
+from engine.fp8 import HALF_REBIAS, checked_bytes
 
 SOURCE = Path(__file__).with_name("cpu_kernel.c")
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread")
@@ -63,7 +63,10 @@ class Kernels:
         # align
         self.rows.argtypes = (ctypes.c_int, ptr, i64, ptr, i64, i64, i64, ptr, ptr, i64, i64,
                               i64, i64)
-        self.rows.restype = ctypes.c_int
+        self.rows.restype = ctypes.c_int64
+        self.copy_fp8 = library.fp8_copy  # source, destination, bytes -> NaN codes met
+        self.copy_fp8.argtypes = (ptr, ptr, i64)
+        self.copy_fp8.restype = i64
         self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
 
 
@@ -121,21 +124,32 @@ def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[
                 dtype: torch.dtype, parts: int = 1) -> torch.Tensor | None:
     """The weight dequantised in one pass on `parts` threads, the same values as
     engine.fp8.dequantize_block; None when there is no kernel, the dtype is not one it writes,
-    the bytes are not on the CPU or hold NaN codes (the torch path keeps them NaN). Raises
+    the bytes are not on the CPU or hold NaN codes (the torch path keeps them NaN; the kernel
+    counts them as it goes, so no pass is spent looking for them first). Raises
     ModelFormatError for a scale grid that does not fit the weight."""
     kinds = {torch.float32: DEQUANTIZE_F32, torch.bfloat16: DEQUANTIZE_BF16}
     gemv = kernel()
     if gemv is None or dtype not in kinds or weight_fp8.device.type != "cpu":
         return None
     data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
-    if has_nan_codes(data):
-        return None
     scale = _rebiased(scale_inv)
     out = torch.empty(tuple(data.shape), dtype=dtype)
-    gemv.rows(kinds[dtype], data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
-              int(scale.shape[1]), block[0], block[1], 0, out.data_ptr(), 0,
-              int(data.shape[0]), parts, ALIGN_ROWS)
-    return out
+    nans = gemv.rows(kinds[dtype], data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
+                     int(scale.shape[1]), block[0], block[1], 0, out.data_ptr(), 0,
+                     int(data.shape[0]), parts, ALIGN_ROWS)
+    return out if nans == 0 else None
+
+
+def copied_fp8(weight_fp8: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
+    """(a contiguous uint8 copy of FP8 bytes, whether they are free of NaN codes) in one pass;
+    None without the kernel or for bytes not on the CPU."""
+    gemv = kernel()
+    if gemv is None or weight_fp8.device.type != "cpu" or weight_fp8.element_size() != 1:
+        return None
+    source = weight_fp8.contiguous().view(torch.uint8)
+    copy = torch.empty(tuple(source.shape), dtype=torch.uint8)
+    nans = gemv.copy_fp8(source.data_ptr(), copy.data_ptr(), source.numel())
+    return copy, nans == 0
 
 
 def fused(data: torch.Tensor, scale_inv: torch.Tensor,
@@ -185,7 +199,7 @@ def _load() -> Kernels | None:
         why_not = f"the CPU kernel did not build: {exc}"
         return None
     if not library.cpu_kernel_simd():
-        why_not = "this CPU has no AVX-512 (BW) / F16C"
+        why_not = "this CPU has no AVX-512 (BW, VL) / F16C"
         return None
     why_not = ""
     return Kernels(library)

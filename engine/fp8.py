@@ -270,12 +270,15 @@ class Fp8Weight:
         scale_inv: torch.Tensor,
         block: tuple[int, int] = BLOCK,
         device: torch.device | str = "cpu",
+        nan_free: bool | None = None,
     ) -> Fp8Weight:
         """Place an FP8 weight and its scales on `device`; the bytes are stored as uint8
-        because not every backend can hold float8 tensors."""
+        because not every backend can hold float8 tensors. `nan_free`: already known (the
+        CPU loader's copy counts NaN codes as it goes), else scanned here."""
         data = checked_bytes(weight_fp8, scale_inv, block).to(device)
         return cls(data, scale_inv.to(device=device, dtype=torch.float32), block,
-                   nan_free=not has_nan_codes(data), bf16_scales=bf16_exact_scales(scale_inv))
+                   nan_free=not has_nan_codes(data) if nan_free is None else nan_free,
+                   bf16_scales=bf16_exact_scales(scale_inv))
 
     @property
     def shape(self) -> torch.Size:

@@ -24,6 +24,7 @@ from engine.runner import (
     state_shape,
 )
 from engine.sampling import SamplingParams, make_generator, next_token
+from engine.tokenizer_load import load_tokenizer
 
 Events = Generator["GenerationEvent", None, None]
 FP8_MODES = ("dequantize", "resident")
@@ -133,27 +134,6 @@ class TextStream:
             return ""
         self.prefix, self.read = self.read, len(self.ids)
         return new_text[len(prefix_text):]
-
-
-def load_tokenizer(path: Path, files: Sequence[str], required: bool) -> Any:
-    """The transformers tokenizer next to the weights (HF dir or the .gguf file itself);
-    `files` are the tokenizer files the model-directory reader found."""
-    from transformers import AutoTokenizer
-
-    try:
-        if path.suffix == ".gguf":
-            return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        if files:
-            return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except Exception as exc:
-        raise ModelFormatError(f"{path}: the tokenizer failed to load "
-                               f"({type(exc).__name__}: {exc}); re-download the tokenizer "
-                               "files") from None
-    if required:
-        raise ModelFormatError(f"{path}: no tokenizer files (tokenizer.json, "
-                               "tokenizer_config.json, vocab.json, ...); copy them next to the "
-                               "weights, or pass require_tokenizer=False")
-    return None
 
 
 def generation_eos_ids(generation_config: Mapping[str, Any]) -> tuple[int, ...]:

@@ -289,6 +289,19 @@ def _place(tensor: torch.Tensor, device: torch.device | str, dtype: torch.dtype)
     return tensor.to(device=device, dtype=target, copy=True)
 
 
+def _resident(weight: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
+              device: torch.device | str) -> Fp8Weight:
+    """The FP8 bytes copied out of the map; on the CPU the compiled kernel copies them and
+    counts NaN codes in the same pass."""
+    if torch.device(device).type == "cpu":
+        from engine.cpu_kernel import copied_fp8
+
+        copied = copied_fp8(weight)
+        if copied is not None:
+            return Fp8Weight.from_tensors(copied[0], scale, block, device, nan_free=copied[1])
+    return Fp8Weight.from_tensors(weight.clone(), scale, block, device)
+
+
 class _Loader:
     def __init__(self, model: ModelDir, config: ModelConfig, device: torch.device | str,
                  dtype: torch.dtype, fp8: str) -> None:
@@ -309,7 +322,7 @@ class _Loader:
         grid = scale_grid((info.shape[0], info.shape[1]), block)
         scale = self.reader.read(scale_info).reshape(grid).clone()
         if self.fp8 == "resident" and _stays_fp8(info.name, canonical, self.config):
-            return Fp8Weight.from_tensors(weight.clone(), scale, block, self.device)
+            return _resident(weight, scale, block, self.device)
         if torch.device(self.device).type == "cpu":  # one pass through the compiled kernel
             from engine.cpu_kernel import dequantized
 

@@ -34,8 +34,17 @@ class ForkedError(Exception):
 def can_fork() -> bool:
     """Forking is safe (one thread: no lock can be held by a thread the child lacks) and
     useful (another core to run on)."""
-    return (hasattr(os, "fork") and threading.active_count() == 1
+    return (hasattr(os, "fork") and _threads() == 1
             and len(os.sched_getaffinity(0)) > 1)
+
+
+def _threads() -> int:
+    """The process's threads, native ones included (OpenMP's, a compiled kernel's workers:
+    Python's threading module does not see them); Python's count where /proc is missing."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 class Forked(Generic[T]):

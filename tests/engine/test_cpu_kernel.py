@@ -66,12 +66,33 @@ def test_a_dequantised_load_is_the_tile_reference_bit_for_bit(
     assert torch.equal(got, tile_reference(quant, scale, dtype))
 
 
-def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch() -> None:
-    quant, scale = quantize_block(random_weight((256, 128), seed=9))
+@pytest.mark.parametrize("where", [(0, 0), (255, 127), (100, 64)])
+@pytest.mark.parametrize("code", [0xFF, 0x7F])
+def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch(where: tuple[int, int],
+                                                                   code: int) -> None:
+    quant, scale = quantize_block(random_weight((256, 130), seed=9))
     assert cpu_kernel.dequantized(quant, scale, (128, 128), torch.float16) is None
     raw = quant.view(torch.uint8).clone()
-    raw[0, 0] = 0xFF
-    assert cpu_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16) is None
+    raw[where] = code  # in a 16-byte vector, or in a row's tail (130 = 8 x 16 + 2)
+    for parts in (1, 2):
+        assert cpu_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16, parts) is None
+
+
+@needs_kernel
+@pytest.mark.parametrize("size", [1, 63, 64, 1000, 4096 + 17])
+def test_resident_bytes_are_copied_and_scanned_for_nan_codes_in_one_pass(size: int) -> None:
+    raw = torch.randint(0, 0x7F, (size,), dtype=torch.uint8,
+                        generator=torch.Generator().manual_seed(size))
+    copied = cpu_kernel.copied_fp8(raw.view(torch.float8_e4m3fn))
+    assert copied is not None
+    assert torch.equal(copied[0], raw) and copied[0].data_ptr() != raw.data_ptr()
+    assert copied[1] is True
+    for at in {0, size // 2, size - 1}:
+        for code in (0x7F, 0xFF):
+            bad = raw.clone()
+            bad[at] = code
+            found = cpu_kernel.copied_fp8(bad)
+            assert found is not None and found[1] is False, (at, code)
 
 
 def test_a_scale_grid_that_does_not_fit_is_refused() -> None:
@@ -210,11 +231,17 @@ def test_the_engine_says_which_path_resident_fp8_takes(fp8_model: Path,
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
-def test_plain_projections_take_the_compiled_gemv(dtype: torch.dtype) -> None:
+def test_plain_projections_take_the_compiled_gemv_in_a_decode_step(
+        dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     gemv = cpu_kernel.kernel()
     if gemv is None or (dtype == torch.bfloat16 and not gemv.bf16):
         pytest.skip(f"no {dtype} kernel here")
     from engine.cpu_decode import Rows
+
+    def step_matmul(rows: Rows, x: torch.Tensor) -> torch.Tensor:
+        with monkeypatch.context() as patched, DecodeStep(dtype, 2):
+            patched.setattr(torch.nn.functional, "linear", _refuse)
+            return rows.matmul(x)
 
     for shape in [(1536, 576), (576, 1536), (7, 45), (130, 200), (9, 8)]:
         weight = random_weight(shape, seed=11).to(dtype)
@@ -222,7 +249,8 @@ def test_plain_projections_take_the_compiled_gemv(dtype: torch.dtype) -> None:
         assert rows.kernel is not None
         x = torch.randn(1, 1, shape[1], generator=torch.Generator().manual_seed(12))
         x = x.to(dtype)
-        got = rows.matmul(x).double().reshape(-1)
+        assert torch.equal(rows.matmul(x), torch.nn.functional.linear(x, weight))  # no step
+        got = step_matmul(rows, x).double().reshape(-1)
         exact = weight.double() @ x.double().reshape(-1)
         bound = shape[1] * 2.0**-23 * (weight.double().abs() @ x.double().abs().reshape(-1))
         if dtype == torch.bfloat16:  # one rounding of the result
@@ -230,8 +258,12 @@ def test_plain_projections_take_the_compiled_gemv(dtype: torch.dtype) -> None:
         assert bool(((got - exact).abs() <= bound).all())
         one_hot = torch.zeros(1, shape[1], dtype=dtype)
         one_hot[0, shape[1] - 1] = 1
-        assert torch.equal(rows.matmul(one_hot).reshape(-1), weight[:, -1])
+        assert torch.equal(step_matmul(rows, one_hot).reshape(-1), weight[:, -1])
     assert Rows.of(random_weight((8, 8)).to(torch.float16)).kernel is None
+
+
+def _refuse(*args: object) -> torch.Tensor:
+    raise AssertionError("torch's GEMV ran where the compiled one should have")
 
 
 def bound_weights() -> list[tuple[str, cpu_kernel.BoundWeight, torch.Tensor]]:

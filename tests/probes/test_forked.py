@@ -112,3 +112,19 @@ def test_with_threads_running_it_computes_in_process() -> None:
     finally:
         stop.set()
         thread.join()
+
+
+def test_native_threads_count_too() -> None:
+    """Threads Python does not know of (OpenMP's, here) hold locks a child would lack."""
+    out = fresh("""
+        out["alone"] = can_fork()
+        import torch
+        torch.set_num_threads(2)
+        torch.ones(1 << 22).sum()  # starts OpenMP's threads
+        out["python_threads"] = __import__("threading").active_count()
+        out["native_threads"] = len(os.listdir("/proc/self/task"))
+        out["with_openmp"] = can_fork()
+    """)
+    if out["native_threads"] == 1:
+        pytest.skip("torch started no OpenMP thread here")
+    assert out["python_threads"] == 1 and out["with_openmp"] is False
