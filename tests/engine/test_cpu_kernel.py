@@ -341,6 +341,20 @@ def test_sleeping_workers_wake_for_the_next_gemv() -> None:
 
 
 @needs_kernel
+def test_idle_workers_burn_no_core() -> None:
+    """After its last part a worker spins 2 ms, then sleeps: an idle engine costs no CPU (a
+    spinning worker would use about as much CPU time as the wall time waited)."""
+    import time
+
+    what, weight, x = bound_weights()[0]
+    cut(weight, x, 2)
+    time.sleep(0.1)  # past the spinning
+    began = time.process_time()
+    time.sleep(0.5)
+    assert time.process_time() - began < 0.1, what
+
+
+@needs_kernel
 def test_a_forked_child_makes_its_own_workers(tmp_path: Path) -> None:
     """The parent's workers do not exist in a child; the child's GEMV must not wait for
     them. Run in a fresh interpreter: this test process may have other threads."""
