@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from engine.cpu_kernel import FUSED_DTYPES, BoundWeight, fused, plain_rows
+from engine.cpu_kernel import BoundWeight, fused, plain_rows
 from engine.fp8 import Fp8Weight
 
 # torch's GEMVs: one smaller than this is not cut, a hand-off to a Python helper thread costs
@@ -140,13 +140,12 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         raise TypeError("a resident FP8 weight has no dense form; dequantize(dtype) it")
 
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        rows = int(self.data.shape[0])
         one_row = x.numel() == x.shape[-1]
-        splits = (_parts() > 1 and one_row and rows >= 2 * self.block[0]
-                  and self.data.numel() >= FP8_SPLIT_MIN_BYTES)
-        if self._fused is not None and one_row and x.dtype in FUSED_DTYPES:
+        if self._fused is not None and one_row and self._fused.takes(x):
             return _kernel_gemv(self._fused, x)
-        if splits:
+        rows = int(self.data.shape[0])
+        if (_parts() > 1 and one_row and rows >= 2 * self.block[0]
+                and self.data.numel() >= FP8_SPLIT_MIN_BYTES):
             row = x.reshape(1, x.shape[-1])
             out = torch.empty((1, rows), dtype=x.dtype, device=x.device)
             _run_parts([(_fp8_rows_into, (row, self, a, b, out[:, a:b]))
@@ -271,9 +270,9 @@ class DecodeStep:
 class DecodeSteps:
     """A CPU runner's decode steps. Whether cutting GEMVs across threads pays is measured on
     this machine, not assumed: it depends on how fast a thread hand-off is and on whether the
-    GEMVs scale with cores (1.4-2x faster on the 2-core AMD build machine; twice as slow on a
-    2-core Intel VM whose hand-off took 50-130 us). The first steps alternate between one
-    thread (torch's own threads) and every core, TRIAL_STEPS each after one warm-up step; the
+    GEMVs scale with cores (with Python helper threads: 1.4-2x faster on a 2-core AMD VM,
+    twice as slow on a 2-core Intel VM whose hand-off took 50-130 us). The first steps
+    alternate between one thread and every core, TRIAL_STEPS each after one warm-up step; the
     faster median is kept, and measured again every RECHECK_STEPS steps (machines drift)."""
 
     TRIAL_STEPS = 4

@@ -49,7 +49,6 @@ why_not = ""  # why kernel() is None, for the engine's stats
 
 # The kinds cpu_rows takes (the enum at the top of cpu_kernel.c).
 FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16 = range(6)
-MAX_PARTS = 8  # the kernel's own limit (MAX_PARTS in cpu_kernel.c)
 ALIGN_ROWS = 64  # row blocks start on a multiple of this
 
 
@@ -95,9 +94,6 @@ class BoundWeight:
         `parts` blocks on as many threads."""
         self._call(self._kinds[x.dtype], *self._args, x.data_ptr(), y.data_ptr(), 0,
                    self.rows, parts, ALIGN_ROWS)
-
-
-FUSED_DTYPES = (torch.bfloat16, torch.float32)
 
 
 def _rebiased(scale_inv: torch.Tensor) -> torch.Tensor:
@@ -165,14 +161,6 @@ def fused(data: torch.Tensor, scale_inv: torch.Tensor,
                        int(data.shape[0]),
                        (data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
                         int(scale.shape[1]), block[0], block[1]), (data, scale))
-
-
-def cores() -> int:
-    """The cores this process may run on, at most the kernel's MAX_PARTS."""
-    try:
-        return max(1, min(len(os.sched_getaffinity(0)), MAX_PARTS))
-    except (AttributeError, OSError):
-        return max(1, min(os.cpu_count() or 1, MAX_PARTS))
 
 
 def kernel() -> Kernels | None:

@@ -64,13 +64,15 @@ def added_tokens_kwargs(directory: Path) -> dict[str, Any]:
         tokens = top_level_value(tokens_file.read_text(encoding="utf-8"), "added_tokens")
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
+    if not isinstance(tokens, list):
+        return {}
     decoder: dict[int, dict[str, Any]] = {}
-    for token in tokens if isinstance(tokens, list) else ():
+    for token in tokens:
         if not isinstance(token, dict) or not isinstance(token.get("id"), int):
             return {}
         fields = dict(token)
         decoder[fields.pop("id")] = fields
-    return {"added_tokens_decoder": decoder} if isinstance(tokens, list) else {}
+    return {"added_tokens_decoder": decoder}
 
 
 def top_level_value(text: str, key: str) -> Any:
