@@ -31,14 +31,14 @@ import queue
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 import torch
 
-from engine.cpu_kernel import BoundWeight, fused, plain_rows
+from engine.cpu_kernel import BoundStack, BoundWeight, fused, plain_rows, stacked
 from engine.fp8 import Fp8Weight
 
 # torch's GEMVs: one smaller than this is not cut, a hand-off to a Python helper thread costs
@@ -154,7 +154,38 @@ class ResidentFp8(Fp8Weight, CpuLinear):
         return torch.nn.functional.linear(x, self.dequantize(x.dtype))
 
 
-def _kernel_gemv(weight: BoundWeight, x: torch.Tensor) -> torch.Tensor:
+@dataclass(frozen=True)
+class Stack:
+    """Projections of one input decoded as one kernel GEMV (q, k and v; gate and up) where
+    each would take the kernel alone: one call and one hand-off to the workers instead of one
+    per weight, each part's rows computed exactly as its own GEMV computes them (SmolLM2's
+    float32 layers, two-core Xeon VM: 13.9 GB/s as separate calls, 15.9 stacked)."""
+
+    bound: BoundStack
+    anytime: bool  # resident FP8: the kernel serves every one-row GEMV, not only a step's
+
+    def split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...] | None:
+        """Each projection of x [.., 1, in], or None where the parts' own GEMVs would not all
+        take the kernel (then the caller runs them one by one)."""
+        if x.numel() != x.shape[-1] or not self.bound.takes(x) \
+                or not (self.anytime or _in_step()):
+            return None
+        return _kernel_gemv(self.bound, x).split(self.bound.splits, dim=-1)
+
+
+def stack(weights: Sequence[Any]) -> Stack | None:
+    """The projections as one Stack: all kernel-bound `Rows` (float32 or bfloat16) or all
+    kernel-bound resident FP8, of one width; None otherwise (other devices included)."""
+    if all(isinstance(w, Rows) for w in weights):
+        bound = stacked([w.kernel for w in weights])
+        return Stack(bound, False) if bound is not None else None
+    if all(isinstance(w, ResidentFp8) for w in weights):
+        bound = stacked([w._fused for w in weights])
+        return Stack(bound, True) if bound is not None else None
+    return None
+
+
+def _kernel_gemv(weight: BoundWeight | BoundStack, x: torch.Tensor) -> torch.Tensor:
     """x [.., 1, in] @ W^T through the compiled kernel, its rows cut across the step's threads
     when the weight is large enough to pay for the hand-off."""
     row = x.reshape(-1).contiguous()

@@ -22,11 +22,20 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdint.h>
 #include <time.h>
 
 /* What x and w are, for cpu_rows (engine/cpu_kernel.py passes the same numbers). */
 enum { FP8_F32 = 0, FP8_BF16 = 1, BF16 = 2, F32 = 3, DEQUANTIZE_F32 = 4, DEQUANTIZE_BF16 = 5 };
+
+/* One weight of a stack (cpu_stack): weights of one kind and width multiplied by the same x
+ * as if their rows were one weight's (q, k and v; gate and up). */
+typedef struct {
+    const void *w;
+    const float *scale;
+    int64_t grid_cols, bo, bi, rows;
+} seg_t;
 
 typedef struct {
     int kind;
@@ -36,6 +45,8 @@ typedef struct {
     int64_t grid_cols, bo, bi;
     const void *x; /* [cols], float32 or bfloat16 bits (unused by the dequantisers) */
     void *y;       /* [rows], or the dequantised weight [rows, cols] */
+    const seg_t *segs; /* a stack's weights (w, scale and blocks above unused), or NULL */
+    int64_t n_segs;
 } job_t;
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -281,6 +292,34 @@ static void bf16_gemv(const uint16_t *w, int64_t cols, const uint16_t *x, uint16
 }
 #endif
 
+/* RMSNorm of one row as engine/layers.py rms_norm computes it: in float32, x times
+ * 1 / sqrt(mean(x^2) + eps), rounded to x's dtype, then times the weight in that dtype (a
+ * bfloat16 product rounded once). Only the order of the float32 sum of squares differs. */
+static void rms_norm_row(int bf16, const void *x, const void *w, void *y, int64_t cols,
+                         float eps) {
+    __m512 acc = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        const __m512 v = bf16 ? load_x_bf16((const uint16_t *)x + c) : load_x((const float *)x + c);
+        acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    float sum = _mm512_reduce_add_ps(acc);
+    for (int64_t t = c; t < cols; t++) {
+        const float v = bf16 ? x_at_bf16(x, t) : ((const float *)x)[t];
+        sum += v * v;
+    }
+    const float r = 1.0f / sqrtf(sum / (float)cols + eps);
+    for (int64_t t = 0; t < cols; t++) {
+        if (bf16) {
+            const float scaled = x_at_bf16(x, t) * r;
+            const uint16_t rounded = to_bf16(scaled);
+            ((uint16_t *)y)[t] = to_bf16(x_at_bf16(w, t) * x_at_bf16(&rounded, 0));
+        } else {
+            ((float *)y)[t] = ((const float *)w)[t] * (((const float *)x)[t] * r);
+        }
+    }
+}
+
 /* Rows r0..r1-1 of the job; the dequantisers return the NaN codes they met, GEMVs 0. */
 static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
     switch (j->kind) {
@@ -335,6 +374,23 @@ int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n) {
 #define pause() ((void)0)
 #endif
 
+/* RMSNorm of `rows` rows of `cols` (float32, or bfloat16 bits: kind F32 or BF16) into y.
+ * Returns 0, or -1 for another kind or a build without AVX-512. */
+int64_t cpu_rms_norm(int kind, const void *x, const void *w, void *y, int64_t rows,
+                     int64_t cols, float eps) {
+#if defined(HAVE_SIMD)
+    if (kind != F32 && kind != BF16) return -1;
+    const int64_t size = kind == F32 ? 4 : 2;
+    for (int64_t r = 0; r < rows; r++)
+        rms_norm_row(kind == BF16, (const char *)x + r * cols * size, w,
+                     (char *)y + r * cols * size, cols, eps);
+    return 0;
+#else
+    (void)kind; (void)x; (void)w; (void)y; (void)rows; (void)cols; (void)eps;
+    return -1;
+#endif
+}
+
 /* 1: AVX-512 (FP8 and float32 GEMVs, the dequantisers); 2: also AVX512_BF16 (bfloat16). */
 int cpu_kernel_simd(void) {
 #if defined(HAVE_BF16)
@@ -344,6 +400,25 @@ int cpu_kernel_simd(void) {
 #else
     return 0;
 #endif
+}
+
+/* Rows r0..r1-1 of a job: of its one weight, or of its stack's weights counted in order
+ * (each segment's rows are computed exactly as they are alone). */
+static int64_t run_job(const job_t *j, int64_t r0, int64_t r1) {
+    if (!j->segs) return run_rows(j, r0, r1);
+    const int64_t y_bytes = j->kind == F32 || j->kind == FP8_F32 ? 4 : 2;
+    int64_t start = 0;
+    for (int64_t s = 0; s < j->n_segs && start < r1; s++) {
+        const seg_t *g = &j->segs[s];
+        const int64_t end = start + g->rows;
+        if (end > r0) {
+            const job_t one = {j->kind, g->w, j->cols, g->scale, g->grid_cols, g->bo, g->bi,
+                               j->x, (char *)j->y + start * y_bytes, 0, 0};
+            run_rows(&one, (r0 > start ? r0 : start) - start, (r1 < end ? r1 : end) - start);
+        }
+        start = end;
+    }
+    return 0;
 }
 
 /* --- the thread pool ---------------------------------------------------------------------- */
@@ -400,7 +475,7 @@ static void *work(void *arg) {
     int seen = 0; /* the ticket it was started with: the caller may have raised it already */
     for (;;) {
         seen = next_ticket(me, seen);
-        me->found = run_rows(me->job, me->r0, me->r1);
+        me->found = run_job(me->job, me->r0, me->r1);
         atomic_store(&me->done, seen); /* release: `found` is visible to the caller */
     }
     return 0;
@@ -447,7 +522,7 @@ static int64_t run_parts(const job_t *job, int64_t r0, int64_t r1, int64_t parts
     int64_t step = (r1 - r0 + parts - 1) / (parts > 0 ? parts : 1);
     step = (step + align - 1) / align * align;
     if (parts <= 1 || step >= r1 - r0 || pthread_mutex_trylock(&pool.busy) != 0)
-        return run_rows(job, r0, r1);
+        return run_job(job, r0, r1);
     int helpers = start_workers((int)((r1 - r0 + step - 1) / step) - 1);
     int given = 0;
     for (int64_t a = r0 + step; a < r1 && given < helpers; a += step, given++) {
@@ -462,7 +537,7 @@ static int64_t run_parts(const job_t *job, int64_t r0, int64_t r1, int64_t parts
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.sleep_lock);
     }
-    int64_t found = run_rows(job, r0, given ? r0 + step : r1);
+    int64_t found = run_job(job, r0, given ? r0 + step : r1);
     for (int i = 0; i < given; i++) {
         worker_t *w = &pool.workers[i];
         int want = atomic_load(&w->ticket);
@@ -485,6 +560,18 @@ int64_t cpu_rows(int kind, const void *w, int64_t cols, const float *scale, int6
     int simd = cpu_kernel_simd();
     if (simd == 0 || kind < FP8_F32 || kind > DEQUANTIZE_BF16 || (kind == BF16 && simd < 2))
         return -1;
-    job_t job = {kind, w, cols, scale, grid_cols, bo, bi, x, y};
+    job_t job = {kind, w, cols, scale, grid_cols, bo, bi, x, y, 0, 0};
     return run_parts(&job, r0, r1, parts, align);
+}
+
+/* y = the stack's weights times x, their outputs one after another in y, on up to `parts`
+ * threads (GEMV kinds only). Returns 0, or -1 for a kind this build has no kernel for. */
+int64_t cpu_stack(int kind, const seg_t *segs, int64_t n_segs, int64_t cols, const void *x,
+                  void *y, int64_t parts, int64_t align) {
+    int simd = cpu_kernel_simd();
+    if (simd == 0 || kind < FP8_F32 || kind > F32 || (kind == BF16 && simd < 2)) return -1;
+    int64_t rows = 0;
+    for (int64_t s = 0; s < n_segs; s++) rows += segs[s].rows;
+    job_t job = {kind, 0, cols, 0, 0, 0, 0, x, y, segs, n_segs};
+    return run_parts(&job, 0, rows, parts, align);
 }

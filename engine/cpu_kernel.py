@@ -50,6 +50,8 @@ why_not = ""  # why kernel() is None, for the engine's stats
 # The kinds cpu_rows takes (the enum at the top of cpu_kernel.c).
 FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16 = range(6)
 ALIGN_ROWS = 64  # row blocks start on a multiple of this
+# The norm runs on the calling thread: larger inputs (a prefill's) keep torch's, on every core.
+NORM_MAX_ELEMENTS = 1 << 16
 
 
 class Kernels:
@@ -63,6 +65,13 @@ class Kernels:
         self.rows.argtypes = (ctypes.c_int, ptr, i64, ptr, i64, i64, i64, ptr, ptr, i64, i64,
                               i64, i64)
         self.rows.restype = ctypes.c_int64
+        self.stack = library.cpu_stack
+        # kind, segments, segment count, cols, x, y, parts, align
+        self.stack.argtypes = (ctypes.c_int, ptr, i64, i64, ptr, ptr, i64, i64)
+        self.stack.restype = i64
+        self.norm = library.cpu_rms_norm  # kind, x, weight, y, rows, cols, eps
+        self.norm.argtypes = (ctypes.c_int, ptr, ptr, ptr, i64, i64, ctypes.c_float)
+        self.norm.restype = i64
         self.copy_fp8 = library.fp8_copy  # source, destination, bytes -> NaN codes met
         self.copy_fp8.argtypes = (ptr, ptr, i64)
         self.copy_fp8.restype = i64
@@ -96,6 +105,52 @@ class BoundWeight:
                    self.rows, parts, ALIGN_ROWS)
 
 
+class _Segment(ctypes.Structure):
+    """seg_t in cpu_kernel.c: one weight of a stack."""
+
+    _fields_ = [("w", ctypes.c_void_p), ("scale", ctypes.c_void_p), ("grid_cols", ctypes.c_int64),
+                ("bo", ctypes.c_int64), ("bi", ctypes.c_int64), ("rows", ctypes.c_int64)]
+
+
+class BoundStack:
+    """Weights of one kind and width bound as one GEMV: y = [W1; W2; ...] @ x without copying
+    them into one tensor. Each output row is computed exactly as its own weight's GEMV computes
+    it; one call (one hand-off to the workers) instead of one per weight."""
+
+    __slots__ = ("_call", "_kinds", "_members", "_segments", "nbytes", "rows", "splits")
+
+    def __init__(self, call: Any, members: list[BoundWeight]) -> None:
+        self._call = call
+        self._kinds = members[0]._kinds
+        self._members = members  # kept alive: the segments hold their addresses
+        self.splits = tuple(m.rows for m in members)
+        self.rows = sum(self.splits)
+        self.nbytes = sum(m.nbytes for m in members)
+        self._segments = (_Segment * len(members))(*(
+            _Segment(m._args[0], m._args[2], *m._args[3:], m.rows) for m in members))
+
+    def takes(self, x: torch.Tensor) -> bool:
+        return x.dtype in self._kinds
+
+    def into(self, x: torch.Tensor, y: torch.Tensor, parts: int = 1) -> None:
+        """x [cols] and y [rows]: as BoundWeight.into; the weights' outputs one after another."""
+        self._call(self._kinds[x.dtype], ctypes.addressof(self._segments), len(self.splits),
+                   self._members[0]._args[1], x.data_ptr(), y.data_ptr(), parts, ALIGN_ROWS)
+
+
+def stacked(members: list[BoundWeight | None]) -> BoundStack | None:
+    """The bound weights as one stack; None unless there are two or more, all bound, of the
+    same kinds and width."""
+    gemv = kernel()
+    bound = [m for m in members if m is not None]
+    if gemv is None or len(members) < 2 or len(bound) != len(members):
+        return None
+    first = bound[0]
+    if any(m._kinds != first._kinds or m._args[1] != first._args[1] for m in bound):
+        return None
+    return BoundStack(gemv.stack, bound)
+
+
 def _rebiased(scale_inv: torch.Tensor) -> torch.Tensor:
     """The tile scales as the kernel takes them: float32 times 2**8 (it decodes e4m3 to
     float16 times 2**-8), contiguous."""
@@ -114,6 +169,25 @@ def plain_rows(weight: torch.Tensor) -> BoundWeight | None:
         return None
     return BoundWeight(gemv.rows, {weight.dtype: kinds[weight.dtype]}, int(weight.shape[0]),
                        (weight.data_ptr(), int(weight.shape[1]), 0, 0, 1, 1), (weight,))
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor | None:
+    """engine.layers.rms_norm over x's last dim in one compiled pass (float32 math, rounded to
+    x's dtype, times the weight); None where the kernel does not take these tensors
+    (another dtype or device, a weight of another dtype or size, a large x)."""
+    kinds = {torch.float32: F32, torch.bfloat16: BF16}
+    gemv = kernel()
+    if gemv is None or x.dtype not in kinds or weight.dtype != x.dtype \
+            or x.device.type != "cpu" or weight.device.type != "cpu" or x.dim() == 0 \
+            or weight.dim() != 1 or weight.shape[0] != x.shape[-1] \
+            or x.numel() > NORM_MAX_ELEMENTS:
+        return None
+    x, weight = x.contiguous(), weight.contiguous()
+    y = torch.empty_like(x)
+    cols = int(x.shape[-1])
+    gemv.norm(kinds[x.dtype], x.data_ptr(), weight.data_ptr(), y.data_ptr(),
+              x.numel() // max(cols, 1), cols, eps)
+    return y
 
 
 def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],

@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import LinearState
-from engine.layers import Weight, linear
+from engine.cpu_decode import Stack
+from engine.layers import Weight, linear, linears
 from probes.model_tensors import DeltaNetShape
 
 CHUNK = 64
@@ -48,30 +49,34 @@ class DeltaNetWeights:
 class SplitProjections:
     """Qwen3.5/3.6: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a."""
 
-    def __init__(self, qkv: Weight, z: Weight, b: Weight, a: Weight) -> None:
+    def __init__(self, qkv: Weight, z: Weight, b: Weight, a: Weight,
+                 stack: Stack | None = None) -> None:
         self.qkv, self.z, self.b, self.a = qkv, z, b, a
+        self.stack = stack  # the four as one CPU kernel GEMV (engine.cpu_decode.stack)
 
     def __call__(self, x: torch.Tensor, shape: DeltaNetShape) -> Projected:
         """(q|k|v channels [B, T, conv_dim], z [B, T, Hv, Dv], b, a [B, T, Hv])."""
         batch, length, _ = x.shape
-        z = linear(x, self.z).view(batch, length, shape.value_heads, shape.value_dim)
-        return linear(x, self.qkv), z, linear(x, self.b), linear(x, self.a)
+        qkv, z, b, a = linears(x, (self.qkv, self.z, self.b, self.a), self.stack)
+        return qkv, z.view(batch, length, shape.value_heads, shape.value_dim), b, a
 
 
 class FusedProjections:
     """Qwen3-Next: in_proj_qkvz and in_proj_ba, each grouped per key head
     ([q, k, v of the group's value heads, z of them] and [b of them, a of them])."""
 
-    def __init__(self, qkvz: Weight, ba: Weight) -> None:
+    def __init__(self, qkvz: Weight, ba: Weight, stack: Stack | None = None) -> None:
         self.qkvz, self.ba = qkvz, ba
+        self.stack = stack  # the two as one CPU kernel GEMV
 
     def __call__(self, x: torch.Tensor, shape: DeltaNetShape) -> Projected:
         batch, length, _ = x.shape
         groups, per = shape.key_heads, shape.value_heads // shape.key_heads
         kd, vd = shape.key_dim, shape.value_dim
-        mixed = linear(x, self.qkvz).view(batch, length, groups, 2 * kd + 2 * per * vd)
+        mixed, ba = linears(x, (self.qkvz, self.ba), self.stack)
+        mixed = mixed.reshape(batch, length, groups, 2 * kd + 2 * per * vd)
         q, k, v, z = torch.split(mixed, [kd, kd, per * vd, per * vd], dim=3)
-        ba = linear(x, self.ba).view(batch, length, groups, 2 * per)
+        ba = ba.reshape(batch, length, groups, 2 * per)
         b, a = torch.split(ba, [per, per], dim=3)
         channels = torch.cat([t.reshape(batch, length, -1) for t in (q, k, v)], dim=-1)
         z = z.reshape(batch, length, shape.value_heads, vd)

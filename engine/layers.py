@@ -8,7 +8,7 @@ transformers' Llama / Qwen3 / Qwen3-Next references so float32 logits agree to r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import LayerCache
-from engine.cpu_decode import AttendFn, CpuLinear
+from engine.cpu_decode import AttendFn, CpuLinear, Stack
 from engine.errors import UnsupportedArchitecture
 
 
@@ -47,6 +47,20 @@ def linear(x: torch.Tensor, weight: Weight, bias: torch.Tensor | None = None) ->
         y = weight.matmul(x)
         return y if bias is None else y + bias
     return F.linear(x, materialize(weight, x.dtype), bias)
+
+
+def linears(x: torch.Tensor, weights: Sequence[Weight],
+            stack: Stack | None = None) -> tuple[torch.Tensor, ...]:
+    """x times each weight (no biases): as one stacked GEMV where `stack` can take x."""
+    if stack is not None:
+        parts = stack.split(x)
+        if parts is not None:
+            return parts
+    return tuple(linear(x, weight) for weight in weights)
+
+
+def _biased(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return y if bias is None else y + bias
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -150,6 +164,7 @@ class AttentionWeights:
     o_bias: torch.Tensor | None = None
     q_norm: torch.Tensor | None = None
     k_norm: torch.Tensor | None = None
+    qkv: Stack | None = None  # q, k and v as one CPU kernel GEMV (engine.cpu_decode.stack)
 
 
 class Attention:
@@ -170,10 +185,11 @@ class Attention:
         self.scale = head_dim ** -0.5
         self.output_gate = output_gate
 
-    def _query(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Query heads [B, T, H, D] and, when gated, the flat gate [B, T, H * D]."""
+    def _query(self, x: torch.Tensor,
+               q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Query heads [B, T, H, D] and, when gated, the flat gate [B, T, H * D], from q_proj's
+        output."""
         batch, length, _ = x.shape
-        q = linear(x, self.w.q, self.w.q_bias)
         if not self.output_gate:
             return q.view(batch, length, self.num_heads, self.head_dim), None
         query, gate = q.view(batch, length, self.num_heads, 2 * self.head_dim).chunk(2, dim=-1)
@@ -182,11 +198,11 @@ class Attention:
     def _project(self, x: torch.Tensor, rotary: Rotary, start: int
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
         batch, length, _ = x.shape
-        q, gate = self._query(x)
-        k = linear(x, self.w.k, self.w.k_bias).view(batch, length, self.num_kv_heads,
-                                                    self.head_dim)
-        v = linear(x, self.w.v, self.w.v_bias).view(batch, length, self.num_kv_heads,
-                                                    self.head_dim)
+        w = self.w
+        q_out, k_out, v_out = linears(x, (w.q, w.k, w.v), w.qkv)
+        q, gate = self._query(x, _biased(q_out, w.q_bias))
+        k = _biased(k_out, w.k_bias).view(batch, length, self.num_kv_heads, self.head_dim)
+        v = _biased(v_out, w.v_bias).view(batch, length, self.num_kv_heads, self.head_dim)
         if self.w.q_norm is not None and self.w.k_norm is not None:
             q = self.norm(q, self.w.q_norm, self.eps)
             k = self.norm(k, self.w.k_norm, self.eps)
@@ -226,7 +242,9 @@ class MlpWeights:
     gate: Weight
     up: Weight
     down: Weight
+    gate_up: Stack | None = None  # gate and up as one CPU kernel GEMV
 
 
 def swiglu(x: torch.Tensor, w: MlpWeights) -> torch.Tensor:
-    return linear(F.silu(linear(x, w.gate)) * linear(x, w.up), w.down)
+    gate, up = linears(x, (w.gate, w.up), w.gate_up)
+    return linear(F.silu(gate) * up, w.down)

@@ -384,9 +384,9 @@ def plan(meta: MetaModel, device: Device, settings: Settings) -> list[Case]:
             planner.mlp_layer(block.mlp)
     planner.gemv("lm_head", meta.decoder.lm_head)
     fused = select_fused_ops(device.device, meta.dtype)
-    norm_label = "rmsnorm" + (" (npu_rms_norm)" if "npu_rms_norm" in fused.active else "")
-    norm = fused.rms_norm if fused.active and not meta.config.norm_offset else \
-        meta.decoder.norm
+    fused_norm = bool(fused.active) and not meta.config.norm_offset  # replaces the plain one
+    norm_label = "rmsnorm" + (f" ({fused.active[0]})" if fused_norm else "")
+    norm = fused.rms_norm if fused_norm else meta.decoder.norm
     for tokens in (1, PREFILL_TOKENS):
         planner.norm(norm, norm_label, tokens)
     return list(planner.cases.values())

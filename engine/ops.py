@@ -98,11 +98,32 @@ def _load_npu_rms_norm() -> Op:
     return fused
 
 
+def _load_cpu_rms_norm() -> Op:
+    """The compiled kernel's RMSNorm (engine.cpu_kernel) for a decode step's rows: one call
+    where the standard path dispatches six ops (about 25 against 2 us a row on a 2-core Xeon
+    VM, 61 norms a SmolLM2 token); larger inputs keep the standard path."""
+    from engine import cpu_kernel
+
+    if cpu_kernel.kernel() is None:
+        raise RuntimeError(cpu_kernel.why_not)
+
+    def fused(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        y = cpu_kernel.rms_norm(x, weight, eps)
+        return y if y is not None else rms_norm(x, weight, eps)
+
+    return fused
+
+
 NPU_CANDIDATES: tuple[Candidate, ...] = (
     Candidate("npu_rms_norm", "rms_norm", _load_npu_rms_norm, rms_norm, _norm_inputs),
+)
+CPU_CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("cpu_kernel_rms_norm", "rms_norm", _load_cpu_rms_norm, rms_norm, _norm_inputs),
 )
 
 
 def select_fused_ops(device: torch.device, dtype: torch.dtype) -> FusedOps:
-    """The admitted vendor ops for `device` (none off the NPU)."""
-    return admit(NPU_CANDIDATES if device.type == "npu" else (), device, dtype)
+    """The admitted fused ops for `device`: torch_npu's on the NPU, the compiled CPU
+    kernel's on the CPU, none elsewhere."""
+    candidates = {"npu": NPU_CANDIDATES, "cpu": CPU_CANDIDATES}.get(device.type, ())
+    return admit(candidates, device, dtype)

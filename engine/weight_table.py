@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from engine.cpu_decode import Transposed, prefer_layout
+from engine.cpu_decode import Stack, Transposed, prefer_layout, stack
 from engine.errors import ModelFormatError
 from engine.layers import Weight
 
@@ -35,3 +35,7 @@ class WeightTable:
         if shared and isinstance(weight, Transposed):
             self.relayout_bytes += weight.nbytes
         return weight
+
+    def stack(self, *weights: Weight) -> Stack | None:
+        """Projections of one input (from `linear`) as one CPU kernel GEMV, where they can be."""
+        return stack(weights) if self.device.type == "cpu" else None

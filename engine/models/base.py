@@ -74,9 +74,9 @@ def prefix(layer: int) -> str:
 
 def attention(ctx: LayerContext, layer: int) -> Attention:
     table, cfg, p = ctx.table, ctx.config, prefix(layer)
+    q, k, v = (table.linear(p + f"attn.{name}.weight") for name in "qkv")
     weights = AttentionWeights(
-        q=table.linear(p + "attn.q.weight"), k=table.linear(p + "attn.k.weight"),
-        v=table.linear(p + "attn.v.weight"), o=table.linear(p + "attn.o.weight"),
+        q=q, k=k, v=v, o=table.linear(p + "attn.o.weight"), qkv=table.stack(q, k, v),
         q_bias=table.optional(p + "attn.q.bias"), k_bias=table.optional(p + "attn.k.bias"),
         v_bias=table.optional(p + "attn.v.bias"), o_bias=table.optional(p + "attn.o.bias"),
         q_norm=table.get(p + "attn.q_norm.weight") if cfg.qk_norm else None,
@@ -96,8 +96,9 @@ def deltanet(ctx: LayerContext, layer: int, projections: Projections) -> GatedDe
 
 
 def mlp(table: WeightTable, name: str) -> MlpWeights:
-    return MlpWeights(gate=table.linear(name + "gate.weight"), up=table.linear(name + "up.weight"),
-                      down=table.linear(name + "down.weight"))
+    gate, up = table.linear(name + "gate.weight"), table.linear(name + "up.weight")
+    return MlpWeights(gate=gate, up=up, down=table.linear(name + "down.weight"),
+                      gate_up=table.stack(gate, up))
 
 
 def dense_mlp(ctx: LayerContext, layer: int) -> MlpWeights:

@@ -23,8 +23,8 @@ def mixer(ctx: LayerContext, layer: int) -> Mixer:
     if ctx.config.layer_kind(layer) == FULL_ATTENTION:
         return attention(ctx, layer)
     table, p = ctx.table, prefix(layer) + "linear."
-    projections = SplitProjections(table.linear(p + "qkv.weight"), table.linear(p + "z.weight"),
-                                   table.linear(p + "b.weight"), table.linear(p + "a.weight"))
+    qkv, z, b, a = (table.linear(p + f"{name}.weight") for name in ("qkv", "z", "b", "a"))
+    projections = SplitProjections(qkv, z, b, a, table.stack(qkv, z, b, a))
     return deltanet(ctx, layer, projections)
 
 

@@ -22,8 +22,8 @@ def mixer(ctx: LayerContext, layer: int) -> Mixer:
     if ctx.config.layer_kind(layer) == FULL_ATTENTION:
         return attention(ctx, layer)
     p = prefix(layer) + "linear."
-    projections = FusedProjections(ctx.table.linear(p + "qkvz.weight"),
-                                   ctx.table.linear(p + "ba.weight"))
+    qkvz, ba = ctx.table.linear(p + "qkvz.weight"), ctx.table.linear(p + "ba.weight")
+    projections = FusedProjections(qkvz, ba, ctx.table.stack(qkvz, ba))
     return deltanet(ctx, layer, projections)
 
 

@@ -284,7 +284,8 @@ def bound_weights() -> list[tuple[str, cpu_kernel.BoundWeight, torch.Tensor]]:
     return [(what, weight, x) for what, weight, x in found if weight is not None]
 
 
-def cut(weight: cpu_kernel.BoundWeight, x: torch.Tensor, parts: int) -> torch.Tensor:
+def cut(weight: cpu_kernel.BoundWeight | cpu_kernel.BoundStack, x: torch.Tensor,
+        parts: int) -> torch.Tensor:
     y = torch.full((weight.rows,), float("nan"), dtype=x.dtype)
     weight.into(x, y, parts)
     return y
@@ -295,6 +296,116 @@ def cut(weight: cpu_kernel.BoundWeight, x: torch.Tensor, parts: int) -> torch.Te
 def test_a_gemv_cut_across_threads_equals_the_uncut_one(parts: int) -> None:
     for what, weight, x in bound_weights():
         assert torch.equal(cut(weight, x, parts), cut(weight, x, 1)), what
+
+
+def stack_members(kind: str, rows: list[int], cols: int) -> tuple[
+        list[cpu_kernel.BoundWeight | None], torch.Tensor]:
+    """Weights of one kind and width (ragged row counts) bound alone, and an x they take."""
+    x = torch.randn(cols, generator=torch.Generator().manual_seed(15))
+    bound: list[cpu_kernel.BoundWeight | None] = []
+    for i, count in enumerate(rows):
+        weight = random_weight((count, cols), seed=16 + i)
+        if kind == "bfloat16":
+            bound.append(cpu_kernel.plain_rows(weight.to(torch.bfloat16)))
+        elif kind.startswith("fp8"):
+            bound.append(fused_of(*quantize_block(weight)))
+        else:
+            bound.append(cpu_kernel.plain_rows(weight))
+    dtype = torch.float32 if kind in ("float32", "fp8 float32") else torch.bfloat16
+    return bound, x.to(dtype)
+
+
+@needs_kernel
+@pytest.mark.parametrize("kind", ["float32", "bfloat16", "fp8 float32", "fp8 bfloat16"])
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+def test_a_stack_s_rows_are_each_weight_s_own_bit_for_bit(kind: str, parts: int) -> None:
+    gemv = cpu_kernel.kernel()
+    assert gemv is not None
+    if kind == "bfloat16" and not gemv.bf16:
+        pytest.skip("no bfloat16 GEMV on this CPU")
+    members, x = stack_members(kind, [576, 192, 192, 7, 130], 200)
+    stack = cpu_kernel.stacked(members)
+    assert stack is not None and stack.splits == (576, 192, 192, 7, 130)
+    alone = torch.cat([cut(m, x, 1) for m in members if m is not None])
+    assert torch.equal(cut(stack, x, parts), alone), kind
+
+
+@needs_kernel
+def test_only_weights_of_one_kind_and_width_stack() -> None:
+    f32, _ = stack_members("float32", [64, 64], 200)
+    fp8, _ = stack_members("fp8 float32", [64], 200)
+    wider, _ = stack_members("float32", [64], 256)
+    assert cpu_kernel.stacked(f32[:1]) is None  # one weight is no stack
+    assert cpu_kernel.stacked([*f32, None]) is None  # one not bound
+    assert cpu_kernel.stacked([*f32, *fp8]) is None
+    assert cpu_kernel.stacked([*f32, *wider]) is None
+    assert cpu_kernel.stacked(f32) is not None
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_projections_of_one_input_decode_as_one_stacked_gemv(
+        dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    gemv = cpu_kernel.kernel()
+    assert gemv is not None
+    if dtype == torch.bfloat16 and not gemv.bf16:
+        pytest.skip("no bfloat16 GEMV on this CPU")
+    cpu = torch.device("cpu")
+    weights = [prefer_layout(random_weight((rows, 576), seed=rows).to(dtype), cpu, dtype)
+               for rows in (576, 192, 192)]
+    stack = cpu_decode.stack(weights)
+    assert stack is not None
+    x = torch.randn(1, 1, 576, generator=torch.Generator().manual_seed(3)).to(dtype)
+    assert stack.split(x) is None  # outside a decode step each keeps torch's GEMV
+    with DecodeStep(dtype, 2):
+        alone = [w.matmul(x) for w in weights]
+        with monkeypatch.context() as patched:
+            patched.setattr(cpu_kernel.BoundWeight, "into", _refuse)  # one call for all three
+            parts = stack.split(x)
+        assert stack.split(torch.cat([x, x], dim=1)) is None  # a prefill's rows
+    assert parts is not None and [p.shape for p in parts] == [a.shape for a in alone]
+    assert all(torch.equal(p, a) for p, a in zip(parts, alone, strict=True))
+    assert cpu_decode.stack([weights[0], weights[1].nk]) is None  # a plain tensor: no stack
+    assert cpu_decode.stack([w.nk for w in weights]) is None
+
+
+@needs_kernel
+def test_resident_fp8_projections_stack_outside_a_step_too() -> None:
+    cpu = torch.device("cpu")
+    weights = [prefer_layout(Fp8Weight.from_tensors(*quantize_block(
+        random_weight((rows, 256), seed=rows))), cpu, torch.float32) for rows in (256, 130)]
+    stack = cpu_decode.stack(weights)
+    assert stack is not None
+    x = torch.randn(1, 1, 256, generator=torch.Generator().manual_seed(4))
+    parts = stack.split(x)  # the resident weights' own GEMV is the kernel's everywhere
+    assert parts is not None
+    assert all(torch.equal(p, w.matmul(x)) for p, w in zip(parts, weights, strict=True))
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(1, 1, 576), (1, 1, 9, 64), (3, 7, 200), (1, 1, 17), (5,)])
+def test_the_kernel_s_rms_norm_is_the_standard_one(shape: tuple[int, ...],
+                                                   dtype: torch.dtype) -> None:
+    from engine.layers import rms_norm
+
+    generator = torch.Generator().manual_seed(len(shape))
+    x = (3 * torch.randn(*shape, generator=generator)).to(dtype)
+    weight = (1 + 0.1 * torch.randn(shape[-1], generator=generator)).to(dtype)
+    got, want = cpu_kernel.rms_norm(x, weight, 1e-6), rms_norm(x, weight, 1e-6)
+    assert got is not None and got.shape == want.shape and got.dtype == dtype
+    if dtype == torch.bfloat16:  # the sum's order moves no bfloat16 result here
+        assert torch.equal(got, want)
+    else:  # within float32 rounding: the sum of squares is added in another order
+        assert torch.allclose(got, want, rtol=4 * 2.0**-23, atol=0)
+    strided = x.transpose(0, -1).contiguous().transpose(0, -1)  # x's values, other strides
+    assert torch.equal(cpu_kernel.rms_norm(strided, weight, 1e-6), got)  # type: ignore[arg-type]
+    assert cpu_kernel.rms_norm(x, weight.float() if dtype != torch.float32 else
+                               weight.double(), 1e-6) is None  # a weight of another dtype
+    assert cpu_kernel.rms_norm(x.half(), weight.half(), 1e-6) is None
+    assert cpu_kernel.rms_norm(x[..., :-1], weight, 1e-6) is None  # another width
+    big = torch.randn(cpu_kernel.NORM_MAX_ELEMENTS // 64 + 1, 64).to(dtype)
+    assert cpu_kernel.rms_norm(big, torch.ones(64, dtype=dtype), 1e-6) is None  # a prefill
 
 
 @needs_kernel

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from engine import Engine, GenerationConfig, cpu_kernel
-from engine.cpu_decode import ResidentFp8, Rows, Transposed
+from engine.cpu_decode import ResidentFp8, Rows, Stack, Transposed
 from engine.fp8 import quantize_block as quantize_block_fp8
 from tests.engine.tiny_models import ARCHITECTURES, VOCAB_SIZE, save_tiny
 
@@ -140,15 +140,25 @@ def test_fp8_resident_decode_dequantizes_only_selected_experts(
     expert_weights = {id(w): layer for layer, block in enumerate(eng.runner.model.blocks)
                       if block.moe is not None
                       for mlp in block.moe.w.experts for w in (mlp.gate, mlp.up, mlp.down)}
+    stacks = {id(mlp.gate_up): layer for layer, block in enumerate(eng.runner.model.blocks)
+              if block.moe is not None for mlp in block.moe.w.experts}
     calls: list[int] = []
     original = ResidentFp8.matmul  # both paths: the compiled kernel, or dequantise per use
+    original_split = Stack.split  # gate and up as one kernel GEMV, where there is a kernel
 
     def counting(self: ResidentFp8, x: torch.Tensor) -> torch.Tensor:
         if id(self) in expert_weights:
             calls.append(expert_weights[id(self)])
         return original(self, x)
 
+    def counting_split(self: Stack, x: torch.Tensor) -> tuple[torch.Tensor, ...] | None:
+        parts = original_split(self, x)
+        if parts is not None and id(self) in stacks:
+            calls.extend([stacks[id(self)]] * len(parts))
+        return parts
+
     monkeypatch.setattr(ResidentFp8, "matmul", counting)
+    monkeypatch.setattr(Stack, "split", counting_split)
     eng.runner.decode(5)
     top_k, layers = eng.config.num_experts_per_tok, eng.config.num_layers
     assert sorted(calls) == sorted([layer for layer in range(layers)] * top_k * 3)
@@ -172,3 +182,8 @@ def test_cpu_projection_layouts(tiny: tuple[str, Any, Path]) -> None:
         assert isinstance(fp32_q, Rows) and fp32_q.kernel is not None
         assert fp32_q.nk.shape[0] == out_features
         assert fp32.stats.weight_bytes == 2 * bf16.stats.weight_bytes
+        # q, k, v and gate, up decode as one GEMV each, over the same tensors (no copies)
+        block = fp32.runner.model.blocks[0]
+        ffn = block.mlp or (block.moe.w.experts[0] if block.moe is not None else None)
+        assert block.attn is not None and block.attn.w.qkv is not None
+        assert ffn is not None and ffn.gate_up is not None

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import engine.runner
-from engine import Engine
+from engine import Engine, cpu_kernel
 from engine.layers import rms_norm
 from engine.ops import Candidate, FusedOps, Op, admit, select_fused_ops, self_check
 from tests.engine.tiny_models import save_tiny
@@ -69,9 +69,21 @@ def test_admit_installs_only_passing_candidates() -> None:
     assert "max abs difference" in ops.rejected["wrong_norm"]
 
 
-def test_no_vendor_ops_on_cpu() -> None:
-    ops = select_fused_ops(CPU, torch.bfloat16)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_on_the_cpu_only_the_compiled_kernel_s_norm_is_a_candidate(
+        dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    ops = select_fused_ops(CPU, dtype)
+    if cpu_kernel.kernel() is None:
+        assert ops.active == [] and ops.rms_norm is rms_norm
+        assert ops.rejected["cpu_kernel_rms_norm"].startswith("unavailable")
+    else:
+        assert ops.active == ["cpu_kernel_rms_norm"] and not ops.rejected
+    monkeypatch.setattr(cpu_kernel, "_loaded", [None])  # no kernel on this machine
+    monkeypatch.setattr(cpu_kernel, "why_not", "ASCEND_DOCTOR_CPU_KERNEL=0")
+    ops = select_fused_ops(CPU, dtype)
     assert ops.active == [] and ops.rms_norm is rms_norm
+    assert ops.rejected == {"cpu_kernel_rms_norm": "unavailable: ASCEND_DOCTOR_CPU_KERNEL=0"}
+    assert select_fused_ops(torch.device("meta"), dtype).active == []
 
 
 def test_an_admitted_op_is_used_and_reported(tmp_path: Path,
