@@ -204,7 +204,8 @@ def _mixer_bytes(block: Any, cache: Any, context: int) -> int:
         return kv + sum(nbytes(getattr(w, n)) for n in (
             "q", "k", "v", "o", "q_bias", "k_bias", "v_bias", "o_bias", "q_norm", "k_norm"))
     net = block.linear
-    projections = sum(nbytes(v) for v in vars(net.project).values())
+    projections = sum(nbytes(v) for name, v in vars(net.project).items()
+                      if name != "stack")  # the stack reads the same weights, counted once
     weights = sum(nbytes(v) for v in vars(net.w).values())
     return projections + weights + 2 * sum(nbytes(t) for t in cache.tensors())
 

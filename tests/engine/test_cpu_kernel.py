@@ -394,12 +394,18 @@ def test_the_kernel_s_rms_norm_is_the_standard_one(shape: tuple[int, ...],
     weight = (1 + 0.1 * torch.randn(shape[-1], generator=generator)).to(dtype)
     got, want = cpu_kernel.rms_norm(x, weight, 1e-6), rms_norm(x, weight, 1e-6)
     assert got is not None and got.shape == want.shape and got.dtype == dtype
+    assert got.stride() == torch.empty(shape).stride()
     if dtype == torch.bfloat16:  # the sum's order moves no bfloat16 result here
         assert torch.equal(got, want)
     else:  # within float32 rounding: the sum of squares is added in another order
         assert torch.allclose(got, want, rtol=4 * 2.0**-23, atol=0)
     strided = x.transpose(0, -1).contiguous().transpose(0, -1)  # x's values, other strides
     assert torch.equal(cpu_kernel.rms_norm(strided, weight, 1e-6), got)  # type: ignore[arg-type]
+    # a last position's view keeps its parent's stride on the size-1 dim; the output does not
+    # (oneDNN's GEMV took 60x as long on an input that carried one)
+    rows = torch.cat([x.reshape(-1, shape[-1])] * 3).unsqueeze(0)
+    last = cpu_kernel.rms_norm(rows[:, -1:], weight, 1e-6)
+    assert last is not None and last.stride() == (shape[-1], shape[-1], 1)
     assert cpu_kernel.rms_norm(x, weight.float() if dtype != torch.float32 else
                                weight.double(), 1e-6) is None  # a weight of another dtype
     assert cpu_kernel.rms_norm(x.half(), weight.half(), 1e-6) is None

@@ -128,3 +128,21 @@ def test_chunked_and_recurrent_rules_agree_from_a_state(length: int) -> None:
                                               recurrent_state) for t in range(length)], dim=1)
     assert torch.allclose(chunked, stepped, atol=1e-4, rtol=1e-4)
     assert torch.allclose(chunked_state, recurrent_state, atol=1e-4, rtol=1e-4)
+
+
+def test_deltanet_in_projections_decode_as_one_stack(hybrid: tuple[str, Any, Path]) -> None:
+    """Where the CPU kernel exists, a DeltaNet layer's in-projections (qkv, z, b, a or qkvz,
+    ba) are one stacked GEMV over the same weights: no copy, the same bytes."""
+    from engine import cpu_kernel
+
+    _, _, directory = hybrid
+    eng = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=64,
+                      require_tokenizer=False)
+    net = next(block.linear for block in eng.runner.model.blocks if block.linear is not None)
+    stack = net.project.stack
+    if cpu_kernel.kernel() is None:
+        assert stack is None
+        return
+    weights = [w for name, w in vars(net.project).items() if name != "stack"]
+    assert stack is not None and stack.bound.splits == tuple(w.nk.shape[0] for w in weights)
+    assert stack.bound.nbytes == sum(w.nbytes for w in weights)
