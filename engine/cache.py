@@ -12,6 +12,7 @@ except the dequantised read of an int8 cache (a temporary, not cache storage).
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -100,6 +101,18 @@ def aligned_empty(count: int, dtype: torch.dtype, device: torch.device,
     return raw[offset:offset + nbytes].view(dtype)
 
 
+def aligned_zeros(count: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """`aligned_empty`, zeroed. On the CPU the memory is an anonymous mapping: the system hands
+    it out zeroed and faults each page in on its first write, so a cache sized for
+    max_seq_len costs no time at load (zeroing 94 MB took 28 ms on a 2-core VM) and resident
+    memory only as the sequence grows."""
+    nbytes = count * element_bytes(dtype)
+    if device.type != "cpu" or nbytes == 0:
+        return aligned_empty(count, dtype, device).zero_()
+    mapping = mmap.mmap(-1, nbytes)  # page-aligned; torch keeps it alive with the tensor
+    return torch.frombuffer(mapping, dtype=torch.uint8).view(dtype)
+
+
 class LayerCache:
     """One layer's keys and values (views into the shared buffer)."""
 
@@ -165,15 +178,13 @@ CacheLayer = LayerCache | LinearState
 def _kv_layers(shape: CacheShape, dtype: torch.dtype, device: torch.device,
                int8: bool) -> tuple[list[LayerCache], list[torch.Tensor]]:
     storage_dtype = torch.int8 if int8 else dtype
-    data = aligned_empty(2 * shape.num_layers * shape.layer_elements, storage_dtype, device)
-    data.zero_()
+    data = aligned_zeros(2 * shape.num_layers * shape.layer_elements, storage_dtype, device)
     per_layer = data.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
                           shape.kv_heads, shape.head_dim)
     if not int8:
         return [LayerCache(per_layer[i, 0], per_layer[i, 1])
                 for i in range(shape.num_layers)], [data]
-    scales = aligned_empty(2 * shape.num_layers * shape.layer_rows, INT8_SCALE_DTYPE, device)
-    scales.zero_()
+    scales = aligned_zeros(2 * shape.num_layers * shape.layer_rows, INT8_SCALE_DTYPE, device)
     per_scale = scales.view(shape.num_layers, 2, shape.batch, shape.max_seq_len,
                             shape.kv_heads, 1)
     return [Int8LayerCache(per_layer[i, 0], per_layer[i, 1], per_scale[i, 0], per_scale[i, 1],

@@ -1,5 +1,6 @@
-/* The CPU decode GEMVs (float32, bfloat16 and resident block-FP8 weights, one row of x) and
- * the one-pass FP8 dequantisation for loads, with a small thread pool of their own.
+/* The CPU decode GEMVs (float32, bfloat16 and resident block-FP8 weights, one row of x; one
+ * weight or a stack of them), a one-row RMSNorm, and the one-pass FP8 copy and dequantisation
+ * for loads, with a small thread pool of their own.
  *
  * A decode step is a chain of GEMVs that each stream a weight once; one core reads about half
  * of what the memory system gives (per-core latency bound), so each GEMV is cut into row
@@ -27,7 +28,10 @@
 #include <time.h>
 
 /* What x and w are, for cpu_rows (engine/cpu_kernel.py passes the same numbers). */
-enum { FP8_F32 = 0, FP8_BF16 = 1, BF16 = 2, F32 = 3, DEQUANTIZE_F32 = 4, DEQUANTIZE_BF16 = 5 };
+enum {
+    FP8_F32 = 0, FP8_BF16 = 1, BF16 = 2, F32 = 3, DEQUANTIZE_F32 = 4, DEQUANTIZE_BF16 = 5,
+    COPY_FP8 = 6
+};
 
 /* One weight of a stack (cpu_stack): weights of one kind and width multiplied by the same x
  * as if their rows were one weight's (q, k and v; gate and up). */
@@ -320,7 +324,10 @@ static void rms_norm_row(int bf16, const void *x, const void *w, void *y, int64_
     }
 }
 
-/* Rows r0..r1-1 of the job; the dequantisers return the NaN codes they met, GEMVs 0. */
+int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n);
+
+/* Rows r0..r1-1 of the job; the dequantisers and the copy return the NaN codes they met,
+ * GEMVs 0. */
 static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
     switch (j->kind) {
     case FP8_F32:
@@ -336,6 +343,9 @@ static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
     case DEQUANTIZE_F32:
         return fp8_dequantize_f32(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->y,
                                   r0, r1);
+    case COPY_FP8:
+        return fp8_copy((const uint8_t *)j->w + r0 * j->cols, (uint8_t *)j->y + r0 * j->cols,
+                        (r1 - r0) * j->cols);
     case DEQUANTIZE_BF16:
         return fp8_dequantize_bf16(j->w, j->cols, j->scale, j->grid_cols, j->bo, j->bi, j->y,
                                    r0, r1);
@@ -558,7 +568,7 @@ int64_t cpu_rows(int kind, const void *w, int64_t cols, const float *scale, int6
              int64_t bo, int64_t bi, const void *x, void *y, int64_t r0, int64_t r1,
              int64_t parts, int64_t align) {
     int simd = cpu_kernel_simd();
-    if (simd == 0 || kind < FP8_F32 || kind > DEQUANTIZE_BF16 || (kind == BF16 && simd < 2))
+    if (simd == 0 || kind < FP8_F32 || kind > COPY_FP8 || (kind == BF16 && simd < 2))
         return -1;
     job_t job = {kind, w, cols, scale, grid_cols, bo, bi, x, y, 0, 0};
     return run_parts(&job, r0, r1, parts, align);

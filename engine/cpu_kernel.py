@@ -1,6 +1,7 @@
 """The CPU's compiled decode GEMVs (cpu_kernel.c: float32, bfloat16 where the CPU has
-AVX512_BF16, resident FP8) and the one-pass FP8 dequantisation, compiled for this machine on
-first use, each run on every core through the kernel's own thread pool.
+AVX512_BF16, resident FP8; one weight or a stack of them), a one-row RMSNorm, and the one-pass
+FP8 copy and dequantisation for loads, compiled for this machine on first use, the GEMVs and
+load passes run on every core through the kernel's own thread pool.
 
 Why compiled: measured on a 2-core AVX-512 VM, one core streams about half what two do (9.7
 against 19 GB/s), and torch's GEMVs either stay on one core (MKL) or hand blocks to OpenMP
@@ -48,7 +49,7 @@ why_not = ""  # why kernel() is None, for the engine's stats
 
 
 # The kinds cpu_rows takes (the enum at the top of cpu_kernel.c).
-FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16 = range(6)
+FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16, COPY_FP8 = range(7)
 ALIGN_ROWS = 64  # row blocks start on a multiple of this
 # The norm runs on the calling thread: larger inputs (a prefill's) keep torch's, on every core.
 NORM_MAX_ELEMENTS = 1 << 16
@@ -72,9 +73,6 @@ class Kernels:
         self.norm = library.cpu_rms_norm  # kind, x, weight, y, rows, cols, eps
         self.norm.argtypes = (ctypes.c_int, ptr, ptr, ptr, i64, i64, ctypes.c_float)
         self.norm.restype = i64
-        self.copy_fp8 = library.fp8_copy  # source, destination, bytes -> NaN codes met
-        self.copy_fp8.argtypes = (ptr, ptr, i64)
-        self.copy_fp8.restype = i64
         self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
 
 
@@ -213,7 +211,7 @@ def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[
     return out if nans == 0 else None
 
 
-def copied_fp8(weight_fp8: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
+def copied_fp8(weight_fp8: torch.Tensor, parts: int = 1) -> tuple[torch.Tensor, bool] | None:
     """(a contiguous uint8 copy of FP8 bytes, whether they are free of NaN codes) in one pass;
     None without the kernel or for bytes not on the CPU."""
     gemv = kernel()
@@ -221,7 +219,9 @@ def copied_fp8(weight_fp8: torch.Tensor) -> tuple[torch.Tensor, bool] | None:
         return None
     source = weight_fp8.contiguous().view(torch.uint8)
     copy = torch.empty(tuple(source.shape), dtype=torch.uint8)
-    nans = gemv.copy_fp8(source.data_ptr(), copy.data_ptr(), source.numel())
+    rows = int(source.shape[0]) if source.dim() == 2 else 1
+    nans = gemv.rows(COPY_FP8, source.data_ptr(), source.numel() // max(rows, 1), 0, 0, 1, 1, 0,
+                     copy.data_ptr(), 0, rows, parts, ALIGN_ROWS)
     return copy, nans == 0
 
 

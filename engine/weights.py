@@ -290,13 +290,13 @@ def _place(tensor: torch.Tensor, device: torch.device | str, dtype: torch.dtype)
 
 
 def _resident(weight: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
-              device: torch.device | str) -> Fp8Weight:
+              device: torch.device | str, parts: int = 1) -> Fp8Weight:
     """The FP8 bytes copied out of the map; on the CPU the compiled kernel copies them and
-    counts NaN codes in the same pass."""
+    counts NaN codes in the same pass, on `parts` threads."""
     if torch.device(device).type == "cpu":
         from engine.cpu_kernel import copied_fp8
 
-        copied = copied_fp8(weight)
+        copied = copied_fp8(weight, parts)
         if copied is not None:
             return Fp8Weight.from_tensors(copied[0], scale, block, device, nan_free=copied[1])
     return Fp8Weight.from_tensors(weight.clone(), scale, block, device)
@@ -304,9 +304,10 @@ def _resident(weight: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
 
 class _Loader:
     def __init__(self, model: ModelDir, config: ModelConfig, device: torch.device | str,
-                 dtype: torch.dtype, fp8: str) -> None:
+                 dtype: torch.dtype, fp8: str, parts: int = 1) -> None:
         self.model, self.config = model, config
         self.device, self.dtype, self.fp8 = device, dtype, fp8
+        self.parts = parts  # threads for each compiled copy or dequantisation (CPU)
         self.reader = ShardReader(model)
         self._fused: tuple[str, torch.Tensor] | None = None
 
@@ -322,11 +323,11 @@ class _Loader:
         grid = scale_grid((info.shape[0], info.shape[1]), block)
         scale = self.reader.read(scale_info).reshape(grid).clone()
         if self.fp8 == "resident" and _stays_fp8(info.name, canonical, self.config):
-            return _resident(weight, scale, block, self.device)
+            return _resident(weight, scale, block, self.device, self.parts)
         if torch.device(self.device).type == "cpu":  # one pass through the compiled kernel
             from engine.cpu_kernel import dequantized
 
-            done = dequantized(weight, scale, block, self.dtype)
+            done = dequantized(weight, scale, block, self.dtype, self.parts)
             if done is not None:
                 return done
         return dequantize_block(weight.to(self.device), scale.to(self.device), block,
@@ -344,35 +345,20 @@ class _Loader:
         return tensor if source.rows is None else tensor[source.rows[0]:source.rows[1]]
 
 
-MAX_LOAD_THREADS = 8
+MAX_LOAD_PARTS = 8
 
 
 def _load_all(model: ModelDir, config: ModelConfig, sources: list[tuple[str, Source]],
               device: torch.device | str, dtype: torch.dtype, fp8: str) -> dict[str, Weight]:
-    """Every tensor copied out (and dequantised); on the CPU by one thread per torch thread,
-    each with torch's own threads at 1: the copies and shifts are small and many, and on a
-    2-core machine two OpenMP threads per copy spend more time waiting for each other (and
-    contending for page faults on fresh memory) than working."""
-    workers = min(torch.get_num_threads(), MAX_LOAD_THREADS)
-    if torch.device(device).type != "cpu" or workers < 2 or len(sources) < 2:
-        loader = _Loader(model, config, device, dtype, fp8)
-        return {name: loader.load(name, source) for name, source in sources}
-    from concurrent.futures import ThreadPoolExecutor
-
-    def load_share(share: list[tuple[str, Source]]) -> dict[str, Weight]:
-        loader = _Loader(model, config, device, dtype, fp8)
-        return {name: loader.load(name, source) for name, source in share}
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # new threads take this count too
-    try:
-        with ThreadPoolExecutor(workers, thread_name_prefix="engine-load") as pool:
-            loaded: dict[str, Weight] = {}
-            for part in pool.map(load_share, [sources[i::workers] for i in range(workers)]):
-                loaded.update(part)
-    finally:
-        torch.set_num_threads(threads)
-    return {name: loaded[name] for name, _ in sources}
+    """Every tensor copied out (and dequantised) by one Python thread; on the CPU each
+    compiled copy or dequantisation is cut across the kernel's workers (no GIL). Loader
+    threads of their own lost to the GIL: a thread back from a compiled pass waits for the
+    other to give the interpreter up (up to the 5 ms switch interval), a thousand times per
+    model; on a 2-core Xeon VM two loader threads took 3.3-3.9x a safetensors read of
+    smollm2-moe-fp8, one thread with the kernel's workers 1.9-2.3x."""
+    parts = min(torch.get_num_threads(), MAX_LOAD_PARTS)
+    loader = _Loader(model, config, device, dtype, fp8, parts)
+    return {name: loader.load(name, source) for name, source in sources}
 
 
 def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device | str = "cpu",

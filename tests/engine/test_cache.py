@@ -12,6 +12,7 @@ from engine.cache import (
     CacheShape,
     KVCache,
     aligned_empty,
+    aligned_zeros,
     alignment_of,
     kv_cache_bytes,
 )
@@ -82,6 +83,32 @@ def test_aligned_empty(dtype: torch.dtype) -> None:
         tensor = aligned_empty(count, dtype, torch.device("cpu"), alignment=512)
         assert tensor.numel() == count and tensor.dtype == dtype
         assert tensor.data_ptr() % 512 == 0
+
+
+def _resident_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int8])
+def test_aligned_zeros_are_zero_and_faulted_in_only_where_written(dtype: torch.dtype) -> None:
+    for count in (0, 1, 7, 1000):
+        tensor = aligned_zeros(count, dtype, torch.device("cpu"))
+        assert tensor.numel() == count and tensor.dtype == dtype
+        assert tensor.data_ptr() % 512 == 0 and not tensor.any()
+    before = _resident_kib()
+    big = aligned_zeros(256 << 20, torch.int8, torch.device("cpu"))  # 256 MiB
+    assert _resident_kib() - before < 64 << 10  # not touched: not resident
+    big[: 1 << 20].fill_(1)  # written pages only
+    assert _resident_kib() - before < 64 << 10
+    view = big[: 1 << 20]
+    del big
+    import gc
+
+    gc.collect()
+    assert int(view.sum()) == 1 << 20  # the mapping lives as long as a view of it
+    meta = aligned_zeros(10, torch.float32, torch.device("meta"))
+    assert meta.device.type == "meta" and meta.numel() == 10
 
 
 def test_kv_cache_bytes() -> None:

@@ -183,6 +183,32 @@ def test_scales_outside_the_bfloat16_range_stay_exact() -> None:
         assert torch.equal(dequantize_block(raw, scale), want.to(torch.bfloat16))
 
 
+def _exact_in_range(scale: torch.Tensor) -> bool:
+    """The definition bf16_exact_scales implements on bit patterns, in torch ops."""
+    s32 = scale.to(torch.float32)
+    nonzero = s32.abs()[s32 != 0]
+    low, high = fp8._BF16_SCALE_RANGE
+    return bool(torch.isfinite(s32).all()) and torch.equal(s32.bfloat16().float(), s32) \
+        and (nonzero.numel() == 0 or (float(nonzero.min()) >= low and float(nonzero.max()) < high))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_bf16_exact_scales_is_its_definition(dtype: torch.dtype) -> None:
+    edges = [[0.0], [-0.0, 3.0], [1.0, -2.0], [2.0**7], [2.0**7 - 1], [-(2.0**7)],
+             [2.0**-100], [2.0**-101], [1.5 * 2.0**-100], [1.0000001], [1e-30],
+             [float("inf")], [float("nan")], [3.0, float("-inf")]]
+    generator = torch.Generator().manual_seed(0)
+    grids = [torch.tensor(edge) for edge in edges]
+    for exponent in range(-120, 12, 4):
+        grid = torch.randn(3, 5, generator=generator) * 2.0**exponent
+        grids += [grid, grid.bfloat16().float()]
+    for grid in grids:
+        scale = grid.to(dtype)
+        assert fp8.bf16_exact_scales(scale) == _exact_in_range(scale), (scale, dtype)
+    assert fp8.bf16_exact_scales(torch.tensor([1.0, 2.0**-100]))
+    assert not fp8.bf16_exact_scales(torch.tensor([1.0000001]))
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_nan_codes_fall_back_to_the_lookup_table(dtype: torch.dtype) -> None:
     raw = every_finite_code(192, 576)
