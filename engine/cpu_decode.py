@@ -303,8 +303,9 @@ class DecodeSteps:
     this machine, not assumed: it depends on how fast a thread hand-off is and on whether the
     GEMVs scale with cores (with Python helper threads: 1.4-2x faster on a 2-core AMD VM,
     twice as slow on a 2-core Intel VM whose hand-off took 50-130 us). The first steps
-    alternate between one thread and every core, TRIAL_STEPS each after one warm-up step; the
-    faster median is kept, and measured again every RECHECK_STEPS steps (machines drift)."""
+    alternate between one thread and every core, TRIAL_STEPS each after one warm-up step;
+    every core is kept when the median of the paired steps' time ratios says it is faster,
+    and it is measured again every RECHECK_STEPS steps (machines drift)."""
 
     TRIAL_STEPS = 4
     RECHECK_STEPS = 512
@@ -329,12 +330,17 @@ class DecodeSteps:
         parts = candidates[counts.index(min(counts))]
         return DecodeStep(self.dtype, parts, functools.partial(self._record, parts, candidates))
 
-    def _record(self, parts: int, candidates: tuple[int, ...], elapsed_s: float) -> None:
+    def _record(self, parts: int, candidates: tuple[int, int], elapsed_s: float) -> None:
         self._times.setdefault(parts, []).append(elapsed_s)
         if all(len(self._times.get(c, ())) > self.TRIAL_STEPS for c in candidates):
-            # the first step of each is a warm-up (helper threads start, caches fill)
-            medians = {c: statistics.median(self._times[c][1:]) for c in candidates}
-            self.chosen = min(candidates, key=lambda c: medians[c])
+            # The first step of each is a warm-up (helper threads start, caches fill). Steps
+            # i of the two alternate, so a burst of load elsewhere slows both of a pair: the
+            # median of the pairs' ratios reads through it where each side's own median did
+            # not (on a VM losing half its CPU to the hypervisor it kept one thread though
+            # every core won three pairs of four).
+            one, every = (self._times[c][1:] for c in candidates)
+            ratio = statistics.median(b / a for a, b in zip(one, every, strict=False))
+            self.chosen = candidates[1] if ratio < 1.0 else candidates[0]
             self._since_choice = 0
 
 

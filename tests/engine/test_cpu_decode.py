@@ -244,6 +244,24 @@ def test_decode_steps_keep_whichever_is_faster_here(seconds: dict[int, float],
         torch.set_num_threads(threads)
 
 
+def test_decode_steps_read_through_a_burst_of_load_elsewhere() -> None:
+    """Paired steps: every core wins three pairs of four, though a burst of load that hit one
+    step of each made each side's own median favour one thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        steps = cpu_decode.DecodeSteps(torch.float32)
+        times = {1: iter([0.1, 0.030, 0.032, 0.050, 0.090]),
+                 2: iter([0.1, 0.028, 0.030, 0.060, 0.070])}
+        for _ in range(2 * (steps.TRIAL_STEPS + 1)):
+            step = steps()
+            assert step._done is not None
+            step._done(next(times[step.max_parts]))
+        assert steps.chosen == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_decode_steps_measure_again_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
