@@ -16,7 +16,7 @@ from engine.cpu_decode import DecodeSteps
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
 from engine.models import FAMILIES
-from engine.ops import select_fused_ops
+from engine.ops import FusedOps, select_fused_ops
 from probes.model_config import FULL_ATTENTION
 from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
 from probes.model_tensors import InventoryError
@@ -180,8 +180,13 @@ class ModelRunner:
         self.weight_bytes = weight_bytes(weights)
         shape, state = cache_shape(config, max_seq_len), state_shape(config)
         check_kv_plan(shape, dtype, int8_kv, device, free_bytes, state)
-        self.fused = select_fused_ops(device, dtype)
         family = FAMILIES[config.architecture]
+        self.fused = select_fused_ops(device, dtype)
+        if family.norm_offset:  # the zero-centred norm keeps the standard path: none is in use
+            self.fused = FusedOps(rejected={
+                **self.fused.rejected,
+                **{name: "not used: this model's RMSNorm is zero-centred"
+                   for name in self.fused.active}})
         self.model = Decoder(config, weights, max_seq_len, device, dtype, family,
                              self.fused.rms_norm)
         self.weight_bytes += self.model.relayout_bytes

@@ -138,6 +138,7 @@ def test_deltanet_in_projections_decode_as_one_stack(hybrid: tuple[str, Any, Pat
     _, _, directory = hybrid
     eng = Engine.load(directory, device="cpu", dtype="float32", max_seq_len=64,
                       require_tokenizer=False)
+    assert eng.stats.fused_ops == ()  # the zero-centred norm keeps the standard path
     net = next(block.linear for block in eng.runner.model.blocks if block.linear is not None)
     stack = net.project.stack
     if cpu_kernel.kernel() is None:
