@@ -324,7 +324,21 @@ static void rms_norm_row(int bf16, const void *x, const void *w, void *y, int64_
     }
 }
 
-int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n);
+/* A copy of n FP8 bytes; returns how many NaN codes it met. */
+static int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n) {
+    int64_t nans = 0, i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i v = _mm512_loadu_si512((const void *)(src + i));
+        _mm512_storeu_si512((void *)(dst + i), v);
+        const __m512i low7 = _mm512_and_si512(v, _mm512_set1_epi8(0x7F));
+        nans += __builtin_popcountll(_mm512_cmpeq_epi8_mask(low7, _mm512_set1_epi8(0x7F)));
+    }
+    for (; i < n; i++) {
+        dst[i] = src[i];
+        nans += (src[i] & 0x7F) == 0x7F;
+    }
+    return nans;
+}
 
 /* Rows r0..r1-1 of the job; the dequantisers and the copy return the NaN codes they met,
  * GEMVs 0. */
@@ -354,22 +368,6 @@ static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
     return 0;
 }
 
-/* A copy of n FP8 bytes; returns how many NaN codes it met. */
-int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n) {
-    int64_t nans = 0, i = 0;
-    for (; i + 64 <= n; i += 64) {
-        const __m512i v = _mm512_loadu_si512((const void *)(src + i));
-        _mm512_storeu_si512((void *)(dst + i), v);
-        const __m512i low7 = _mm512_and_si512(v, _mm512_set1_epi8(0x7F));
-        nans += __builtin_popcountll(_mm512_cmpeq_epi8_mask(low7, _mm512_set1_epi8(0x7F)));
-    }
-    for (; i < n; i++) {
-        dst[i] = src[i];
-        nans += (src[i] & 0x7F) == 0x7F;
-    }
-    return nans;
-}
-
 #define pause() _mm_pause()
 #else
 static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
@@ -377,10 +375,6 @@ static int64_t run_rows(const job_t *j, int64_t r0, int64_t r1) {
     return 0;
 }
 
-int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n) {
-    (void)src; (void)dst; (void)n;
-    return -1;
-}
 #define pause() ((void)0)
 #endif
 

@@ -100,7 +100,6 @@ def bf16_exact_scales(scale: torch.Tensor) -> bool:
     return True
 
 
-
 def checked_bytes(weight_fp8: torch.Tensor, scale_inv: torch.Tensor,
                    block: tuple[int, int]) -> torch.Tensor:
     """The FP8 weight as uint8 bytes, after checking it is 2-D and its scale grid fits."""

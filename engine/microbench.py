@@ -47,7 +47,7 @@ from engine.fp8 import Fp8Weight
 from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
 from engine.meta_model import MetaModel, build_meta_model
 from engine.moe import SparseMoe, route
-from engine.ops import select_fused_ops
+from engine.ops import in_use, select_fused_ops
 
 SCHEMA = "ascend-doctor-bench/1"
 COLD_BYTES = 256 * 2**20
@@ -383,10 +383,9 @@ def plan(meta: MetaModel, device: Device, settings: Settings) -> list[Case]:
         if block.mlp is not None:
             planner.mlp_layer(block.mlp)
     planner.gemv("lm_head", meta.decoder.lm_head)
-    fused = select_fused_ops(device.device, meta.dtype)
-    fused_norm = bool(fused.active) and not meta.config.norm_offset  # replaces the plain one
-    norm_label = "rmsnorm" + (f" ({fused.active[0]})" if fused_norm else "")
-    norm = fused.rms_norm if fused_norm else meta.decoder.norm
+    fused = in_use(select_fused_ops(device.device, meta.dtype), meta.config.norm_offset)
+    norm_label = "rmsnorm" + (f" ({fused.active[0]})" if fused.active else "")
+    norm = fused.rms_norm if fused.active else meta.decoder.norm
     for tokens in (1, PREFILL_TOKENS):
         planner.norm(norm, norm_label, tokens)
     return list(planner.cases.values())

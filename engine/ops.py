@@ -122,6 +122,16 @@ CPU_CANDIDATES: tuple[Candidate, ...] = (
 )
 
 
+def in_use(ops: FusedOps, zero_centred_norm: bool) -> FusedOps:
+    """The ops a model runs: a zero-centred RMSNorm (the hybrids') keeps the standard path,
+    so an admitted RMSNorm is listed as not used there."""
+    if not zero_centred_norm:
+        return ops
+    return FusedOps(rejected={**ops.rejected,
+                              **{name: "not used: this model's RMSNorm is zero-centred"
+                                 for name in ops.active}})
+
+
 def select_fused_ops(device: torch.device, dtype: torch.dtype) -> FusedOps:
     """The admitted fused ops for `device`: torch_npu's on the NPU, the compiled CPU
     kernel's on the CPU, none elsewhere."""

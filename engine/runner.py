@@ -16,7 +16,7 @@ from engine.cpu_decode import DecodeSteps
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
 from engine.models import FAMILIES
-from engine.ops import FusedOps, select_fused_ops
+from engine.ops import in_use, select_fused_ops
 from probes.model_config import FULL_ATTENTION
 from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
 from probes.model_tensors import InventoryError
@@ -181,12 +181,7 @@ class ModelRunner:
         shape, state = cache_shape(config, max_seq_len), state_shape(config)
         check_kv_plan(shape, dtype, int8_kv, device, free_bytes, state)
         family = FAMILIES[config.architecture]
-        self.fused = select_fused_ops(device, dtype)
-        if family.norm_offset:  # the zero-centred norm keeps the standard path: none is in use
-            self.fused = FusedOps(rejected={
-                **self.fused.rejected,
-                **{name: "not used: this model's RMSNorm is zero-centred"
-                   for name in self.fused.active}})
+        self.fused = in_use(select_fused_ops(device, dtype), family.norm_offset)
         self.model = Decoder(config, weights, max_seq_len, device, dtype, family,
                              self.fused.rms_norm)
         self.weight_bytes += self.model.relayout_bytes
