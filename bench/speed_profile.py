@@ -5,32 +5,40 @@ every op runs on the profiled thread); the engine functions below never call eac
 (except FP8 dequantisation, inside a projection), so their inclusive times add up; the rest
 is the residual adds, the embedding, the MoE expert loop and Python. cProfile slows Python
 down, so the shares are of the profiled time and the wall time is measured separately.
+
+`kernel_share` looks at the real step instead (every core, no profiler): the step's wall time
+against the same compiled-kernel GEMV calls replayed back to back, their difference being all
+the rest (norms, rotary, attention, adds, the Python between them).
 """
 
 from __future__ import annotations
 
 import cProfile
 import pstats
+import statistics
 import time
 from typing import Any
 
 import torch
 
-PARTS: tuple[tuple[str, str, str], ...] = (
-    # (label, file suffix, function name)
-    ("projections (GEMV, incl. lm_head)", "engine/layers.py", "linear"),
-    ("  of which FP8 dequantisation", "engine/fp8.py", "dequantize"),
-    ("attention kernel (one query)", "engine/cpu_decode.py", "decode_attention"),
-    ("attention kernel (SDPA)", "~", "<built-in method torch._C._nn.scaled_dot_product_attention>"),
-    ("KV cache write", "engine/cache.py", "write"),
-    ("KV cache read", "engine/cache.py", "read"),
-    ("RMSNorm", "engine/layers.py", "rms_norm"),
-    ("RMSNorm (zero-centred)", "engine/layers.py", "offset_rms_norm"),
-    ("rotary", "engine/layers.py", "apply_rotary"),
-    ("MoE routing", "engine/moe.py", "route"),
-    ("DeltaNet conv", "engine/deltanet.py", "causal_conv"),
-    ("DeltaNet recurrent rule", "engine/deltanet.py", "recurrent_delta_rule"),
-    ("DeltaNet gated norm", "engine/deltanet.py", "gated_rms_norm"),
+PARTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    # (label, ((file suffix, function name), ...))
+    ("projections (GEMV, incl. lm_head)", (("engine/layers.py", "linear"),
+                                           ("engine/cpu_decode.py", "split"))),  # Stack.split
+    ("  of which FP8 dequantisation", (("engine/fp8.py", "dequantize"),)),
+    ("attention kernel (one query)", (("engine/cpu_decode.py", "decode_attention"),)),
+    ("RoPE + KV write + attention (compiled)", (("engine/cpu_decode.py", "rope_attend"),)),
+    ("attention kernel (SDPA)",
+     (("~", "<built-in method torch._C._nn.scaled_dot_product_attention>"),)),
+    ("KV cache write", (("engine/cache.py", "write"),)),
+    ("KV cache read", (("engine/cache.py", "read"),)),
+    ("RMSNorm", (("engine/layers.py", "rms_norm"), ("engine/cpu_kernel.py", "rms_norm"))),
+    ("RMSNorm (zero-centred)", (("engine/layers.py", "offset_rms_norm"),)),
+    ("rotary", (("engine/layers.py", "apply_rotary"),)),
+    ("MoE routing", (("engine/moe.py", "route"),)),
+    ("DeltaNet conv", (("engine/deltanet.py", "causal_conv"),)),
+    ("DeltaNet recurrent rule", (("engine/deltanet.py", "recurrent_delta_rule"),)),
+    ("DeltaNet gated norm", (("engine/deltanet.py", "gated_rms_norm"),)),
 )
 
 
@@ -59,13 +67,54 @@ def profile_decode(engine: Any, prompt: list[int], steps: int = 16) -> dict[str,
     return {"wall_ms": wall_ms, "parts": _parts(pstats.Stats(profiler), steps)}
 
 
+def kernel_share(engine: Any, prompt: list[int], pairs: int = 24) -> dict[str, float] | None:
+    """{"step_ms", "gemv_ms", "calls"}: medians over interleaved decode steps and replays of
+    one step's kernel GEMVs (same weights, inputs and threads); None where no decode GEMV
+    goes to the compiled kernel (no kernel, another device)."""
+    from engine.cpu_kernel import BoundStack, BoundWeight
+
+    runner = engine.runner
+    runner.prefill(prompt)
+    _decode_steps(runner, 12)  # the engine has chosen its threads
+    calls: list[tuple[Any, Any, torch.Tensor, torch.Tensor, int]] = []
+    originals = {cls: cls.into for cls in (BoundWeight, BoundStack)}
+
+    def recorder(into: Any) -> Any:
+        def record(self: Any, x: torch.Tensor, y: torch.Tensor, parts: int = 1) -> None:
+            calls.append((into, self, x.clone(), torch.empty_like(y), parts))
+            into(self, x, y, parts)
+        return record
+
+    try:
+        for cls, into in originals.items():
+            cls.into = recorder(into)  # type: ignore[method-assign]
+        _decode_steps(runner, 1)
+    finally:
+        for cls, into in originals.items():
+            cls.into = into  # type: ignore[method-assign]
+    if not calls:
+        return None
+    steps, replays = [], []
+    for _ in range(pairs):
+        start = time.perf_counter()
+        _decode_steps(runner, 1)
+        steps.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for into, weight, x, y, parts in calls:
+            into(weight, x, y, parts)
+        replays.append(time.perf_counter() - start)
+    return {"step_ms": statistics.median(steps) * 1e3,
+            "gemv_ms": statistics.median(replays) * 1e3, "calls": len(calls)}
+
+
 def _parts(stats: pstats.Stats, steps: int) -> list[tuple[str, float, float]]:
     table: dict[tuple[str, int, str], tuple[Any, ...]] = stats.stats  # type: ignore[attr-defined]
     total = max(stats.total_tt, 1e-9)  # type: ignore[attr-defined]
     rows, counted = [], 0.0
-    for label, suffix, name in PARTS:
+    for label, functions in PARTS:
         seconds = sum(value[3] for (path, _, function), value in table.items()
-                      if function == name and path.endswith(suffix))
+                      if any(function == name and path.endswith(suffix)
+                             for suffix, name in functions))
         if seconds:
             rows.append((label, seconds * 1e3 / steps, seconds / total))
             counted += 0 if label.startswith("  ") else seconds
@@ -73,6 +122,16 @@ def _parts(stats: pstats.Stats, steps: int) -> list[tuple[str, float, float]]:
     rows.append(("the rest (adds, embedding, expert loop, Python)", rest * 1e3 / steps,
                  rest / total))
     return rows
+
+
+def print_kernel_share(share: dict[str, float] | None) -> None:
+    if share is None:
+        print("no decode GEMV goes to the compiled kernel here")
+        return
+    rest = share["step_ms"] - share["gemv_ms"]
+    print(f"every core, no profiler: a decode step {share['step_ms']:.1f} ms; its "
+          f"{share['calls']:.0f} kernel GEMVs replayed alone {share['gemv_ms']:.1f} ms; the rest "
+          f"{rest:.1f} ms ({rest / share['step_ms']:.0%})")
 
 
 def print_profile(name: str, dtype: str, found: dict[str, Any]) -> None:

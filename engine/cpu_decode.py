@@ -22,6 +22,10 @@ reruns it side by side with transformers):
   be ordered differently (float32 rounding).
 - whether cutting pays depends on the machine, so `DecodeSteps` measures it on each runner's
   first steps.
+- a decode step's attention (RoPE on q and k, the KV cache write, one query over the cache)
+  is one kernel call (`rope_attend`) where torch dispatched about forty ops: 30-40 against
+  about 170 us a layer at 150 positions (SmolLM2, 2-core Xeon VM), a decode step 1.14x
+  (float32) and 1.31x (bfloat16) as fast.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from typing import Any
 
 import torch
 
+from engine import cpu_kernel
+from engine.cache import LayerCache
 from engine.cpu_kernel import BoundStack, BoundWeight, fused, plain_rows, stacked
 from engine.fp8 import Fp8Weight
 
@@ -240,6 +246,29 @@ def decode_attention_for(device: torch.device, dtype: torch.dtype) -> AttendFn |
     float32 the CPU's SDPA kernel is as fast)."""
     if device.type == "cpu" and dtype in (torch.bfloat16, torch.float16):
         return decode_attention
+    return None
+
+
+RopeAttendFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                         LayerCache, int, float], torch.Tensor | None]
+
+
+def rope_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor, cache: LayerCache, start: int,
+                scale: float) -> torch.Tensor | None:
+    """A decode step's RoPE, KV cache write and one-query attention in one compiled call
+    (engine.cpu_kernel.rope_attend) instead of about forty torch ops: q [1, 1, H, D], k and v
+    [1, 1, KV, D] before RoPE; the output [1, 1, H, D]. None where it does not apply (an int8
+    cache, a batch, other dtypes): the caller keeps the standard path."""
+    if type(cache) is not LayerCache:
+        return None
+    return cpu_kernel.rope_attend(q, k, v, cos, sin, cache.keys, cache.values, start, scale)
+
+
+def rope_attend_for(device: torch.device) -> RopeAttendFn | None:
+    """The compiled decode attention on a CPU that has the kernel; None elsewhere."""
+    if device.type == "cpu" and cpu_kernel.kernel() is not None:
+        return rope_attend
     return None
 
 

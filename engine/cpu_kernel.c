@@ -1,6 +1,7 @@
 /* The CPU decode GEMVs (float32, bfloat16 and resident block-FP8 weights, one row of x; one
- * weight or a stack of them), a one-row RMSNorm, and the one-pass FP8 copy and dequantisation
- * for loads, with a small thread pool of their own.
+ * weight or a stack of them), a one-row RMSNorm, a decode step's attention (RoPE, the KV
+ * cache write and one query over the cache: about forty torch ops in one call), and the
+ * one-pass FP8 copy and dequantisation for loads, with a small thread pool of their own.
  *
  * A decode step is a chain of GEMVs that each stream a weight once; one core reads about half
  * of what the memory system gives (per-core latency bound), so each GEMV is cut into row
@@ -25,6 +26,8 @@
 #include <stdatomic.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* What x and w are, for cpu_rows (engine/cpu_kernel.py passes the same numbers). */
@@ -324,6 +327,208 @@ static void rms_norm_row(int bf16, const void *x, const void *w, void *y, int64_
     }
 }
 
+/* --- one decode step's attention ----------------------------------------------------------- */
+
+#define ATTEND_MAX_DIM 512
+
+static inline float elem(int bf16, const void *p, int64_t i) {
+    return bf16 ? x_at_bf16(p, i) : ((const float *)p)[i];
+}
+
+static inline float bf16_value(float v) {
+    const uint16_t bits = to_bf16(v);
+    return x_at_bf16(&bits, 0);
+}
+
+/* engine/layers.py apply_rotary on one head: x * cos + swap_halves(x) * signed_sin over the
+ * first `rot` dims, each product and the sum rounded to the dtype as torch rounds them (the
+ * file is built with -ffp-contract=off: no fused multiply-add here); the rest copied. */
+static void rope_head(int bf16, const void *x, const void *cos, const void *sin, int64_t rot,
+                      int64_t dim, void *y) {
+    const int64_t half = rot / 2;
+    for (int64_t i = 0; i < dim; i++) {
+        float v = elem(bf16, x, i);
+        if (i < rot) {
+            const float turned = elem(bf16, x, i < half ? i + half : i - half);
+            float a = v * elem(bf16, cos, i), b = turned * elem(bf16, sin, i);
+            if (bf16) a = bf16_value(a), b = bf16_value(b);
+            v = a + b;
+        }
+        if (bf16) ((uint16_t *)y)[i] = to_bf16(v);
+        else ((float *)y)[i] = v;
+    }
+}
+
+static inline __m512 load16(int bf16, const void *p, int64_t i) {
+    return bf16 ? load_x_bf16((const uint16_t *)p + i) : load_x((const float *)p + i);
+}
+
+/* Four dot products q . k[i] (float32 q, float32 or bfloat16 rows `stride` bytes apart,
+ * dim a multiple of 16), summed in float32: four independent chains of multiply-adds. */
+static inline void dot4(int bf16, const float *q, const char *k, int64_t stride, int64_t dim,
+                        float *out) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t d = 0; d < dim; d += 16) {
+        const __m512 qv = load_x(q + d);
+        a0 = _mm512_fmadd_ps(qv, load16(bf16, k, d), a0);
+        a1 = _mm512_fmadd_ps(qv, load16(bf16, k + stride, d), a1);
+        a2 = _mm512_fmadd_ps(qv, load16(bf16, k + 2 * stride, d), a2);
+        a3 = _mm512_fmadd_ps(qv, load16(bf16, k + 3 * stride, d), a3);
+    }
+    out[0] = _mm512_reduce_add_ps(a0);
+    out[1] = _mm512_reduce_add_ps(a1);
+    out[2] = _mm512_reduce_add_ps(a2);
+    out[3] = _mm512_reduce_add_ps(a3);
+}
+
+static inline float dot1(int bf16, const float *q, const char *k, int64_t dim) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t d = 0; d < dim; d += 16)
+        acc = _mm512_fmadd_ps(load_x(q + d), load16(bf16, k, d), acc);
+    return _mm512_reduce_add_ps(acc);
+}
+
+/* exp(x) for x <= 0 (scores minus their maximum), 16 at a time: x = n ln2 + r with
+ * |r| <= ln2 / 2, exp(r) by its Taylor series to r^7 (truncation below 1e-8 relative), times
+ * 2^n exactly (VSCALEFPS). Below -104 the result is 0, as float32's exp rounds it. */
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x); /* ln2, high bits */
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);     /* ln2, the rest */
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* softmax(scores * scale) in place, in float32. */
+static void softmax_row(float *scores, int64_t n, float scale) {
+    const __m512 scale16 = _mm512_set1_ps(scale);
+    __m512 top16 = _mm512_set1_ps(-INFINITY);
+    int64_t t = 0;
+    for (; t + 16 <= n; t += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(scores + t), scale16);
+        _mm512_storeu_ps(scores + t, v);
+        top16 = _mm512_max_ps(top16, v);
+    }
+    float top = _mm512_reduce_max_ps(top16);
+    for (; t < n; t++) {
+        scores[t] *= scale;
+        if (scores[t] > top) top = scores[t];
+    }
+    const __m512 top_v = _mm512_set1_ps(top);
+    __m512 sum16 = _mm512_setzero_ps();
+    for (t = 0; t + 16 <= n; t += 16) {
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(scores + t), top_v));
+        _mm512_storeu_ps(scores + t, e);
+        sum16 = _mm512_add_ps(sum16, e);
+    }
+    if (t < n) {
+        const __mmask16 tail = (__mmask16)((1u << (n - t)) - 1);
+        const __m512 x = _mm512_maskz_loadu_ps(tail, scores + t);
+        const __m512 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(x, top_v)));
+        _mm512_mask_storeu_ps(scores + t, tail, e);
+        sum16 = _mm512_add_ps(sum16, e);
+    }
+    const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum16));
+    for (t = 0; t + 16 <= n; t += 16)
+        _mm512_storeu_ps(scores + t, _mm512_mul_ps(_mm512_loadu_ps(scores + t), inverse));
+    for (; t < n; t++) scores[t] *= inverse[0];
+}
+
+/* acc (float32, dim) = sum over t of p[t] times a row of values (`stride` bytes apart), 64
+ * columns at a time in registers. */
+static void weighted_rows(int bf16, const float *p, const char *v, int64_t n, int64_t stride,
+                          int64_t dim, float *acc) {
+    int64_t d = 0;
+    for (; d + 64 <= dim; d += 64) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t t = 0; t < n; t++) {
+            const __m512 pt = _mm512_set1_ps(p[t]);
+            const char *row = v + t * stride;
+            a0 = _mm512_fmadd_ps(pt, load16(bf16, row, d), a0);
+            a1 = _mm512_fmadd_ps(pt, load16(bf16, row, d + 16), a1);
+            a2 = _mm512_fmadd_ps(pt, load16(bf16, row, d + 32), a2);
+            a3 = _mm512_fmadd_ps(pt, load16(bf16, row, d + 48), a3);
+        }
+        _mm512_storeu_ps(acc + d, a0);
+        _mm512_storeu_ps(acc + d + 16, a1);
+        _mm512_storeu_ps(acc + d + 32, a2);
+        _mm512_storeu_ps(acc + d + 48, a3);
+    }
+    for (; d < dim; d += 16) {
+        __m512 a = _mm512_setzero_ps();
+        for (int64_t t = 0; t < n; t++)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(p[t]), load16(bf16, v + t * stride, d), a);
+        _mm512_storeu_ps(acc + d, a);
+    }
+}
+
+/* The `group` query heads of one KV head (q [group, dim], float32) over its cached
+ * positions 0..n-1 (rows `stride` bytes apart): softmax(q.K * scale) . V in float32 (as
+ * engine/cpu_decode.py decode_attention computes it, the sums in another order), into acc
+ * [group, dim]. Keys four positions at a time for the whole group (each row read once). */
+static void attend_group(int bf16, const float *q, int64_t group, const char *keys,
+                         const char *values, int64_t n, int64_t stride, int64_t dim, float scale,
+                         float *scores, float *acc) {
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4)
+        for (int64_t h = 0; h < group; h++)
+            dot4(bf16, q + h * dim, keys + t * stride, stride, dim, scores + h * n + t);
+    for (; t < n; t++)
+        for (int64_t h = 0; h < group; h++)
+            scores[h * n + t] = dot1(bf16, q + h * dim, keys + t * stride, dim);
+    for (int64_t h = 0; h < group; h++) {
+        softmax_row(scores + h * n, n, scale);
+        weighted_rows(bf16, scores + h * n, values, n, stride, dim, acc + h * dim);
+    }
+}
+
+/* A decode step's attention for one sequence: RoPE on q [heads, dim] and k [kv_heads, dim],
+ * k and v written to the cache rows at `pos` (keys and values [max positions, kv_heads, dim]),
+ * then each query head attends over positions 0..pos of its KV head. out [heads, dim]. */
+static int64_t rope_attend(int bf16, const void *q, const void *k, const void *v,
+                           const void *cos, const void *sin, int64_t rot, int64_t heads,
+                           int64_t kv_heads, int64_t dim, void *keys, void *values, int64_t pos,
+                           float scale, void *out) {
+    const int64_t size = bf16 ? 2 : 4, head_bytes = dim * size, row_bytes = kv_heads * head_bytes;
+    const int64_t group = heads / kv_heads, n = pos + 1;
+    char *key_row = (char *)keys + pos * row_bytes, *value_row = (char *)values + pos * row_bytes;
+    for (int64_t g = 0; g < kv_heads; g++) {
+        rope_head(bf16, (const char *)k + g * head_bytes, cos, sin, rot, dim,
+                  key_row + g * head_bytes);
+        memcpy(value_row + g * head_bytes, (const char *)v + g * head_bytes, (size_t)head_bytes);
+    }
+    /* scores [group, n], then the group's rotated queries and sums, float32 [group, dim] */
+    float *scratch = malloc((size_t)(group * (n + 2 * dim)) * sizeof(float));
+    if (!scratch) return -1;
+    float *scores = scratch, *query = scratch + group * n, *acc = query + group * dim;
+    uint32_t turned[ATTEND_MAX_DIM]; /* one rotated query head in the dtype */
+    for (int64_t g = 0; g < kv_heads; g++) {
+        for (int64_t h = 0; h < group; h++) {
+            rope_head(bf16, (const char *)q + (g * group + h) * head_bytes, cos, sin, rot, dim,
+                      turned);
+            for (int64_t d = 0; d < dim; d++) query[h * dim + d] = elem(bf16, turned, d);
+        }
+        attend_group(bf16, query, group, (const char *)keys + g * head_bytes,
+                     (const char *)values + g * head_bytes, n, row_bytes, dim, scale, scores,
+                     acc);
+        for (int64_t i = 0; i < group * dim; i++) {
+            if (bf16) ((uint16_t *)out)[g * group * dim + i] = to_bf16(acc[i]);
+            else ((float *)out)[g * group * dim + i] = acc[i];
+        }
+    }
+    free(scratch);
+    return 0;
+}
+
 /* A copy of n FP8 bytes; returns how many NaN codes it met. */
 static int64_t fp8_copy(const uint8_t *src, uint8_t *dst, int64_t n) {
     int64_t nans = 0, i = 0;
@@ -391,6 +596,28 @@ int64_t cpu_rms_norm(int kind, const void *x, const void *w, void *y, int64_t ro
     return 0;
 #else
     (void)kind; (void)x; (void)w; (void)y; (void)rows; (void)cols; (void)eps;
+    return -1;
+#endif
+}
+
+/* A decode step's attention (rope_attend above) on the calling thread, float32 or bfloat16
+ * (kind F32 or BF16). Returns 0, or -1 for another kind, a head width that is not a multiple
+ * of 16 or is wider than ATTEND_MAX_DIM,
+ * a rotary width that is odd or wider than a head, heads not a multiple of kv_heads, or a
+ * build without AVX-512. */
+int64_t cpu_rope_attend(int kind, const void *q, const void *k, const void *v, const void *cos,
+                        const void *sin, int64_t rot, int64_t heads, int64_t kv_heads,
+                        int64_t dim, void *keys, void *values, int64_t pos, float scale,
+                        void *out) {
+#if defined(HAVE_SIMD)
+    if ((kind != F32 && kind != BF16) || dim < 16 || dim > ATTEND_MAX_DIM || dim % 16 || rot < 0
+        || rot > dim || rot % 2 || kv_heads < 1 || heads % kv_heads || pos < 0)
+        return -1;
+    return rope_attend(kind == BF16, q, k, v, cos, sin, rot, heads, kv_heads, dim, keys, values,
+                       pos, scale, out);
+#else
+    (void)kind; (void)q; (void)k; (void)v; (void)cos; (void)sin; (void)rot; (void)heads;
+    (void)kv_heads; (void)dim; (void)keys; (void)values; (void)pos; (void)scale; (void)out;
     return -1;
 #endif
 }

@@ -1,5 +1,6 @@
 """The CPU's compiled decode GEMVs (cpu_kernel.c: float32, bfloat16 where the CPU has
-AVX512_BF16, resident FP8; one weight or a stack of them), a one-row RMSNorm, and the one-pass
+AVX512_BF16, resident FP8; one weight or a stack of them), a one-row RMSNorm, a decode step's
+attention (RoPE, KV cache write, one query over the cache), and the one-pass
 FP8 copy and dequantisation for loads, compiled for this machine on first use, the GEMVs and
 load passes run on every core through the kernel's own thread pool.
 
@@ -39,7 +40,7 @@ import torch
 from engine.fp8 import HALF_REBIAS, checked_bytes
 
 SOURCE = Path(__file__).with_name("cpu_kernel.c")
-FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-pthread")
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC", "-pthread")
 COMPILE_TIMEOUT_S = 60.0
 _DISABLE = "ASCEND_DOCTOR_CPU_KERNEL"
 
@@ -73,6 +74,12 @@ class Kernels:
         self.norm = library.cpu_rms_norm  # kind, x, weight, y, rows, cols, eps
         self.norm.argtypes = (ctypes.c_int, ptr, ptr, ptr, i64, i64, ctypes.c_float)
         self.norm.restype = i64
+        self.attend = library.cpu_rope_attend
+        # kind, q, k, v, cos, sin, rotary dims, heads, kv heads, head dim, keys, values,
+        # position, scale, out
+        self.attend.argtypes = (ctypes.c_int, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr,
+                                ptr, i64, ctypes.c_float, ptr)
+        self.attend.restype = i64
         self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
 
 
@@ -189,6 +196,43 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor 
     gemv.norm(kinds[x.dtype], x.data_ptr(), weight.data_ptr(), y.data_ptr(),
               x.numel() // max(cols, 1), cols, eps)
     return y
+
+
+_ATTEND_KINDS = {torch.float32: F32, torch.bfloat16: BF16}
+
+
+def _attend_shapes(q: torch.Size, k: torch.Size, v: torch.Size, keys: torch.Size,
+                   values: torch.Size) -> bool:
+    """q [1, 1, H, D], k and v [1, 1, KV, D], keys and values [1, positions, KV, D]."""
+    return len(q) == 4 and q[0] == 1 and q[1] == 1 and k == v and len(k) == 4 \
+        and k[0] == 1 and k[1] == 1 and k[3] == q[3] and keys == values and len(keys) == 4 \
+        and keys[0] == 1 and keys[2:] == k[2:]
+
+
+def rope_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Tensor,
+                sin: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, position: int,
+                scale: float) -> torch.Tensor | None:
+    """One sequence's decode-step attention in one compiled call: engine.layers.apply_rotary
+    on q [1, 1, heads, dim] and k [1, 1, kv_heads, dim] (each product and sum rounded as torch
+    rounds them), k and v written to row `position` of keys / values [1, positions, kv_heads,
+    dim], then softmax(q.K * scale).V over positions 0..position in float32, as
+    engine.cpu_decode.decode_attention computes it; the output [1, 1, heads, dim]. None where
+    the kernel does not take these tensors (another dtype or device, a batch or a length
+    above 1, a non-contiguous one, a position outside the cache)."""
+    gemv, kind = kernel(), _ATTEND_KINDS.get(q.dtype)
+    if gemv is None or kind is None or not _attend_shapes(q.shape, k.shape, v.shape,
+                                                          keys.shape, values.shape) \
+            or not 0 <= position < keys.shape[1]:
+        return None
+    for t in (q, k, v, cos, sin, keys, values):
+        if t.dtype != q.dtype or not t.is_cpu or not t.is_contiguous():
+            return None
+    heads, dim = int(q.shape[2]), int(q.shape[3])
+    out = torch.empty((1, 1, heads, dim), dtype=q.dtype)
+    done = gemv.attend(kind, q.data_ptr(), k.data_ptr(), v.data_ptr(), cos.data_ptr(),
+                       sin.data_ptr(), int(cos.shape[-1]), heads, int(k.shape[2]), dim,
+                       keys.data_ptr(), values.data_ptr(), position, scale, out.data_ptr())
+    return out if done == 0 else None
 
 
 def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import LayerCache
-from engine.cpu_decode import AttendFn, CpuLinear, Stack
+from engine.cpu_decode import AttendFn, CpuLinear, RopeAttendFn, Stack
 from engine.errors import UnsupportedArchitecture
 
 
@@ -176,9 +176,11 @@ class Attention:
 
     def __init__(self, weights: AttentionWeights, num_heads: int, num_kv_heads: int,
                  head_dim: int, eps: float, norm: NormFn = rms_norm,
-                 output_gate: bool = False, decode_attention: AttendFn | None = None) -> None:
+                 output_gate: bool = False, decode_attention: AttendFn | None = None,
+                 rope_attend: RopeAttendFn | None = None) -> None:
         self.w = weights
         self.decode_attention = decode_attention  # a device's own one-query kernel
+        self.rope_attend = rope_attend  # a device's own RoPE + cache write + one query
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
         self.eps = eps
         self.norm = norm
@@ -195,8 +197,10 @@ class Attention:
         query, gate = q.view(batch, length, self.num_heads, 2 * self.head_dim).chunk(2, dim=-1)
         return query, gate.reshape(batch, length, self.num_heads * self.head_dim)
 
-    def _project(self, x: torch.Tensor, rotary: Rotary, start: int
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    def _heads(self, x: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """q [B, T, H, D], k and v [B, T, KV, D] (q and k normed where the model norms them,
+        not yet rotated) and the flat output gate or None."""
         batch, length, _ = x.shape
         w = self.w
         q_out, k_out, v_out = linears(x, (w.q, w.k, w.v), w.qkv)
@@ -206,28 +210,38 @@ class Attention:
         if self.w.q_norm is not None and self.w.k_norm is not None:
             q = self.norm(q, self.w.q_norm, self.eps)
             k = self.norm(k, self.w.k_norm, self.eps)
-        cos, sin = rotary.tables(start, length)
-        return apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, gate
+        return q, k, v, gate
 
     def forward(self, x: torch.Tensor, rotary: Rotary, cache: LayerCache,
                 start: int) -> torch.Tensor:
         """x [B, T, hidden] at positions start..start+T-1; T == 1 takes the decode path."""
-        q, k, v, gate = self._project(x, rotary, start)
+        q, k, v, gate = self._heads(x)
         length = x.shape[1]
-        cache.write(start, k, v)
-        keys, values = cache.read(start + length)
-        if length == 1 and self.decode_attention is not None:
-            out = self.decode_attention(q, keys, values, self.scale)
-        else:
-            mask = None if length == 1 else _causal_mask(start, length, x.device)
-            out = F.scaled_dot_product_attention(
-                q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
-                attn_mask=mask, scale=self.scale,
-                enable_gqa=self.num_heads != self.num_kv_heads).transpose(1, 2)
+        cos, sin = rotary.tables(start, length)
+        out = None
+        if length == 1 and self.rope_attend is not None:
+            out = self.rope_attend(q, k, v, cos, sin, cache, start, self.scale)
+        if out is None:
+            out = self._attend(apply_rotary(q, cos, sin), apply_rotary(k, cos, sin), v, cache,
+                               start)
         out = out.reshape(x.shape[0], length, self.num_heads * self.head_dim)
         if gate is not None:
             out = out * torch.sigmoid(gate)
         return linear(out, self.w.o, self.w.o_bias)
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: LayerCache,
+                start: int) -> torch.Tensor:
+        """Rotated q, k and v: k and v into the cache, q over it; [B, T, H, D]."""
+        length = q.shape[1]
+        cache.write(start, k, v)
+        keys, values = cache.read(start + length)
+        if length == 1 and self.decode_attention is not None:
+            return self.decode_attention(q, keys, values, self.scale)
+        mask = None if length == 1 else _causal_mask(start, length, q.device)
+        return F.scaled_dot_product_attention(
+            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+            attn_mask=mask, scale=self.scale,
+            enable_gqa=self.num_heads != self.num_kv_heads).transpose(1, 2)
 
 
 def _causal_mask(start: int, length: int, device: torch.device) -> torch.Tensor:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.cpu_decode import decode_attention_for
+from engine.cpu_decode import decode_attention_for, rope_attend_for
 from engine.deltanet import DeltaNetWeights, GatedDeltaNet, Projections
 from engine.layers import (
     Attention,
@@ -83,7 +83,8 @@ def attention(ctx: LayerContext, layer: int) -> Attention:
         k_norm=table.get(p + "attn.k_norm.weight") if cfg.qk_norm else None)
     return Attention(weights, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, ctx.eps, ctx.norm,
                      output_gate=cfg.attn_output_gate,
-                     decode_attention=decode_attention_for(table.device, table.dtype))
+                     decode_attention=decode_attention_for(table.device, table.dtype),
+                     rope_attend=rope_attend_for(table.device))
 
 
 def deltanet(ctx: LayerContext, layer: int, projections: Projections) -> GatedDeltaNet:

@@ -505,3 +505,78 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 print(f"child:{os.waitstatus_to_exitcode(status)}", flush=True)
 """
+
+
+def _attention_inputs(dtype: torch.dtype, heads: int, kv_heads: int, dim: int, rot: int,
+                      filled: int, seed: int) -> dict[str, torch.Tensor]:
+    from engine.layers import Rotary
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def rand(*shape: int) -> torch.Tensor:
+        return (2 * torch.randn(*shape, generator=generator)).to(dtype)
+
+    cache = torch.zeros(2, 1, 640, kv_heads, dim, dtype=dtype)
+    cache[:, :, :filled] = rand(2, 1, filled, kv_heads, dim)
+    cos, sin = Rotary(rot, 10000.0, 640, None, torch.device("cpu"), dtype).tables(filled, 1)
+    return {"q": rand(1, 1, heads, dim), "k": rand(1, 1, kv_heads, dim),
+            "v": rand(1, 1, kv_heads, dim), "cos": cos, "sin": sin, "keys": cache[0],
+            "values": cache[1]}
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(("heads", "kv_heads", "dim", "rot", "filled"), [
+    (9, 3, 64, 64, 37), (4, 4, 128, 128, 0), (8, 2, 256, 64, 63), (2, 1, 48, 24, 5),
+    (16, 2, 256, 64, 600)])
+def test_the_kernel_s_decode_attention_is_the_standard_path(
+        dtype: torch.dtype, heads: int, kv_heads: int, dim: int, rot: int, filled: int) -> None:
+    """RoPE and the cache rows bit for bit; the attention within its sums' rounding."""
+    from engine.cache import LayerCache
+    from engine.layers import apply_rotary
+
+    ours = _attention_inputs(dtype, heads, kv_heads, dim, rot, filled, seed=heads + dim)
+    theirs = {name: t.clone() for name, t in ours.items()}
+    got = cpu_decode.rope_attend(ours["q"], ours["k"], ours["v"], ours["cos"], ours["sin"],
+                                 LayerCache(ours["keys"], ours["values"]), filled, dim ** -0.5)
+    cos, sin = theirs["cos"], theirs["sin"]
+    cache = LayerCache(theirs["keys"], theirs["values"])
+    cache.write(filled, apply_rotary(theirs["k"], cos, sin), theirs["v"])
+    keys, values = cache.read(filled + 1)
+    want = cpu_decode.decode_attention(apply_rotary(theirs["q"], cos, sin), keys, values,
+                                       dim ** -0.5)
+    assert torch.equal(ours["keys"], theirs["keys"]) and torch.equal(ours["values"],
+                                                                     theirs["values"])
+    assert got is not None and got.shape == want.shape and got.dtype == dtype
+    if dtype == torch.float32:  # sums in another order: a few ulps of the largest value
+        assert torch.allclose(got, want, rtol=0, atol=16 * 2.0**-23 * float(ours["v"].abs().max()))
+    else:  # the same float32 sums, rounded once: at most one bfloat16 ulp apart
+        assert torch.allclose(got.float(), want.float(), rtol=2.0**-7, atol=0)
+
+
+@needs_kernel
+def test_the_kernel_s_decode_attention_refuses_what_it_does_not_take() -> None:
+    from engine.cache import Int8LayerCache, LayerCache
+
+    inputs = _attention_inputs(torch.float32, 4, 2, 64, 64, 3, seed=1)
+    q, k, v, cos, sin, keys, values = inputs.values()
+
+    def attend(*, q: torch.Tensor = q, k: torch.Tensor = k, position: int = 3,
+               keys: torch.Tensor = keys) -> torch.Tensor | None:
+        return cpu_kernel.rope_attend(q, k, v, cos, sin, keys, values, position, 0.125)
+
+    assert attend() is not None
+    assert attend(q=q.to(torch.bfloat16)) is None  # dtypes differ
+    assert attend(q=torch.cat([q, q])) is None  # a batch
+    assert attend(q=q.transpose(2, 3).contiguous().transpose(2, 3)) is None  # strided
+    assert attend(k=torch.cat([k, k], dim=1)) is None  # two positions
+    assert attend(position=640) is None and attend(position=-1) is None  # outside the cache
+    assert attend(keys=keys[:, :, :1]) is None  # another KV head count
+    odd = _attention_inputs(torch.float32, 4, 2, 40, 40, 3, seed=2)  # a width the kernel's
+    assert cpu_kernel.rope_attend(*odd.values(), 3, 0.125) is None  # vectors do not tile
+    scales = torch.ones(1, 64, 2)
+    int8 = Int8LayerCache(keys.to(torch.int8), values.to(torch.int8), scales, scales,
+                          torch.float32)
+    assert cpu_decode.rope_attend(q, k, v, cos, sin, int8, 3, 0.125) is None
+    assert cpu_decode.rope_attend(q, k, v, cos, sin, LayerCache(keys, values), 3,
+                                  0.125) is not None
