@@ -8,7 +8,9 @@ down, so the shares are of the profiled time and the wall time is measured separ
 
 `kernel_share` looks at the real step instead (every core, no profiler): the step's wall time
 against the same compiled-kernel GEMV calls replayed back to back, their difference being all
-the rest (norms, rotary, attention, adds, the Python between them).
+the rest (norms, rotary, attention, adds, the Python between them). A layer the kernel runs
+whole (engine.cpu_decode.KernelLayer) hides its GEMVs from cProfile: its parts are listed with
+their GEMVs, and the replay records them from a step with those layers on the torch path.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ PARTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("  of which FP8 dequantisation", (("engine/fp8.py", "dequantize"),)),
     ("attention kernel (one query)", (("engine/cpu_decode.py", "decode_attention"),)),
     ("RoPE + KV write + attention (compiled)", (("engine/cpu_decode.py", "rope_attend"),)),
+    ("kernel layers: attention half (incl. its GEMVs)", (("engine/cpu_decode.py", "attention"),)),
+    ("kernel layers: MLP half (incl. its GEMVs)", (("engine/cpu_decode.py", "mlp"),)),
     ("attention kernel (SDPA)",
      (("~", "<built-in method torch._C._nn.scaled_dot_product_attention>"),)),
     ("KV cache write", (("engine/cache.py", "write"),)),
@@ -85,13 +89,19 @@ def kernel_share(engine: Any, prompt: list[int], pairs: int = 24) -> dict[str, f
             into(self, x, y, parts)
         return record
 
-    try:
+    blocks = runner.model.blocks
+    kernels = [block.kernel for block in blocks]  # their GEMVs run inside one C call each:
+    try:  # record the same GEMVs through the torch path's calls
+        for block in blocks:
+            block.kernel = None
         for cls, into in originals.items():
             cls.into = recorder(into)  # type: ignore[method-assign]
         _decode_steps(runner, 1)
     finally:
         for cls, into in originals.items():
             cls.into = into  # type: ignore[method-assign]
+        for block, kernel in zip(blocks, kernels, strict=True):
+            block.kernel = kernel
     if not calls:
         return None
     steps, replays = [], []

@@ -44,7 +44,18 @@ import torch
 
 from engine import cpu_kernel
 from engine.cache import LayerCache
-from engine.cpu_kernel import BoundStack, BoundWeight, fused, plain_rows, stacked
+from engine.cpu_kernel import (
+    BoundLayer,
+    BoundMoe,
+    BoundStack,
+    BoundWeight,
+    LayerShape,
+    bound_layer,
+    bound_moe,
+    fused,
+    plain_rows,
+    stacked,
+)
 from engine.fp8 import Fp8Weight
 
 # torch's GEMVs: one smaller than this is not cut, a hand-off to a Python helper thread costs
@@ -269,6 +280,87 @@ def rope_attend_for(device: torch.device) -> RopeAttendFn | None:
     """The compiled decode attention on a CPU that has the kernel; None elsewhere."""
     if device.type == "cpu" and cpu_kernel.kernel() is not None:
         return rope_attend
+    return None
+
+
+class KernelLayer:
+    """A decoder layer's decode step for one token in compiled calls (engine.cpu_kernel
+    BoundLayer, BoundMoe): the attention half, and the feed-forward half (a dense MLP, or a
+    mixture of experts without a shared expert), one call each where Python dispatched about
+    a hundred and fifty ops and function calls a layer (SmolLM2 on a 2-core Xeon VM: the step
+    outside its GEMVs went from 11 to about 3 ms). Each op is computed as the torch path
+    computes it, only float32 sums and exp in another order. It runs inside a decode step,
+    for one sequence on a plain KV cache; elsewhere `attention` and `mlp` return False and
+    the caller keeps the torch path."""
+
+    def __init__(self, bound: BoundLayer, moe: BoundMoe | None = None) -> None:
+        self.bound = bound
+        self.moe = moe
+
+    def _takes(self, h: torch.Tensor) -> bool:
+        return _in_step() and h.dtype == self.bound.dtype and h.is_cpu \
+            and h.numel() == self.bound.shape.hidden and h.is_contiguous()
+
+    def attention(self, h: torch.Tensor, cache: Any, start: int, cos: torch.Tensor,
+                  sin: torch.Tensor) -> bool:
+        """h [1, 1, hidden] plus the attention half's output, in place; True if it ran."""
+        return self._takes(h) and type(cache) is LayerCache and self.bound.attention(
+            h, cos, sin, cache.keys, cache.values, start, _parts(), KERNEL_SPLIT_MIN_BYTES)
+
+    def mlp(self, h: torch.Tensor) -> bool:
+        """h plus the feed-forward half's output, in place; True if it ran."""
+        if not self._takes(h):
+            return False
+        if self.moe is not None:
+            return self.moe.run(h, _parts(), KERNEL_SPLIT_MIN_BYTES)
+        return self.bound.mlp(h, _parts(), KERNEL_SPLIT_MIN_BYTES)
+
+
+def kernel_layer(attn: Any, mlp: Any, moe: Any, norms: tuple[torch.Tensor, torch.Tensor],
+                 eps: float, rotary_dim: int, dtype: torch.dtype) -> KernelLayer | None:
+    """The layer's decode step bound to the kernel: `attn` an engine.layers.Attention, `mlp`
+    its dense MlpWeights or None, `moe` its engine.moe.SparseMoe or None (one with a shared
+    expert keeps Python for that half); None where the kernel cannot run the attention half
+    (biases, an output gate, projections the kernel does not hold, shapes it does not
+    take)."""
+    w = attn.w
+    o = _bound(w.o)
+    if attn.output_gate or w.qkv is None or o is None \
+            or any(b is not None for b in (w.q_bias, w.k_bias, w.v_bias, w.o_bias)):
+        return None
+    pair, intermediate = None, 0
+    if mlp is not None:
+        down = _bound(mlp.down)
+        if mlp.gate_up is None or down is None:
+            return None
+        pair, intermediate = (mlp.gate_up.bound, down), mlp.gate_up.bound.splits[0]
+    qk = (w.q_norm, w.k_norm) if w.q_norm is not None and w.k_norm is not None else None
+    shape = LayerShape(hidden=int(norms[0].numel()), heads=attn.num_heads,
+                       kv_heads=attn.num_kv_heads, head_dim=attn.head_dim,
+                       rotary_dim=rotary_dim, intermediate=intermediate, eps=eps)
+    bound = bound_layer(shape, dtype, norms, qk, w.qkv.bound, o, pair)
+    if bound is None:
+        return None
+    return KernelLayer(bound, _kernel_moe(moe, norms[1], eps, dtype) if moe is not None
+                       else None)
+
+
+def _kernel_moe(moe: Any, norm: torch.Tensor, eps: float, dtype: torch.dtype) -> BoundMoe | None:
+    router = _bound(moe.w.router)
+    experts = [(e.gate_up.bound if e.gate_up is not None else None, _bound(e.down))
+               for e in moe.w.experts]
+    if moe.w.shared is not None or router is None \
+            or any(gate_up is None or down is None for gate_up, down in experts):
+        return None
+    return bound_moe(dtype, norm, eps, router, experts, moe.top_k,  # type: ignore[arg-type]
+                     moe.router_style, moe.norm_topk_prob)
+
+
+def _bound(weight: Any) -> BoundWeight | None:
+    if isinstance(weight, Rows):
+        return weight.kernel
+    if isinstance(weight, ResidentFp8):
+        return weight._fused
     return None
 
 

@@ -491,6 +491,12 @@ static void attend_group(int bf16, const float *q, int64_t group, const char *ke
     }
 }
 
+/* Heads the attention below takes: whole 16-float vectors, at most ATTEND_MAX_DIM wide. */
+static int attend_shape_ok(int64_t heads, int64_t kv_heads, int64_t dim, int64_t rot) {
+    return dim >= 16 && dim <= ATTEND_MAX_DIM && dim % 16 == 0 && rot >= 0 && rot <= dim
+           && rot % 2 == 0 && kv_heads >= 1 && heads >= kv_heads && heads % kv_heads == 0;
+}
+
 /* A decode step's attention for one sequence: RoPE on q [heads, dim] and k [kv_heads, dim],
  * k and v written to the cache rows at `pos` (keys and values [max positions, kv_heads, dim]),
  * then each query head attends over positions 0..pos of its KV head. out [heads, dim]. */
@@ -610,8 +616,7 @@ int64_t cpu_rope_attend(int kind, const void *q, const void *k, const void *v, c
                         int64_t dim, void *keys, void *values, int64_t pos, float scale,
                         void *out) {
 #if defined(HAVE_SIMD)
-    if ((kind != F32 && kind != BF16) || dim < 16 || dim > ATTEND_MAX_DIM || dim % 16 || rot < 0
-        || rot > dim || rot % 2 || kv_heads < 1 || heads % kv_heads || pos < 0)
+    if ((kind != F32 && kind != BF16) || !attend_shape_ok(heads, kv_heads, dim, rot) || pos < 0)
         return -1;
     return rope_attend(kind == BF16, q, k, v, cos, sin, rot, heads, kv_heads, dim, keys, values,
                        pos, scale, out);
@@ -805,4 +810,229 @@ int64_t cpu_stack(int kind, const seg_t *segs, int64_t n_segs, int64_t cols, con
     for (int64_t s = 0; s < n_segs; s++) rows += segs[s].rows;
     job_t job = {kind, 0, cols, 0, 0, 0, 0, x, y, segs, n_segs};
     return run_parts(&job, 0, rows, parts, align);
+}
+
+/* --- one decoder layer's decode step -------------------------------------------------------
+ * engine/model.py Decoder.forward for one token of a dense pre-norm layer, as its torch path
+ * computes it op by op (each add and product rounded to the activations' dtype where torch
+ * rounds it), in one call where Python dispatched about a hundred and fifty: the attention
+ * half (RMSNorm, q/k/v, q/k RMSNorm, RoPE, the cache write, attention, o, the residual add)
+ * and the MLP half (RMSNorm, gate/up, SiLU(gate) * up, down, the residual add). */
+
+typedef struct { /* one GEMV of a layer: one weight or a stack, as cpu_stack takes it */
+    int kind;
+    const seg_t *segs;
+    int64_t n_segs, rows, cols, nbytes;
+} gemv_t;
+
+typedef struct {
+    int bf16; /* activations in bfloat16, else float32 */
+    int64_t hidden, heads, kv_heads, dim, rot, inter;
+    float eps, scale;
+    const void *attn_norm, *mlp_norm, *q_norm, *k_norm; /* q_norm and k_norm NULL: none */
+    gemv_t qkv, o, gate_up, down;
+} layer_t;
+
+#if defined(HAVE_SIMD)
+static void layer_gemv(const gemv_t *g, const void *x, void *y, int64_t parts,
+                       int64_t min_split_bytes, int64_t align) {
+    const job_t job = {g->kind, 0, g->cols, 0, 0, 0, 0, x, y, g->segs, g->n_segs};
+    run_parts(&job, 0, g->rows, g->nbytes >= min_split_bytes ? parts : 1, align);
+}
+
+/* h += d, rounded to the dtype (torch's bfloat16 add: a float32 sum rounded once). */
+static void add_into(int bf16, void *h, const void *d, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (bf16) ((uint16_t *)h)[i] = to_bf16(x_at_bf16(h, i) + x_at_bf16(d, i));
+        else ((float *)h)[i] += ((const float *)d)[i];
+    }
+}
+
+/* out = silu(gate) * up for gu = [gate | up] (inter each): silu(x) = x / (1 + exp(-x)) in
+ * float32, rounded to the dtype, then the product rounded to the dtype. */
+static void silu_mul(int bf16, const void *gu, int64_t inter, void *out) {
+    float gate[16];
+    for (int64_t i = 0; i < inter; i += 16) {
+        const int64_t n = inter - i < 16 ? inter - i : 16;
+        for (int64_t j = 0; j < 16; j++) gate[j] = j < n ? elem(bf16, gu, i + j) : 0.0f;
+        const __m512 x = _mm512_loadu_ps(gate);
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+        _mm512_storeu_ps(gate, _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+        for (int64_t j = 0; j < n; j++) {
+            const float up = elem(bf16, gu, inter + i + j);
+            if (bf16) ((uint16_t *)out)[i + j] = to_bf16(bf16_value(gate[j]) * up);
+            else ((float *)out)[i + j] = gate[j] * up;
+        }
+    }
+}
+
+static int attention_ok(const layer_t *L) {
+    return attend_shape_ok(L->heads, L->kv_heads, L->dim, L->rot) && L->hidden > 0;
+}
+
+static int mlp_ok(const layer_t *L) {
+    return L->hidden > 0 && L->inter > 0 && L->gate_up.segs && L->down.segs;
+}
+#endif
+
+/* The attention half of a layer's decode step for one token: h [hidden] updated in place;
+ * keys / values [positions, kv_heads, dim] get row `pos`. Returns 0, or -1 (nothing
+ * written) where the build or the layer's shapes are not taken. */
+int64_t cpu_layer_attention(const layer_t *L, void *h, const void *cos, const void *sin,
+                            void *keys, void *values, int64_t pos, int64_t parts,
+                            int64_t min_split_bytes, int64_t align) {
+#if defined(HAVE_SIMD)
+    if (!attention_ok(L) || pos < 0) return -1;
+    const int64_t size = L->bf16 ? 2 : 4, q_n = L->heads * L->dim, kv_n = L->kv_heads * L->dim;
+    char *buf = malloc((size_t)((2 * L->hidden + 3 * q_n + 3 * kv_n) * size));
+    if (!buf) return -1;
+    char *x = buf, *qkv = x + L->hidden * size, *q = qkv, *k = q + q_n * size;
+    char *v = k + kv_n * size, *q_normed = v + kv_n * size, *k_normed = q_normed + q_n * size;
+    char *attended = k_normed + kv_n * size, *o = attended + q_n * size;
+    rms_norm_row(L->bf16, h, L->attn_norm, x, L->hidden, L->eps);
+    layer_gemv(&L->qkv, x, qkv, parts, min_split_bytes, align);
+    if (L->q_norm && L->k_norm) {
+        for (int64_t i = 0; i < L->heads; i++)
+            rms_norm_row(L->bf16, q + i * L->dim * size, L->q_norm, q_normed + i * L->dim * size,
+                         L->dim, L->eps);
+        for (int64_t i = 0; i < L->kv_heads; i++)
+            rms_norm_row(L->bf16, k + i * L->dim * size, L->k_norm, k_normed + i * L->dim * size,
+                         L->dim, L->eps);
+        q = q_normed;
+        k = k_normed;
+    }
+    int64_t done = rope_attend(L->bf16, q, k, v, cos, sin, L->rot, L->heads, L->kv_heads, L->dim,
+                               keys, values, pos, L->scale, attended);
+    if (done == 0) {
+        layer_gemv(&L->o, attended, o, parts, min_split_bytes, align);
+        add_into(L->bf16, h, o, L->hidden);
+    }
+    free(buf);
+    return done;
+#else
+    (void)L; (void)h; (void)cos; (void)sin; (void)keys; (void)values; (void)pos; (void)parts;
+    (void)min_split_bytes; (void)align;
+    return -1;
+#endif
+}
+
+/* The MLP half of a layer's decode step for one token: h [hidden] updated in place. Returns
+ * 0, or -1 (nothing written) where the build does not take it or the layer has no dense MLP
+ * (a mixture of experts stays in Python). */
+int64_t cpu_layer_mlp(const layer_t *L, void *h, int64_t parts, int64_t min_split_bytes,
+                      int64_t align) {
+#if defined(HAVE_SIMD)
+    if (!mlp_ok(L)) return -1;
+    const int64_t size = L->bf16 ? 2 : 4;
+    char *buf = malloc((size_t)((2 * L->hidden + 3 * L->inter) * size));
+    if (!buf) return -1;
+    char *x = buf, *gu = x + L->hidden * size, *act = gu + 2 * L->inter * size;
+    char *down = act + L->inter * size;
+    rms_norm_row(L->bf16, h, L->mlp_norm, x, L->hidden, L->eps);
+    layer_gemv(&L->gate_up, x, gu, parts, min_split_bytes, align);
+    silu_mul(L->bf16, gu, L->inter, act);
+    layer_gemv(&L->down, act, down, parts, min_split_bytes, align);
+    add_into(L->bf16, h, down, L->hidden);
+    free(buf);
+    return 0;
+#else
+    (void)L; (void)h; (void)parts; (void)min_split_bytes; (void)align;
+    return -1;
+#endif
+}
+
+/* --- a mixture of experts' decode step ------------------------------------------------------
+ * engine/moe.py SparseMoe for one token without a shared expert, as its torch path computes
+ * it: RMSNorm, the router GEMV, the route (float32 softmax, top-k, ties to the lower expert,
+ * the weights renormalised where the model says so, cast to the activations' dtype for
+ * softmax_topk and kept in float32 for topk_softmax), each picked expert in ascending order
+ * (gate/up, SiLU(gate) x up, down, times its weight, added to a zeroed sum in the dtype), then
+ * the residual add. */
+
+#define MOE_MAX_EXPERTS 1024
+#define MOE_MAX_TOP_K 64
+
+typedef struct {
+    int bf16, topk_softmax, norm_topk;
+    int64_t hidden, experts, top_k, inter;
+    float eps;
+    const void *norm;
+    gemv_t router;
+    const gemv_t *gate_up, *down; /* [experts] each */
+} moe_t;
+
+#if defined(HAVE_SIMD)
+/* The top-k entries of probs [n] in descending order (ties: the lower index first). */
+static void top_k(const float *probs, int64_t n, int64_t k, int64_t *ids, float *values) {
+    for (int64_t j = 0; j < k; j++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < n; e++) {
+            int taken = 0;
+            for (int64_t i = 0; i < j; i++) taken |= ids[i] == e;
+            if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+        }
+        ids[j] = best;
+        values[j] = probs[best];
+    }
+}
+
+/* One expert's output times its weight, added to sum (all in the activations' dtype). */
+static void add_expert(const moe_t *M, int64_t e, float weight, const void *x, char *buf,
+                       void *sum, int64_t parts, int64_t min_split_bytes, int64_t align) {
+    const int64_t size = M->bf16 ? 2 : 4;
+    char *gu = buf, *act = gu + 2 * M->inter * size, *y = act + M->inter * size;
+    layer_gemv(&M->gate_up[e], x, gu, parts, min_split_bytes, align);
+    silu_mul(M->bf16, gu, M->inter, act);
+    layer_gemv(&M->down[e], act, y, parts, min_split_bytes, align);
+    const float w = M->bf16 ? bf16_value(weight) : weight; /* torch casts it to y's dtype */
+    for (int64_t i = 0; i < M->hidden; i++) {
+        if (M->bf16) {
+            const float scaled = bf16_value(elem(1, y, i) * w);
+            ((uint16_t *)sum)[i] = to_bf16(x_at_bf16(sum, i) + scaled);
+        } else {
+            ((float *)sum)[i] += ((float *)y)[i] * w;
+        }
+    }
+}
+#endif
+
+/* The mixture of experts' decode step for one token: h [hidden] updated in place. Returns 0,
+ * or -1 (nothing written) where the build or the shapes are not taken. */
+int64_t cpu_layer_moe(const moe_t *M, void *h, int64_t parts, int64_t min_split_bytes,
+                      int64_t align) {
+#if defined(HAVE_SIMD)
+    if (M->hidden < 1 || M->inter < 1 || M->experts < 1 || M->experts > MOE_MAX_EXPERTS
+        || M->top_k < 1 || M->top_k > M->experts || M->top_k > MOE_MAX_TOP_K)
+        return -1;
+    const int64_t size = M->bf16 ? 2 : 4;
+    char *buf = malloc((size_t)((2 * M->hidden + M->experts + 3 * M->inter + M->hidden) * size));
+    if (!buf) return -1;
+    char *x = buf, *sum = x + M->hidden * size, *logits = sum + M->hidden * size;
+    char *expert_buf = logits + M->experts * size;
+    float probs[MOE_MAX_EXPERTS], weights[MOE_MAX_TOP_K];
+    int64_t ids[MOE_MAX_TOP_K];
+    rms_norm_row(M->bf16, h, M->norm, x, M->hidden, M->eps);
+    layer_gemv(&M->router, x, logits, 1, min_split_bytes, align);
+    for (int64_t e = 0; e < M->experts; e++) probs[e] = elem(M->bf16, logits, e);
+    softmax_row(probs, M->experts, 1.0f);
+    top_k(probs, M->experts, M->top_k, ids, weights);
+    if (M->norm_topk || M->topk_softmax) {
+        float total = 0.0f;
+        for (int64_t j = 0; j < M->top_k; j++) total += weights[j];
+        for (int64_t j = 0; j < M->top_k; j++) weights[j] /= total;
+    }
+    if (!M->topk_softmax && M->bf16)
+        for (int64_t j = 0; j < M->top_k; j++) weights[j] = bf16_value(weights[j]);
+    memset(sum, 0, (size_t)(M->hidden * size));
+    for (int64_t e = 0; e < M->experts; e++) /* ascending expert order */
+        for (int64_t j = 0; j < M->top_k; j++)
+            if (ids[j] == e)
+                add_expert(M, e, weights[j], x, expert_buf, sum, parts, min_split_bytes, align);
+    add_into(M->bf16, h, sum, M->hidden);
+    free(buf);
+    return 0;
+#else
+    (void)M; (void)h; (void)parts; (void)min_split_bytes; (void)align;
+    return -1;
+#endif
 }

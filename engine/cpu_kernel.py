@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ FP8_F32, FP8_BF16, BF16, F32, DEQUANTIZE_F32, DEQUANTIZE_BF16, COPY_FP8 = range(
 ALIGN_ROWS = 64  # row blocks start on a multiple of this
 # The norm runs on the calling thread: larger inputs (a prefill's) keep torch's, on every core.
 NORM_MAX_ELEMENTS = 1 << 16
+ATTEND_MAX_DIM = 512  # cpu_kernel.c's widest head
 
 
 class Kernels:
@@ -80,6 +82,16 @@ class Kernels:
         self.attend.argtypes = (ctypes.c_int, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr,
                                 ptr, i64, ctypes.c_float, ptr)
         self.attend.restype = i64
+        self.layer_attention = library.cpu_layer_attention
+        # layer, h, cos, sin, keys, values, position, parts, min split bytes, align
+        self.layer_attention.argtypes = (ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64)
+        self.layer_attention.restype = i64
+        self.layer_mlp = library.cpu_layer_mlp  # layer, h, parts, min split bytes, align
+        self.layer_mlp.argtypes = (ptr, ptr, i64, i64, i64)
+        self.layer_mlp.restype = i64
+        self.layer_moe = library.cpu_layer_moe  # moe, h, parts, min split bytes, align
+        self.layer_moe.argtypes = (ptr, ptr, i64, i64, i64)
+        self.layer_moe.restype = i64
         self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
 
 
@@ -154,6 +166,195 @@ def stacked(members: list[BoundWeight | None]) -> BoundStack | None:
     if any(m._kinds != first._kinds or m._args[1] != first._args[1] for m in bound):
         return None
     return BoundStack(gemv.stack, bound)
+
+
+class _Gemv(ctypes.Structure):
+    """gemv_t in cpu_kernel.c: one GEMV of a layer (a weight or a stack)."""
+
+    _fields_ = [("kind", ctypes.c_int), ("segs", ctypes.c_void_p), ("n_segs", ctypes.c_int64),
+                ("rows", ctypes.c_int64), ("cols", ctypes.c_int64), ("nbytes", ctypes.c_int64)]
+
+
+class _Layer(ctypes.Structure):
+    """layer_t in cpu_kernel.c: one dense decoder layer as the kernel runs its decode step."""
+
+    _fields_ = [("bf16", ctypes.c_int), ("hidden", ctypes.c_int64), ("heads", ctypes.c_int64),
+                ("kv_heads", ctypes.c_int64), ("dim", ctypes.c_int64), ("rot", ctypes.c_int64),
+                ("inter", ctypes.c_int64), ("eps", ctypes.c_float), ("scale", ctypes.c_float),
+                ("attn_norm", ctypes.c_void_p), ("mlp_norm", ctypes.c_void_p),
+                ("q_norm", ctypes.c_void_p), ("k_norm", ctypes.c_void_p), ("qkv", _Gemv),
+                ("o", _Gemv), ("gate_up", _Gemv), ("down", _Gemv)]
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """A dense decoder layer's sizes, as engine.layers.Attention and the MLP hold them."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    rotary_dim: int
+    intermediate: int
+    eps: float
+
+
+class BoundLayer:
+    """One decoder layer's decode step bound to the kernel (cpu_layer_attention and
+    cpu_layer_mlp): engine.model's torch path for one token, op for op, in two calls. The
+    hidden state is updated in place. Built by `bound_layer`."""
+
+    __slots__ = ("_attention", "_keep", "_layer", "_mlp", "_pointer", "dtype", "shape")
+
+    def __init__(self, gemv: Kernels, layer: _Layer, dtype: torch.dtype, shape: LayerShape,
+                 keep: tuple[Any, ...]) -> None:
+        self._attention, self._mlp = gemv.layer_attention, gemv.layer_mlp
+        self._layer = layer
+        self._pointer = ctypes.addressof(layer)
+        self._keep = keep  # the weights, stacks and norms whose addresses the layer holds
+        self.dtype, self.shape = dtype, shape
+
+    def attention(self, h: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                  keys: torch.Tensor, values: torch.Tensor, position: int, parts: int,
+                  min_split_bytes: int) -> bool:
+        """The attention half on h [hidden] (contiguous, this layer's dtype) in place, k and
+        v into row `position` of keys / values [1, positions, kv_heads, head_dim]; False
+        (nothing written) where these tensors are not what the kernel takes."""
+        if keys.dtype != self.dtype or values.dtype != self.dtype or cos.dtype != self.dtype \
+                or sin.dtype != self.dtype or not keys.is_contiguous() \
+                or not values.is_contiguous() or keys.shape != values.shape \
+                or keys.shape[2:] != (self.shape.kv_heads, self.shape.head_dim) \
+                or not 0 <= position < keys.shape[1] or cos.shape[-1] != self.shape.rotary_dim:
+            return False
+        return self._attention(self._pointer, h.data_ptr(), cos.data_ptr(), sin.data_ptr(),
+                               keys.data_ptr(), values.data_ptr(), position, parts,
+                               min_split_bytes, ALIGN_ROWS) == 0
+
+    def mlp(self, h: torch.Tensor, parts: int, min_split_bytes: int) -> bool:
+        """The MLP half on h [hidden] in place; False (nothing written) where the layer has
+        no dense MLP bound."""
+        return self.shape.intermediate > 0 and self._mlp(
+            self._pointer, h.data_ptr(), parts, min_split_bytes, ALIGN_ROWS) == 0
+
+
+def _gemv_struct(weight: BoundWeight | BoundStack, kind: int) -> tuple[_Gemv, Any]:
+    """The gemv_t for a bound weight or stack, and what must stay alive with it."""
+    if isinstance(weight, BoundStack):
+        return _Gemv(kind, ctypes.addressof(weight._segments), len(weight.splits), weight.rows,
+                     weight._members[0]._args[1], weight.nbytes), weight
+    segment = (_Segment * 1)(_Segment(weight._args[0], weight._args[2], *weight._args[3:],
+                                      weight.rows))
+    return _Gemv(kind, ctypes.addressof(segment), 1, weight.rows, weight._args[1],
+                 weight.nbytes), (weight, segment)
+
+
+def bound_layer(shape: LayerShape, dtype: torch.dtype, norms: tuple[torch.Tensor, ...],
+                qk_norms: tuple[torch.Tensor, torch.Tensor] | None,
+                qkv: BoundStack, o: BoundWeight,
+                mlp: tuple[BoundStack, BoundWeight] | None) -> BoundLayer | None:
+    """A layer bound to the kernel's decode step: `norms` the attention and MLP norm
+    weights, `qk_norms` the per-head q and k norm weights or None, `mlp` gate/up and down or
+    None (a mixture of experts: only the attention half is bound; shape.intermediate 0).
+    None where the kernel
+    does not take it (no kernel, another dtype, a head width it does not tile, a GEMV that
+    does not take `dtype` or whose sizes do not fit the shape, a norm of another dtype or
+    size)."""
+    gemv = kernel()
+    kinds = {torch.float32: 0, torch.bfloat16: 1}
+    s = shape
+    q_rows, kv_rows = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    sizes: list[tuple[BoundWeight | BoundStack, int, int]] = [
+        (qkv, q_rows + 2 * kv_rows, s.hidden), (o, s.hidden, q_rows)]
+    if mlp is not None:
+        sizes += [(mlp[0], 2 * s.intermediate, s.hidden), (mlp[1], s.hidden, s.intermediate)]
+    all_norms = norms + (qk_norms or ())
+    if gemv is None or dtype not in kinds \
+            or any(dtype not in w._kinds or w.rows != rows or _cols(w) != cols
+                   for w, rows, cols in sizes) \
+            or any(n.dtype != dtype or not n.is_contiguous() or n.device.type != "cpu"
+                   for n in all_norms) \
+            or [n.numel() for n in norms] != [s.hidden, s.hidden] \
+            or (qk_norms is not None and [n.numel() for n in qk_norms] != [s.head_dim] * 2) \
+            or s.head_dim % 16 or not 16 <= s.head_dim <= ATTEND_MAX_DIM \
+            or s.rotary_dim % 2 or not 0 <= s.rotary_dim <= s.head_dim \
+            or s.heads % s.kv_heads or (mlp is None) != (s.intermediate == 0):
+        return None
+    if dtype == torch.bfloat16 and not gemv.bf16:
+        return None
+    structs = [_gemv_struct(w, w._kinds[dtype]) for w, _, _ in sizes]
+    structs += [(_Gemv(), None)] * (4 - len(structs))  # no MLP: zeros, never run
+    q_norm, k_norm = qk_norms if qk_norms is not None else (None, None)
+    layer = _Layer(kinds[dtype], s.hidden, s.heads, s.kv_heads, s.head_dim, s.rotary_dim,
+                   s.intermediate, s.eps, s.head_dim ** -0.5, norms[0].data_ptr(),
+                   norms[1].data_ptr(), q_norm.data_ptr() if q_norm is not None else None,
+                   k_norm.data_ptr() if k_norm is not None else None,
+                   *(struct for struct, _ in structs))
+    return BoundLayer(gemv, layer, dtype, shape,
+                      (all_norms, tuple(keep for _, keep in structs)))
+
+
+class _Moe(ctypes.Structure):
+    """moe_t in cpu_kernel.c: a mixture of experts as the kernel runs its decode step."""
+
+    _fields_ = [("bf16", ctypes.c_int), ("topk_softmax", ctypes.c_int),
+                ("norm_topk", ctypes.c_int), ("hidden", ctypes.c_int64),
+                ("experts", ctypes.c_int64), ("top_k", ctypes.c_int64),
+                ("inter", ctypes.c_int64), ("eps", ctypes.c_float), ("norm", ctypes.c_void_p),
+                ("router", _Gemv), ("gate_up", ctypes.c_void_p), ("down", ctypes.c_void_p)]
+
+
+MOE_MAX_EXPERTS, MOE_MAX_TOP_K = 1024, 64  # cpu_kernel.c's bounds
+
+
+class BoundMoe:
+    """A mixture of experts (no shared expert) bound to the kernel's decode step
+    (cpu_layer_moe): engine.moe's torch path for one token, RMSNorm and residual add
+    included, in one call; the hidden state is updated in place. Built by `bound_moe`."""
+
+    __slots__ = ("_call", "_keep", "_moe", "_pointer")
+
+    def __init__(self, gemv: Kernels, moe: _Moe, keep: tuple[Any, ...]) -> None:
+        self._call = gemv.layer_moe
+        self._moe = moe
+        self._pointer = ctypes.addressof(moe)
+        self._keep = keep
+
+    def run(self, h: torch.Tensor, parts: int, min_split_bytes: int) -> bool:
+        return self._call(self._pointer, h.data_ptr(), parts, min_split_bytes, ALIGN_ROWS) == 0
+
+
+def bound_moe(dtype: torch.dtype, norm: torch.Tensor, eps: float, router: BoundWeight,
+              experts: list[tuple[BoundStack, BoundWeight]], top_k: int, style: str,
+              norm_topk: bool) -> BoundMoe | None:
+    """Experts (gate/up stack, down) and their router bound to the kernel; None where it
+    does not take them (no kernel, another dtype or router style, sizes that disagree, more
+    experts or picks than its bounds)."""
+    gemv = kernel()
+    kinds = {torch.float32: 0, torch.bfloat16: 1}
+    hidden = int(norm.numel())
+    inter = experts[0][0].splits[0] if experts else 0
+    sizes: list[tuple[BoundWeight | BoundStack, int, int]] = [(router, len(experts), hidden)]
+    for gate_up, down in experts:
+        sizes += [(gate_up, 2 * inter, hidden), (down, hidden, inter)]
+    if gemv is None or dtype not in kinds or (dtype == torch.bfloat16 and not gemv.bf16) \
+            or style not in ("softmax_topk", "topk_softmax") or not experts \
+            or not 1 <= top_k <= min(len(experts), MOE_MAX_TOP_K) \
+            or len(experts) > MOE_MAX_EXPERTS or norm.dtype != dtype \
+            or not norm.is_contiguous() or norm.device.type != "cpu" \
+            or any(dtype not in w._kinds or w.rows != rows or _cols(w) != cols
+                   for w, rows, cols in sizes):
+        return None
+    structs = [_gemv_struct(w, w._kinds[dtype]) for w, _, _ in sizes]
+    gate_ups = (_Gemv * len(experts))(*(struct for struct, _ in structs[1::2]))
+    downs = (_Gemv * len(experts))(*(struct for struct, _ in structs[2::2]))
+    moe = _Moe(kinds[dtype], style == "topk_softmax", norm_topk, hidden, len(experts), top_k,
+               inter, eps, norm.data_ptr(), structs[0][0], ctypes.addressof(gate_ups),
+               ctypes.addressof(downs))
+    return BoundMoe(gemv, moe, (norm, gate_ups, downs, tuple(keep for _, keep in structs)))
+
+
+def _cols(weight: BoundWeight | BoundStack) -> int:
+    return int(weight._members[0]._args[1] if isinstance(weight, BoundStack) else weight._args[1])
 
 
 def _rebiased(scale_inv: torch.Tensor) -> torch.Tensor:

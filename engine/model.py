@@ -2,6 +2,9 @@
 
 A block is pre-norm: a token mixer (attention over its KV cache, or a Gated DeltaNet over its
 linear state) then a feed-forward (dense SwiGLU or sparse MoE), each added to the residual.
+On the CPU, where the compiled kernel's RMSNorm is in use, an attention layer's decode step
+(and a dense MLP's) runs as compiled calls (engine.cpu_decode.KernelLayer) computing the same
+ops; every other case runs the torch path below.
 Which mixer and feed-forward a layer has, and which RMSNorm, is the family's to say
 (engine.models); weights come from `engine.weights` under canonical names.
 """
@@ -16,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.cache import KVCache, LayerCache, LinearState
+from engine.cpu_decode import KernelLayer, kernel_layer
 from engine.deltanet import GatedDeltaNet
 from engine.layers import (
     Attention,
@@ -43,6 +47,7 @@ class Block:
     linear: GatedDeltaNet | None  # linear-attention layers
     mlp: MlpWeights | None
     moe: SparseMoe | None
+    kernel: KernelLayer | None = None  # the CPU kernel's decode step for this layer
 
     def mix(self, x: torch.Tensor, cache: LayerCache | LinearState, rotary: Rotary,
             start: int) -> torch.Tensor:
@@ -64,7 +69,7 @@ class Decoder:
 
     def __init__(self, config: Any, weights: Mapping[str, Any], max_seq_len: int,
                  device: torch.device, dtype: torch.dtype, family: Family,
-                 norm: NormFn = rms_norm) -> None:
+                 norm: NormFn = rms_norm, kernel_layers: bool = False) -> None:
         table = WeightTable(weights, device, dtype)
         self.config = config
         self.eps = float(config.rms_norm_eps)
@@ -77,6 +82,9 @@ class Decoder:
                              max_seq_len, config.rope_scaling, device, dtype)
         context = family.context(table, config, self.norm)
         self.blocks = [self._block(context, family, i) for i in range(config.num_layers)]
+        if kernel_layers:  # the compiled CPU kernel's RMSNorm is the one in use
+            for block in self.blocks:
+                block.kernel = self._kernel(block, dtype)
         self.relayout_bytes = table.relayout_bytes
 
     @staticmethod
@@ -90,14 +98,25 @@ class Decoder:
                      mlp=ffn if isinstance(ffn, MlpWeights) else None,
                      moe=ffn if isinstance(ffn, SparseMoe) else None)
 
+    def _kernel(self, block: Block, dtype: torch.dtype) -> KernelLayer | None:
+        if block.attn is None:
+            return None
+        return kernel_layer(block.attn, block.mlp, block.moe, (block.attn_norm, block.mlp_norm),
+                            self.eps, int(self.rotary.cos.shape[-1]), dtype)
+
     def forward(self, ids: torch.Tensor, cache: KVCache, start: int,
                 last_only: bool) -> torch.Tensor:
         """Logits for ids [B, T] at positions start..start+T-1; float32 [B, T or 1, vocab]."""
-        h = F.embedding(ids, self.embed)
+        h = F.embedding(ids, self.embed)  # a fresh tensor: a kernel layer adds into it
+        one = ids.numel() == 1
         for block, layer_cache in zip(self.blocks, cache.layers, strict=True):
-            h = h + block.mix(self.norm(h, block.attn_norm, self.eps), layer_cache, self.rotary,
-                              start)
-            h = h + block.feed_forward(self.norm(h, block.mlp_norm, self.eps))
+            kernel = block.kernel if one else None
+            if kernel is None or not kernel.attention(h, layer_cache, start,
+                                                      *self.rotary.tables(start, 1)):
+                h = h + block.mix(self.norm(h, block.attn_norm, self.eps), layer_cache,
+                                  self.rotary, start)
+            if kernel is None or not kernel.mlp(h):
+                h = h + block.feed_forward(self.norm(h, block.mlp_norm, self.eps))
         if last_only:
             h = h[:, -1:]
         h = self.norm(h, self.final_norm, self.eps)

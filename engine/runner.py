@@ -183,7 +183,8 @@ class ModelRunner:
         family = FAMILIES[config.architecture]
         self.fused = in_use(select_fused_ops(device, dtype), family.norm_offset)
         self.model = Decoder(config, weights, max_seq_len, device, dtype, family,
-                             self.fused.rms_norm)
+                             self.fused.rms_norm,
+                             kernel_layers="cpu_kernel_rms_norm" in self.fused.active)
         self.weight_bytes += self.model.relayout_bytes
         kinds = [config.layer_kind(i) == FULL_ATTENTION for i in range(config.num_layers)]
         self.cache = KVCache.allocate(shape, dtype, device, int8_kv, state, kinds)

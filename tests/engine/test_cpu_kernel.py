@@ -580,3 +580,69 @@ def test_the_kernel_s_decode_attention_refuses_what_it_does_not_take() -> None:
     assert cpu_decode.rope_attend(q, k, v, cos, sin, int8, 3, 0.125) is None
     assert cpu_decode.rope_attend(q, k, v, cos, sin, LayerCache(keys, values), 3,
                                   0.125) is not None
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("architecture", ["llama", "qwen3", "qwen3_moe", "mixtral"])
+def test_a_layer_s_decode_step_in_the_kernel_is_the_torch_path(architecture: str, dtype: str,
+                                                                tmp_path: Path) -> None:
+    """Attention layers, dense MLPs and mixtures of experts (both routers) decode in
+    compiled calls, to the torch path's logits: float32 within its sums' rounding, bfloat16
+    within a few roundings of the largest logit, the same greedy tokens."""
+    gemv = cpu_kernel.kernel()
+    assert gemv is not None
+    if dtype == "bfloat16" and not gemv.bf16:
+        pytest.skip("no bfloat16 GEMV on this CPU")
+    from engine import Engine
+    from tests.engine.tiny_models import save_tiny
+
+    save_tiny(architecture, tmp_path)
+    runner = Engine.load(tmp_path, device="cpu", dtype=dtype, max_seq_len=64,
+                         require_tokenizer=False).runner
+    blocks = runner.model.blocks
+    kernels = [block.kernel for block in blocks]
+    assert all(kernel is not None for kernel in kernels)
+    moe = architecture in ("qwen3_moe", "mixtral")
+    assert [(k.bound.shape.intermediate > 0, k.moe is not None) for k in kernels
+            if k is not None] == [(not moe, moe)] * len(blocks)
+
+    def logits(kernel_layers: bool) -> torch.Tensor:
+        for block, kernel in zip(blocks, kernels, strict=True):
+            block.kernel = kernel if kernel_layers else None
+        runner.prefill(list(range(3, 30)))
+        return torch.stack([runner.decode(30 + i) for i in range(8)])  # teacher-forced
+
+    ours, theirs = logits(True), logits(False)
+    if dtype == "float32":
+        assert torch.allclose(ours, theirs, rtol=0, atol=2e-5)
+    else:
+        assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
+        assert torch.allclose(ours, theirs, rtol=0, atol=0.05 * float(theirs.abs().max()))
+
+
+@needs_kernel
+def test_a_kernel_layer_runs_only_in_a_decode_step_on_a_plain_cache(tmp_path: Path) -> None:
+    from engine import Engine
+    from tests.engine.tiny_models import save_tiny
+
+    save_tiny("qwen3", tmp_path)
+    model = Engine.load(tmp_path, device="cpu", dtype="float32", max_seq_len=64,
+                        require_tokenizer=False).runner.model
+    int8 = Engine.load(tmp_path, device="cpu", dtype="float32", max_seq_len=64,
+                       require_tokenizer=False, kv_cache="int8").runner
+    kernel = model.blocks[0].kernel
+    assert kernel is not None
+    h = torch.randn(1, 1, 64)
+    before = h.clone()
+    cos, sin = model.rotary.tables(3, 1)
+    assert not kernel.attention(h, int8.cache.layers[0], 3, cos, sin)  # outside a step
+    assert not kernel.mlp(h)
+    with DecodeStep(torch.float32, 2):
+        assert not kernel.attention(h, int8.cache.layers[0], 3, cos, sin)  # an int8 cache
+        assert not kernel.attention(h.to(torch.bfloat16), int8.cache.layers[0], 3, cos, sin)
+        assert not kernel.mlp(torch.cat([h, h], dim=1))  # two positions
+    assert torch.equal(h, before)
+    with DecodeStep(torch.float32, 2):
+        assert kernel.mlp(h)
+    assert not torch.equal(h, before)  # added to in place
