@@ -297,6 +297,11 @@ class KernelLayer:
         self.bound = bound
         self.moe = moe
 
+    @property
+    def whole(self) -> bool:
+        """Both halves run in the kernel (a dense MLP or a mixture of experts bound)."""
+        return self.moe is not None or self.bound.shape.intermediate > 0
+
     def _takes(self, h: torch.Tensor) -> bool:
         return _in_step() and h.dtype == self.bound.dtype and h.is_cpu \
             and h.numel() == self.bound.shape.hidden and h.is_contiguous()

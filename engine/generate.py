@@ -86,6 +86,8 @@ class EngineStats:
     ignored_tensors: tuple[str, ...] = ()  # checkpoint parts not loaded (vision tower, MTP)
     # resident FP8 on the CPU: "compiled kernel", or "torch path: <why no kernel>"
     fp8_decode: str = ""
+    # CPU: the layers whose decode step runs in the compiled kernel, "N of M layers (K whole)"
+    kernel_layers: str = ""
 
     @property
     def kv_occupancy(self) -> float:
@@ -291,7 +293,8 @@ class Engine:
             decode_tokens_per_s=_rate(times.decode_tokens, times.decode_s),
             finish_reason=times.finish_reason, architecture=self.config.architecture,
             kv_layers=runner.cache.kv_layers, state_layers=runner.cache.linear_layers,
-            state_bytes=runner.cache.state_bytes, ignored_tensors=self.ignored_tensors)
+            state_bytes=runner.cache.state_bytes, ignored_tensors=self.ignored_tensors,
+            kernel_layers=runner.model.kernel_layers)
 
     # --- the loop --------------------------------------------------------------------------
 

@@ -98,6 +98,16 @@ class Decoder:
                      mlp=ffn if isinstance(ffn, MlpWeights) else None,
                      moe=ffn if isinstance(ffn, SparseMoe) else None)
 
+    @property
+    def kernel_layers(self) -> str:
+        """How many layers' decode steps run in the CPU kernel: "" when none does, else
+        "N of M layers (K whole)" (the others' attention only)."""
+        bound = [block.kernel for block in self.blocks if block.kernel is not None]
+        if not bound:
+            return ""
+        whole = sum(kernel.whole for kernel in bound)
+        return f"{len(bound)} of {len(self.blocks)} layers ({whole} whole)"
+
     def _kernel(self, block: Block, dtype: torch.dtype) -> KernelLayer | None:
         if block.attn is None:
             return None

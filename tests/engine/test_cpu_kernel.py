@@ -606,6 +606,8 @@ def test_a_layer_s_decode_step_in_the_kernel_is_the_torch_path(architecture: str
     moe = architecture in ("qwen3_moe", "mixtral")
     assert [(k.bound.shape.intermediate > 0, k.moe is not None) for k in kernels
             if k is not None] == [(not moe, moe)] * len(blocks)
+    assert runner.model.kernel_layers == f"{len(blocks)} of {len(blocks)} layers " \
+        f"({len(blocks)} whole)"
 
     def logits(kernel_layers: bool) -> torch.Tensor:
         for block, kernel in zip(blocks, kernels, strict=True):

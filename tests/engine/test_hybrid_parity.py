@@ -49,6 +49,7 @@ def test_logits_match_transformers(hybrid: tuple[str, Any, Path]) -> None:
     assert got.shape == (PROMPT_LEN, VOCAB_SIZE)
     scale = want.abs().max().item()
     assert (got - want).abs().max().item() < 1e-4 * scale
+    assert eng.stats.kernel_layers == ""  # zero-centred norms: no layer runs in the CPU kernel
 
 
 def test_greedy_64_tokens_match_generate(hybrid: tuple[str, Any, Path]) -> None:
