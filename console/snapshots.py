@@ -120,6 +120,7 @@ class EngineSnapshot:
     kv_layout: str
     kv_alignment_bytes: int
     fp8_decode: str = ""  # EngineStats.fp8_decode
+    kernel_layers: str = ""  # EngineStats.kernel_layers: decode steps in the CPU kernel
 
     @property
     def kv_occupancy(self) -> float:
@@ -146,6 +147,7 @@ class EngineSnapshot:
             kv_layout=stats.kv_layout,
             kv_alignment_bytes=stats.kv_alignment_bytes,
             fp8_decode=stats.fp8_decode,
+            kernel_layers=stats.kernel_layers,
         )
 
 

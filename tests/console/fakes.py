@@ -62,6 +62,7 @@ class FakeStats:
     decode_tokens_per_s: float | None = None
     finish_reason: str | None = None
     fp8_decode: str = ""
+    kernel_layers: str = ""
 
     @property
     def kv_occupancy(self) -> float:

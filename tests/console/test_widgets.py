@@ -349,6 +349,11 @@ async def test_engine_panel_with_and_without_model() -> None:
         await pilot.pause()
         assert "resident (torch path: ASCEND_DOCTOR_CPU_KERNEL=0)" in rendered(panel,
                                                                            "#engine-facts")
+        assert "CPU kernel" not in rendered(panel, "#engine-facts")  # no layer runs there
+        panel.show(engine_snapshot(kernel_layers="30 of 30 layers (30 whole)"), history)
+        await pilot.pause()
+        assert "CPU kernel 30 of 30 layers (30 whole)" in " ".join(
+            rendered(panel, "#engine-facts").split())
 
 
 async def test_alerts_panel_newest_first() -> None:

@@ -44,6 +44,7 @@ def kv_occupancy_text(snapshot: EngineSnapshot) -> str:
 
 def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
     ttft = NO_VALUE if snapshot.ttft_s is None else f"{snapshot.ttft_s * 1000:.0f} ms"
+    kernel = [("CPU kernel", snapshot.kernel_layers)] if snapshot.kernel_layers else []
     return [
         ("device", snapshot.device),
         ("dtype", snapshot.dtype),
@@ -51,6 +52,7 @@ def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
         ("fp8 mode", f"{snapshot.fp8_mode} ({snapshot.fp8_decode})" if snapshot.fp8_decode
          else snapshot.fp8_mode),
         ("fused ops", ", ".join(snapshot.fused_ops) or "none active (standard torch ops)"),
+        *kernel,
         ("TTFT", ttft),
         ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
         ("decode", format_rate(snapshot.decode_tokens_per_s)),
