@@ -3,8 +3,9 @@
 A block is pre-norm: a token mixer (attention over its KV cache, or a Gated DeltaNet over its
 linear state) then a feed-forward (dense SwiGLU or sparse MoE), each added to the residual.
 On the CPU, where the compiled kernel's RMSNorm is in use, an attention layer's decode step
-(and a dense MLP's) runs as compiled calls (engine.cpu_decode.KernelLayer) computing the same
-ops; every other case runs the torch path below.
+runs as compiled calls (engine.cpu_decode.KernelLayer) computing the same ops: the attention
+half, and the feed-forward half where it is a dense MLP or a mixture of experts without a
+shared expert; every other case runs the torch path below.
 Which mixer and feed-forward a layer has, and which RMSNorm, is the family's to say
 (engine.models); weights come from `engine.weights` under canonical names.
 """
@@ -101,7 +102,8 @@ class Decoder:
     @property
     def kernel_layers(self) -> str:
         """How many layers' decode steps run in the CPU kernel: "" when none does, else
-        "N of M layers (K whole)" (the others' attention only)."""
+        "N of M layers (K whole)": K with both halves there, the other N - K only their
+        attention half."""
         bound = [block.kernel for block in self.blocks if block.kernel is not None]
         if not bound:
             return ""
