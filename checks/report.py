@@ -81,8 +81,9 @@ def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[st
 
 def _utc_now() -> str:
     """Now in UTC, as datetime's isoformat(timespec="seconds") writes it (without importing
-    datetime, which costs more than writing the report)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    datetime, which costs more than writing the report). From time.time(): gmtime() with no
+    argument reads C's time(), a coarse clock that can still show the previous second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time()))
 
 
 def _result_json(result: Result) -> dict[str, Any]:

@@ -91,6 +91,17 @@ def test_the_json_timestamp_is_datetimes_utc_isoformat() -> None:
     assert parsed.utcoffset() == dt.timedelta(0) and before <= parsed <= after
 
 
+def test_the_json_timestamp_reads_the_precise_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not C's time(): that coarse clock can still show the previous second, and the stamp
+    then came out before a datetime.now() taken just ahead of it (seen in CI)."""
+    import time
+
+    from checks.report import _utc_now
+
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.999)
+    assert _utc_now() == "2023-11-14T22:13:20+00:00"
+
+
 def test_the_rules_that_decided_a_result_are_reported(
         fake_root: FakeRoot, capsys: pytest.CaptureFixture[str]) -> None:
     """`results[].rules` in --json (always present, empty when no rule decided), and a `rules:`
