@@ -866,6 +866,16 @@ static void silu_mul(int bf16, const void *gu, int64_t inter, void *out) {
     }
 }
 
+/* down(silu(gate(x)) * up(x)) into y [down rows]; buf holds 3 x inter activations. */
+static void swiglu_gemvs(int bf16, const gemv_t *gate_up, const gemv_t *down, int64_t inter,
+                         const void *x, char *buf, void *y, int64_t parts,
+                         int64_t min_split_bytes, int64_t align) {
+    char *gu = buf, *act = gu + 2 * inter * (bf16 ? 2 : 4);
+    layer_gemv(gate_up, x, gu, parts, min_split_bytes, align);
+    silu_mul(bf16, gu, inter, act);
+    layer_gemv(down, act, y, parts, min_split_bytes, align);
+}
+
 static int attention_ok(const layer_t *L) {
     return attend_shape_ok(L->heads, L->kv_heads, L->dim, L->rot) && L->hidden > 0;
 }
@@ -926,12 +936,10 @@ int64_t cpu_layer_mlp(const layer_t *L, void *h, int64_t parts, int64_t min_spli
     const int64_t size = L->bf16 ? 2 : 4;
     char *buf = malloc((size_t)((2 * L->hidden + 3 * L->inter) * size));
     if (!buf) return -1;
-    char *x = buf, *gu = x + L->hidden * size, *act = gu + 2 * L->inter * size;
-    char *down = act + L->inter * size;
+    char *x = buf, *down = x + L->hidden * size, *activations = down + L->hidden * size;
     rms_norm_row(L->bf16, h, L->mlp_norm, x, L->hidden, L->eps);
-    layer_gemv(&L->gate_up, x, gu, parts, min_split_bytes, align);
-    silu_mul(L->bf16, gu, L->inter, act);
-    layer_gemv(&L->down, act, down, parts, min_split_bytes, align);
+    swiglu_gemvs(L->bf16, &L->gate_up, &L->down, L->inter, x, activations, down, parts,
+                 min_split_bytes, align);
     add_into(L->bf16, h, down, L->hidden);
     free(buf);
     return 0;
@@ -979,11 +987,9 @@ static void top_k(const float *probs, int64_t n, int64_t k, int64_t *ids, float 
 /* One expert's output times its weight, added to sum (all in the activations' dtype). */
 static void add_expert(const moe_t *M, int64_t e, float weight, const void *x, char *buf,
                        void *sum, int64_t parts, int64_t min_split_bytes, int64_t align) {
-    const int64_t size = M->bf16 ? 2 : 4;
-    char *gu = buf, *act = gu + 2 * M->inter * size, *y = act + M->inter * size;
-    layer_gemv(&M->gate_up[e], x, gu, parts, min_split_bytes, align);
-    silu_mul(M->bf16, gu, M->inter, act);
-    layer_gemv(&M->down[e], act, y, parts, min_split_bytes, align);
+    char *y = buf + 3 * M->inter * (M->bf16 ? 2 : 4);
+    swiglu_gemvs(M->bf16, &M->gate_up[e], &M->down[e], M->inter, x, buf, y, parts,
+                 min_split_bytes, align);
     const float w = M->bf16 ? bf16_value(weight) : weight; /* torch casts it to y's dtype */
     for (int64_t i = 0; i < M->hidden; i++) {
         if (M->bf16) {
