@@ -37,12 +37,15 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 def fake_npu_smi(fake_root: FakeRoot, info: str = A2_8, hang_after: int | None = None,
                  hang_s: int = 30) -> LiveHost:
-    """npu-smi printing a corpus table (and usages); after `hang_after` calls it hangs."""
+    """npu-smi printing a corpus table (and usages); after `hang_after` samples (counted by
+    their `npu-smi info` table call) the table call hangs."""
     count = fake_root.path / "calls"
     body = ""
     if hang_after is not None:
-        body += (f'n=$(cat "{count}" 2>/dev/null || echo 0); echo $((n+1)) > "{count}"\n'
-                 f'if [ "$n" -ge {hang_after} ]; then sleep {hang_s}; fi\n')
+        body += (f'if [ "$#" = 1 ]; then\n'
+                 f'  n=$(cat "{count}" 2>/dev/null || echo 0); echo $((n+1)) > "{count}"\n'
+                 f'  if [ "$n" -ge {hang_after} ]; then sleep {hang_s}; fi\n'
+                 f'fi\n')
     body += (f'if [ "$1 $2" = "info -t" ]; then cat "{NPU_SMI / USAGES}"; exit 0; fi\n'
              f'cat "{NPU_SMI / info}"\n')
     fake_root.script("/usr/local/bin/npu-smi", body)
@@ -262,18 +265,20 @@ async def test_no_npu_smi_says_so(fake_root: FakeRoot) -> None:
 
 
 async def test_hung_npu_smi_goes_stale_while_chat_works(fake_root: FakeRoot) -> None:
-    app = make_app(fake_npu_smi(fake_root, hang_after=2), npu_timeout_s=3.0)
+    app = make_app(fake_npu_smi(fake_root, hang_after=1), npu_timeout_s=8.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
                        what="a good sample")
         await wait_for(pilot, lambda: "STALE" in text_of(app, "#npu-status"), timeout_s=5,
                        what="the stale marker")
-        started = time.monotonic()
+        hung = [w for w in app.workers if w.group == "npu" and not w.is_finished]
+        assert hung, "no npu-smi call in flight"
         await send(pilot, "still there?")
-        await wait_for(pilot, lambda: len(history(app)) == 2, timeout_s=2, what="reply")
-        assert time.monotonic() - started < 2  # the hung npu-smi never blocked the UI
+        await wait_for(pilot, lambda: len(history(app)) == 2, timeout_s=8, what="reply")
+        # The reply came while that same npu-smi call still hung: it never blocked the UI.
+        # (Proved by identity, not elapsed time: a loaded CI machine is slow, not blocked.)
+        assert any(not w.is_finished for w in hung)
         assert "stale:npu" in app.telemetry.alert_log.active
-        assert [w for w in app.workers if w.group == "npu" and not w.is_finished]
 
 
 # --- doctor, playbooks, help, palette --------------------------------------------------------

