@@ -800,6 +800,33 @@ int64_t cpu_rows(int kind, const void *w, int64_t cols, const float *scale, int6
     return run_parts(&job, r0, r1, parts, align);
 }
 
+/* One copy or dequantisation of a load (cpu_load_passes): `rows` rows of `cols` from w into
+ * y, as cpu_rows runs kind DEQUANTIZE_F32, DEQUANTIZE_BF16 or COPY_FP8 over them. */
+typedef struct {
+    int kind;
+    const void *w;
+    int64_t cols;
+    const float *scale;
+    int64_t grid_cols, bo, bi;
+    void *y;
+    int64_t rows;
+    int64_t found; /* set: the NaN codes met (a byte copy of other data: meaningless) */
+} load_pass_t;
+
+/* Every pass of a load in one call, each on up to `parts` threads: the caller's thread holds
+ * no GIL for the whole of it. Returns 0, or -1 (nothing done) for a kind not a load's. */
+int64_t cpu_load_passes(load_pass_t *passes, int64_t n, int64_t parts, int64_t align) {
+    if (cpu_kernel_simd() == 0) return -1;
+    for (int64_t i = 0; i < n; i++)
+        if (passes[i].kind < DEQUANTIZE_F32 || passes[i].kind > COPY_FP8) return -1;
+    for (int64_t i = 0; i < n; i++) {
+        load_pass_t *p = &passes[i];
+        job_t job = {p->kind, p->w, p->cols, p->scale, p->grid_cols, p->bo, p->bi, 0, p->y, 0, 0};
+        p->found = run_parts(&job, 0, p->rows, parts, align);
+    }
+    return 0;
+}
+
 /* y = the stack's weights times x, their outputs one after another in y, on up to `parts`
  * threads (GEMV kinds only). Returns 0, or -1 for a kind this build has no kernel for. */
 int64_t cpu_stack(int kind, const seg_t *segs, int64_t n_segs, int64_t cols, const void *x,

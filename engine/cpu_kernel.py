@@ -92,6 +92,9 @@ class Kernels:
         self.layer_moe = library.cpu_layer_moe  # moe, h, parts, min split bytes, align
         self.layer_moe.argtypes = (ptr, ptr, i64, i64, i64)
         self.layer_moe.restype = i64
+        self.load_passes = library.cpu_load_passes  # passes, count, parts, align
+        self.load_passes.argtypes = (ptr, i64, i64, i64)
+        self.load_passes.restype = i64
         self.bf16 = library.cpu_kernel_simd() >= 2  # AVX512_BF16 (VDPBF16PS)
 
 
@@ -436,38 +439,95 @@ def rope_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cos: torch.Te
     return out if done == 0 else None
 
 
+class _LoadPass(ctypes.Structure):
+    """load_pass_t in cpu_kernel.c."""
+
+    _fields_ = [("kind", ctypes.c_int), ("w", ctypes.c_void_p), ("cols", ctypes.c_int64),
+                ("scale", ctypes.c_void_p), ("grid_cols", ctypes.c_int64),
+                ("bo", ctypes.c_int64), ("bi", ctypes.c_int64), ("y", ctypes.c_void_p),
+                ("rows", ctypes.c_int64), ("found", ctypes.c_int64)]
+
+
+@dataclass(frozen=True)
+class LoadPass:
+    """One copy or dequantisation of a load, for `run_load_passes`, which fills `out`."""
+
+    kind: int
+    source: torch.Tensor  # contiguous CPU bytes, kept alive until the run
+    scale: torch.Tensor | None  # rebiased tile scales (a dequantisation)
+    block: tuple[int, int]
+    out: torch.Tensor
+
+    def _struct(self) -> _LoadPass:
+        if self.scale is not None:  # rows of FP8 bytes and their tile scales
+            rows, cols = int(self.source.shape[0]), int(self.source.shape[1])
+            return _LoadPass(self.kind, self.source.data_ptr(), cols, self.scale.data_ptr(),
+                             int(self.scale.shape[1]), self.block[0], self.block[1],
+                             self.out.data_ptr(), rows, 0)
+        rows = int(self.source.shape[0]) if self.source.dim() >= 2 else 1
+        nbytes = self.source.numel() * self.source.element_size()
+        return _LoadPass(self.kind, self.source.data_ptr(), nbytes // max(rows, 1), 0, 0, 1, 1,
+                         self.out.data_ptr(), rows if nbytes else 0, 0)
+
+
+def dequantize_pass(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
+                    dtype: torch.dtype) -> LoadPass | None:
+    """The pass that dequantises the weight to `dtype` (the values engine.fp8.dequantize_block
+    gives); None when there is no kernel, the dtype is not one it writes or the bytes are not
+    on the CPU. Raises ModelFormatError for a scale grid that does not fit the weight."""
+    kinds = {torch.float32: DEQUANTIZE_F32, torch.bfloat16: DEQUANTIZE_BF16}
+    if kernel() is None or dtype not in kinds or weight_fp8.device.type != "cpu":
+        return None
+    data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
+    return LoadPass(kinds[dtype], data, _rebiased(scale_inv), block,
+                    torch.empty(tuple(data.shape), dtype=dtype))
+
+
+def copy_pass(tensor: torch.Tensor) -> LoadPass | None:
+    """The pass that copies a CPU tensor byte for byte (its NaN count means something only
+    for FP8 bytes); None without the kernel or for a tensor not on the CPU."""
+    if kernel() is None or tensor.device.type != "cpu":
+        return None
+    source = tensor.contiguous()
+    return LoadPass(COPY_FP8, source, None, (1, 1),
+                    torch.empty(tuple(source.shape), dtype=source.dtype))
+
+
+def run_load_passes(passes: list[LoadPass], parts: int = 1) -> list[int]:
+    """Every pass in one compiled call, each cut across `parts` threads (ctypes releases the
+    GIL for the whole run); the NaN codes each pass met."""
+    gemv = kernel()
+    if not passes:
+        return []
+    if gemv is None:  # the passes came from the kernel: it was loaded
+        raise RuntimeError("run_load_passes without the CPU kernel")
+    structs = (_LoadPass * len(passes))(*(p._struct() for p in passes))
+    if gemv.load_passes(ctypes.addressof(structs), len(passes), parts, ALIGN_ROWS) != 0:
+        raise RuntimeError("cpu_load_passes refused a pass")
+    return [int(struct.found) for struct in structs]
+
+
 def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
                 dtype: torch.dtype, parts: int = 1) -> torch.Tensor | None:
     """The weight dequantised in one pass on `parts` threads, the same values as
-    engine.fp8.dequantize_block; None when there is no kernel, the dtype is not one it writes,
-    the bytes are not on the CPU or hold NaN codes (the torch path keeps them NaN; the kernel
-    counts them as it goes, so no pass is spent looking for them first). Raises
-    ModelFormatError for a scale grid that does not fit the weight."""
-    kinds = {torch.float32: DEQUANTIZE_F32, torch.bfloat16: DEQUANTIZE_BF16}
-    gemv = kernel()
-    if gemv is None or dtype not in kinds or weight_fp8.device.type != "cpu":
+    engine.fp8.dequantize_block; None when `dequantize_pass` gives no pass or the bytes hold
+    NaN codes (the torch path keeps them NaN; the kernel counts them as it goes, so no pass is
+    spent looking for them first)."""
+    one = dequantize_pass(weight_fp8, scale_inv, block, dtype)
+    if one is None:
         return None
-    data = checked_bytes(weight_fp8, scale_inv, block).contiguous()
-    scale = _rebiased(scale_inv)
-    out = torch.empty(tuple(data.shape), dtype=dtype)
-    nans = gemv.rows(kinds[dtype], data.data_ptr(), int(data.shape[1]), scale.data_ptr(),
-                     int(scale.shape[1]), block[0], block[1], 0, out.data_ptr(), 0,
-                     int(data.shape[0]), parts, ALIGN_ROWS)
-    return out if nans == 0 else None
+    return one.out if run_load_passes([one], parts) == [0] else None
 
 
 def copied_fp8(weight_fp8: torch.Tensor, parts: int = 1) -> tuple[torch.Tensor, bool] | None:
     """(a contiguous uint8 copy of FP8 bytes, whether they are free of NaN codes) in one pass;
     None without the kernel or for bytes not on the CPU."""
-    gemv = kernel()
-    if gemv is None or weight_fp8.device.type != "cpu" or weight_fp8.element_size() != 1:
+    if weight_fp8.element_size() != 1:
         return None
-    source = weight_fp8.contiguous().view(torch.uint8)
-    copy = torch.empty(tuple(source.shape), dtype=torch.uint8)
-    rows = int(source.shape[0]) if source.dim() == 2 else 1
-    nans = gemv.rows(COPY_FP8, source.data_ptr(), source.numel() // max(rows, 1), 0, 0, 1, 1, 0,
-                     copy.data_ptr(), 0, rows, parts, ALIGN_ROWS)
-    return copy, nans == 0
+    one = copy_pass(weight_fp8.view(torch.uint8))
+    if one is None:
+        return None
+    return one.out, run_load_passes([one], parts) == [0]
 
 
 def fused(data: torch.Tensor, scale_inv: torch.Tensor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,12 +208,18 @@ class Engine:
                           state=state_shape(config))
             check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device)
             with ThreadPoolExecutor(1, thread_name_prefix="engine-tokenizer") as pool:
-                # The tokenizer (mostly Python) loads while the weights (mostly torch) do.
-                tokenizer_load = pool.submit(load_tokenizer, model_path, model.tokenizer_files,
-                                             require_tokenizer)
+                # The tokenizer loads beside the weights' compiled passes (load_model_dir).
+                started: list[Future[Any]] = []
+
+                def start_tokenizer() -> None:
+                    started.append(pool.submit(load_tokenizer, model_path,
+                                               model.tokenizer_files, require_tokenizer))
+
                 weights, ignored = load_model_dir(model, config, device=torch_device,
-                                                  dtype=torch_dtype, fp8=fp8)
-                tokenizer = tokenizer_load.result()
+                                                  dtype=torch_dtype, fp8=fp8,
+                                                  beside=start_tokenizer)
+                tokenizer = started[0].result() if started else \
+                    load_tokenizer(model_path, model.tokenizer_files, require_tokenizer)
             eos = (*config.eos_token_ids, *generation_eos_ids(model.generation_config))
         runner = ModelRunner(config, weights, torch_device, torch_dtype, max_seq_len,
                              int8_kv=int8_kv)

@@ -24,15 +24,17 @@ Tensors the language model does not use (a vision tower, an MTP head) are counte
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import torch
 
 from engine.config import ModelConfig, from_facts
+from engine.cpu_kernel import LoadPass, copy_pass, dequantize_pass, run_load_passes
 from engine.errors import EngineError, ModelFormatError, UnsupportedArchitecture
 from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
 from engine.tensor_io import ShardReader
@@ -289,49 +291,76 @@ def _place(tensor: torch.Tensor, device: torch.device | str, dtype: torch.dtype)
     return tensor.to(device=device, dtype=target, copy=True)
 
 
-def _resident(weight: torch.Tensor, scale: torch.Tensor, block: tuple[int, int],
-              device: torch.device | str, parts: int = 1) -> Fp8Weight:
-    """The FP8 bytes copied out of the map; on the CPU the compiled kernel copies them and
-    counts NaN codes in the same pass, on `parts` threads."""
-    if torch.device(device).type == "cpu":
-        from engine.cpu_kernel import copied_fp8
+@dataclass(frozen=True)
+class _Pending:
+    """A weight whose bytes a compiled load pass copies or dequantises; `done` makes the
+    weight from the NaN codes the pass met."""
 
-        copied = copied_fp8(weight, parts)
-        if copied is not None:
-            return Fp8Weight.from_tensors(copied[0], scale, block, device, nan_free=copied[1])
-    return Fp8Weight.from_tensors(weight.clone(), scale, block, device)
+    load_pass: LoadPass
+    done: Callable[[int], Weight]
+
+
+def _cpu_kernel_passes(device: torch.device | str) -> bool:
+    if torch.device(device).type != "cpu":
+        return False
+    from engine.cpu_kernel import kernel
+
+    return kernel() is not None
 
 
 class _Loader:
+    """Each tensor's weight, or on the CPU with the compiled kernel a `_Pending` for the
+    tensors whose bytes one of its passes copies or dequantises."""
+
     def __init__(self, model: ModelDir, config: ModelConfig, device: torch.device | str,
-                 dtype: torch.dtype, fp8: str, parts: int = 1) -> None:
+                 dtype: torch.dtype, fp8: str) -> None:
         self.model, self.config = model, config
         self.device, self.dtype, self.fp8 = device, dtype, fp8
-        self.parts = parts  # threads for each compiled copy or dequantisation (CPU)
+        self.passes = _cpu_kernel_passes(device)
         self.reader = ShardReader(model)
         self._fused: tuple[str, torch.Tensor] | None = None
 
-    def load(self, canonical: str, source: Source) -> Weight:
+    def load(self, canonical: str, source: Source) -> Weight | _Pending:
         info = source.info
         if source.expert is not None:
             return _place(self._expert_slice(source), self.device, self.dtype)
         if info.dtype != "F8_E4M3":
-            return _place(self.reader.read(info), self.device, self.dtype)
+            return self._plain(self.reader.read(info))
         scale_info = fp8_scale(self.model, self.config, info)
         block = fp8_block(self.config, info)
         weight = self.reader.read(info)
         grid = scale_grid((info.shape[0], info.shape[1]), block)
         scale = self.reader.read(scale_info).reshape(grid).clone()
         if self.fp8 == "resident" and _stays_fp8(info.name, canonical, self.config):
-            return _resident(weight, scale, block, self.device, self.parts)
-        if torch.device(self.device).type == "cpu":  # one pass through the compiled kernel
-            from engine.cpu_kernel import dequantized
+            return self._resident(weight, scale, block)
+        return self._dequantized(weight, scale, block)
 
-            done = dequantized(weight, scale, block, self.dtype, self.parts)
-            if done is not None:
-                return done
-        return dequantize_block(weight.to(self.device), scale.to(self.device), block,
-                                self.dtype)
+    def _plain(self, tensor: torch.Tensor) -> Weight | _Pending:
+        copy = copy_pass(tensor) if self.passes and tensor.is_floating_point() \
+            and tensor.dtype == self.dtype else None
+        if copy is None:
+            return _place(tensor, self.device, self.dtype)
+        return _Pending(copy, lambda _nans: copy.out)
+
+    def _resident(self, weight: torch.Tensor, scale: torch.Tensor,
+                  block: tuple[int, int]) -> Weight | _Pending:
+        """The FP8 bytes copied out of the map; the kernel's copy counts NaN codes as it goes."""
+        device = self.device
+        copy = copy_pass(weight.view(torch.uint8)) if self.passes else None
+        if copy is None:
+            return Fp8Weight.from_tensors(weight.clone(), scale, block, device)
+        return _Pending(copy, lambda nans: Fp8Weight.from_tensors(
+            copy.out, scale, block, device, nan_free=nans == 0))
+
+    def _dequantized(self, weight: torch.Tensor, scale: torch.Tensor,
+                     block: tuple[int, int]) -> Weight | _Pending:
+        torch_path = functools.partial(dequantize_block, weight.to(self.device),
+                                       scale.to(self.device), block, self.dtype)
+        one = dequantize_pass(weight, scale, block, self.dtype) if self.passes else None
+        if one is None:
+            return torch_path()
+        # NaN codes: the torch path keeps them NaN (the kernel only counts them).
+        return _Pending(one, lambda nans: one.out if nans == 0 else torch_path())
 
     def _expert_slice(self, source: Source) -> torch.Tensor:
         """One expert of a fused 3-D tensor (the tensor is read once per layer)."""
@@ -349,27 +378,43 @@ MAX_LOAD_PARTS = 8
 
 
 def _load_all(model: ModelDir, config: ModelConfig, sources: list[tuple[str, Source]],
-              device: torch.device | str, dtype: torch.dtype, fp8: str) -> dict[str, Weight]:
-    """Every tensor copied out (and dequantised) by one Python thread; on the CPU each
-    compiled copy or dequantisation is cut across the kernel's workers (no GIL). Loader
-    threads of their own lost to the GIL: a thread back from a compiled pass waits for the
-    other to give the interpreter up (up to the 5 ms switch interval), a thousand times per
-    model; on a 2-core Xeon VM two loader threads took 3.3-3.9x a safetensors read of
-    smollm2-moe-fp8, one thread with the kernel's workers 1.9-2.3x."""
+              device: torch.device | str, dtype: torch.dtype, fp8: str,
+              beside: Callable[[], None] | None = None) -> dict[str, Weight]:
+    """Every tensor copied out (and dequantised). On the CPU the bulk of the bytes go through
+    the compiled kernel's passes in one call at the end, cut across its workers and holding no
+    GIL, and `beside` is called just before it: work it starts on another thread (the
+    tokenizer, whose Rust parse holds the GIL for 0.13-0.2 s) runs during those passes instead
+    of stalling the per-tensor Python before them (smollm2-moe-fp8 on a 2-core Xeon VM: a
+    load with the tokenizer took 0.73 s, 0.42 s without it, when each pass was its own call).
+    Elsewhere `beside` is called first."""
+    loader = _Loader(model, config, device, dtype, fp8)
+    if beside is not None and not loader.passes:
+        beside()
+    loaded = {name: loader.load(name, source) for name, source in sources}
+    pending = [(name, item) for name, item in loaded.items() if isinstance(item, _Pending)]
+    if beside is not None and loader.passes:
+        beside()
+    if not pending:
+        return cast(dict[str, Weight], loaded)
     parts = min(torch.get_num_threads(), MAX_LOAD_PARTS)
-    loader = _Loader(model, config, device, dtype, fp8, parts)
-    return {name: loader.load(name, source) for name, source in sources}
+    nans = run_load_passes([item.load_pass for _, item in pending], parts)
+    for (name, item), found in zip(pending, nans, strict=True):
+        loaded[name] = item.done(found)
+    return cast(dict[str, Weight], loaded)
 
 
 def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device | str = "cpu",
-                   dtype: torch.dtype = torch.bfloat16,
-                   fp8: str = "dequantize") -> tuple[dict[str, Weight], dict[str, int]]:
-    """(canonical name -> weight, unused tensor groups) of a read model directory."""
+                   dtype: torch.dtype = torch.bfloat16, fp8: str = "dequantize",
+                   beside: Callable[[], None] | None = None,
+                   ) -> tuple[dict[str, Weight], dict[str, int]]:
+    """(canonical name -> weight, unused tensor groups) of a read model directory; `beside`
+    is called once, when other work overlaps the load best (`_load_all`)."""
     problems = model.problems()
     if problems:
         raise ModelFormatError(problems[0])
     plan = plan_load(model, config)
-    weights = _load_all(model, config, list(plan.sources.items()), device, dtype, fp8)
+    weights = _load_all(model, config, list(plan.sources.items()), device, dtype, fp8,
+                        beside)
     if config.tie_word_embeddings:
         weights["lm_head.weight"] = weights["embed.weight"]
     return weights, plan.ignored

@@ -424,6 +424,28 @@ def test_a_dequantised_load_cut_across_threads_is_the_same() -> None:
 
 
 @needs_kernel
+def test_a_load_s_passes_run_in_one_call_each_as_it_would_alone() -> None:
+    quant, scale = quantize_block(random_weight((1037, 200), seed=16))
+    bad = quant.view(torch.uint8).clone()
+    bad[700, 3] = 0x7F
+    embedding = torch.randn(333, 96).to(torch.bfloat16)
+    passes = [cpu_kernel.dequantize_pass(quant, scale, (128, 128), torch.bfloat16),
+              cpu_kernel.copy_pass(bad), cpu_kernel.copy_pass(embedding.t()),
+              cpu_kernel.copy_pass(torch.ones(5)), cpu_kernel.copy_pass(torch.empty(0, 7)),
+              cpu_kernel.dequantize_pass(quant, scale, (128, 128), torch.float32)]
+    assert all(p is not None for p in passes)
+    ready = [p for p in passes if p is not None]
+    nans = cpu_kernel.run_load_passes(ready, parts=3)
+    assert nans[0] == 0 and nans[1] == 1 and nans[5] == 0
+    assert torch.equal(ready[0].out, tile_reference(quant, scale, torch.bfloat16))
+    assert torch.equal(ready[5].out, tile_reference(quant, scale, torch.float32))
+    assert torch.equal(ready[1].out, bad) and ready[1].out.data_ptr() != bad.data_ptr()
+    assert torch.equal(ready[2].out, embedding.t()) and ready[2].out.is_contiguous()
+    assert torch.equal(ready[3].out, torch.ones(5)) and ready[4].out.shape == (0, 7)
+    assert cpu_kernel.run_load_passes([]) == []
+
+
+@needs_kernel
 def test_python_threads_share_the_kernel_s_workers() -> None:
     """One caller at a time gets the workers; the others run their GEMV alone meanwhile."""
     import threading

@@ -256,6 +256,45 @@ def test_fp8_resident_mode(fp8_checkpoint: tuple[Path, dict[str, Any]]) -> None:
     assert resident_bytes < dequantized_bytes
 
 
+@pytest.mark.parametrize("fp8", ["dequantize", "resident"])
+def test_on_the_cpu_the_bytes_move_in_one_compiled_call_with_beside_work_started_first(
+        fp8_checkpoint: tuple[Path, dict[str, Any]], fp8: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine import cpu_kernel, weights
+
+    if cpu_kernel.kernel() is None:
+        pytest.skip(f"no CPU kernel here: {cpu_kernel.why_not}")
+    directory, _ = fp8_checkpoint
+    events: list[str] = []
+    real = weights.run_load_passes
+
+    def passes(todo: list[cpu_kernel.LoadPass], parts: int = 1) -> list[int]:
+        events.append(f"{len(todo)} passes")
+        return real(todo, parts)
+
+    monkeypatch.setattr(weights, "run_load_passes", passes)
+    model = weights.read_model(directory)
+    config = weights.from_facts(model.config)
+    compiled, _ = weights.load_model_dir(model, config, fp8=fp8,
+                                         beside=lambda: events.append("beside"))
+    assert events[0] == "beside" and events[1].endswith(" passes") and len(events) == 2
+    assert 0 < int(events[1].split()[0]) <= len(compiled)  # FP8 ones; same-dtype plain ones
+
+    events.clear()
+    monkeypatch.setattr(cpu_kernel, "_loaded", [None])  # no kernel: the torch path
+    plain, _ = weights.load_model_dir(model, config, fp8=fp8,
+                                      beside=lambda: events.append("beside"))
+    assert events == ["beside"]
+    assert set(plain) == set(compiled)
+    for name, weight in plain.items():
+        other = compiled[name]
+        if isinstance(weight, Fp8Weight):
+            assert isinstance(other, Fp8Weight) and torch.equal(weight.data, other.data), name
+            assert torch.equal(weight.scale_inv, other.scale_inv), name
+        else:
+            assert isinstance(other, torch.Tensor) and torch.equal(weight, other), name
+
+
 # --- hostile and broken inputs ------------------------------------------------------------
 
 
