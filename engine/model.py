@@ -121,10 +121,11 @@ class Decoder:
         """Logits for ids [B, T] at positions start..start+T-1; float32 [B, T or 1, vocab]."""
         h = F.embedding(ids, self.embed)  # a fresh tensor: a kernel layer adds into it
         one = ids.numel() == 1
+        tables = self.rotary.tables(start, 1) if one else None  # a kernel layer's RoPE rows
         for block, layer_cache in zip(self.blocks, cache.layers, strict=True):
             kernel = block.kernel if one else None
-            if kernel is None or not kernel.attention(h, layer_cache, start,
-                                                      *self.rotary.tables(start, 1)):
+            if kernel is None or tables is None \
+                    or not kernel.attention(h, layer_cache, start, *tables):
                 h = h + block.mix(self.norm(h, block.attn_norm, self.eps), layer_cache,
                                   self.rotary, start)
             if kernel is None or not kernel.mlp(h):
