@@ -34,7 +34,7 @@ from typing import TypeAlias, cast
 import torch
 
 from engine.config import ModelConfig, from_facts
-from engine.cpu_kernel import LoadPass, copy_pass, dequantize_pass, run_load_passes
+from engine.cpu_kernel import LoadPass, copy_pass, dequantize_pass, kernel, run_load_passes
 from engine.errors import EngineError, ModelFormatError, UnsupportedArchitecture
 from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
 from engine.tensor_io import ShardReader
@@ -301,11 +301,7 @@ class _Pending:
 
 
 def _cpu_kernel_passes(device: torch.device | str) -> bool:
-    if torch.device(device).type != "cpu":
-        return False
-    from engine.cpu_kernel import kernel
-
-    return kernel() is not None
+    return torch.device(device).type == "cpu" and kernel() is not None
 
 
 class _Loader:
