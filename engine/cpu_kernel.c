@@ -61,6 +61,11 @@ typedef struct {
 #include <immintrin.h>
 #define HAVE_SIMD 1
 
+/* FP8 GEMVs prefetch the rows this many ahead: decoding keeps a core busy enough that the
+ * hardware prefetcher alone left the reads behind (SmolLM2-shaped 1536x576 experts streamed
+ * from DRAM on a 2-core Xeon VM: 85 us a GEMV without, 58 us with, bfloat16 dequantised 60). */
+#define FP8_AHEAD 8
+
 static inline __m512 decode16(const uint8_t *q, __m512 scale) {
     __m256i h = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q));
     h = _mm256_and_si256(_mm256_slli_epi16(h, 7), _mm256_set1_epi16((short)0xBF80));
@@ -116,6 +121,7 @@ static void NAME(const uint8_t *q, int64_t n, const float *scale, int64_t cols, 
         for (; c + 16 <= end; c += 16) {                                                     \
             const __m512 xv = LOADX(x + c);                                                  \
             for (int64_t i = 0; i < n; i++) {                                                \
+                _mm_prefetch((const char *)(q + (i + FP8_AHEAD) * cols + c), _MM_HINT_T0);  \
                 __m512 w = decode16(q + i * cols + c, sv);                                   \
                 if (BF16) w = round_bf16(w);                                                 \
                 acc[i] = _mm512_fmadd_ps(w, xv, acc[i]);                                     \
@@ -149,6 +155,7 @@ static void rows_dot_dpbf16(const uint8_t *q, int64_t n, const float *scale, int
             const __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(x + c));
             for (int64_t i = 0; i < n; i++) {
                 const uint8_t *row = q + i * cols + c;
+                _mm_prefetch((const char *)(row + FP8_AHEAD * cols), _MM_HINT_T0);
                 __m512bh w = _mm512_cvtne2ps_pbh(decode16(row + 16, sv), decode16(row, sv));
                 acc[i] = _mm512_dpbf16_ps(acc[i], w, xv);
             }
