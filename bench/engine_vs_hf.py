@@ -14,7 +14,9 @@ tokens must equal transformers': a row whose tokens differ has no speed ("refuse
 
 Then, same engine: smollm2-moe-fp8 with fp8="resident" against fp8="dequantize" (decode speed
 and resident weight bytes); `Engine.load` of it against reading its tensors with safetensors
-(`load_file` + a copy of every tensor, what any loader must at least do); and the int8 KV
+(`load_file` + a copy of every tensor, what any loader must at least do) and against writing
+as much new memory as the dequantised weights take (their page faults, which no loader that
+makes them avoids); and the int8 KV
 cache against the bfloat16 one: teacher-forced top-1 agreement and mean |logit difference|
 over 512 positions of a fixed text, and KV bytes.
 
@@ -206,6 +208,12 @@ def safetensors_read(path: Path) -> None:
             tensor.clone()
 
 
+def fresh_memory(nbytes: int) -> None:
+    """`nbytes` of new memory written once: the page faults any loader that makes that much
+    new data pays (dequantising writes about twice the FP8 checkpoint's bytes)."""
+    torch.empty(nbytes, dtype=torch.uint8).fill_(1)
+
+
 def load_times(path: Path, runs: int) -> dict[str, Any]:
     from engine import Engine
 
@@ -215,11 +223,15 @@ def load_times(path: Path, runs: int) -> dict[str, Any]:
         gc.collect()
         return time.perf_counter() - start
 
+    def load(mode: str) -> Any:
+        return Engine.load(path, device="cpu", dtype="bfloat16", max_seq_len=4096, fp8=mode)
+
+    dequantized_bytes = load("dequantize").stats.weight_bytes
     calls: dict[str, Callable[[], object]] = {
-        "safetensors": functools.partial(safetensors_read, path)}
+        "safetensors": functools.partial(safetensors_read, path),
+        "fresh": functools.partial(fresh_memory, dequantized_bytes)}
     for mode in ("dequantize", "resident"):
-        calls[mode] = functools.partial(Engine.load, path, device="cpu", dtype="bfloat16",
-                                        max_seq_len=4096, fp8=mode)
+        calls[mode] = functools.partial(load, mode)
     seconds: dict[str, list[float]] = {name: [] for name in calls}
     for call in calls.values():
         timed(call)  # warm the page cache and the imports
@@ -229,6 +241,9 @@ def load_times(path: Path, runs: int) -> dict[str, Any]:
     median = {name: sorted(v)[len(v) // 2] for name, v in seconds.items()}
     return {"model": path.name, "dtype": "bfloat16", "max_seq_len": 4096,
             "safetensors_s": round(median["safetensors"], 3),
+            "dequantized_bytes": dequantized_bytes,
+            "fresh_memory_s": round(median["fresh"], 3),
+            "fresh_memory_ratio": round(median["fresh"] / median["safetensors"], 3),
             **{f"engine_{mode}_s": round(median[mode], 3) for mode in ("dequantize", "resident")},
             **{f"{mode}_ratio": round(median[mode] / median["safetensors"], 3)
                for mode in ("dequantize", "resident")}}
@@ -296,7 +311,9 @@ def _print_load(load: dict[str, Any]) -> None:
     print(f"Engine.load({load['model']}, bfloat16, max_seq_len {load['max_seq_len']}): "
           f"dequantize {load['engine_dequantize_s']:.2f} s ({load['dequantize_ratio']:.2f}x), "
           f"resident {load['engine_resident_s']:.2f} s ({load['resident_ratio']:.2f}x) of "
-          f"reading its tensors with safetensors {load['safetensors_s']:.2f} s")
+          f"reading its tensors with safetensors {load['safetensors_s']:.2f} s; writing "
+          f"{load['dequantized_bytes']:,} bytes of new memory once (the dequantised weights' "
+          f"page faults alone) {load['fresh_memory_s']:.2f} s ({load['fresh_memory_ratio']:.2f}x)")
 
 
 def _print_kv(rows: list[dict[str, Any]]) -> None:
