@@ -23,7 +23,7 @@ over 512 positions of a fixed text, and KV bytes.
 `--json` prints {"bandwidth_gbps", "results": [{"model", "dtype", "ours_decode_tps",
 "hf_decode_tps", "decode_ratio", "ours_prefill_ms", "hf_prefill_ms", "prefill_ratio",
 "roofline_fraction", "hf_roofline_fraction", "tokens_identical"}], "fp8", "load", "kv_int8",
-"load_average"}.
+"load_average", "last_level_cache_bytes"}.
 Prints, never asserts. The machine is shared: read the ratios, the load average and
 `other cores` (CPU the rest of the machine burned meanwhile).
 `--profile` prints instead where one decode step of our engine spends its time.
@@ -56,6 +56,7 @@ from speed_measure import (  # noqa: E402
     engine_run,
     hf_run,
     interleave,
+    last_level_cache_bytes,
     load_average,
     read_bandwidth_gbps,
 )
@@ -282,6 +283,10 @@ def print_tables(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
           f"{PROMPT_TOKENS}, {NEW_TOKENS} greedy new tokens, median of {report['runs']} "
           f"interleaved runs; read bandwidth {report['bandwidth_gbps']:.1f} GB/s (best in this "
           f"run); load average {report['load_average']}")
+    cache = report["last_level_cache_bytes"]
+    if cache:
+        print(f"largest CPU cache {cache / 2**20:.0f} MiB: a row whose step reads less (its "
+              "weights mostly) can run partly from it, above 100% of the roofline")
     print("| model | dtype | ours decode tok/s | HF decode tok/s | decode x | ours prefill ms "
           "| HF prefill ms | prefill x | roofline | HF roofline | same tokens | other cores |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -398,7 +403,8 @@ def main() -> None:
         found.append(compare(case, args.runs))
         bandwidths.append(read_bandwidth_gbps())
     fp8_dir = speed_models.demo(args.models, "smollm2-moe-fp8")
-    report: dict[str, Any] = {"bandwidth_gbps": round(max(bandwidths), 2), "runs": args.runs}
+    report: dict[str, Any] = {"bandwidth_gbps": round(max(bandwidths), 2), "runs": args.runs,
+                              "last_level_cache_bytes": last_level_cache_bytes()}
     report["results"] = [result_row(f, report["bandwidth_gbps"]) for f in found]
     report["fp8"] = fp8_resident(fp8_dir, args.runs)
     report["load"] = load_times(fp8_dir, max(3, args.runs // 2))

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -120,6 +121,19 @@ def read_bandwidth_gbps(mib: int = 512, repeats: int = 5) -> float:
         best = max(best, data.numel() * 4 / (time.perf_counter() - start))
         best = max(best, _two_thread_read(data))
     return best / 1e9
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest CPU cache this machine reports (sysfs), or None where it says nothing. A
+    decode step that reads less than this can run from the cache, above the read bound."""
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=None)
 
 
 def _two_thread_read(data: torch.Tensor) -> float:
