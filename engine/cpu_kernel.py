@@ -458,6 +458,11 @@ class LoadPass:
     block: tuple[int, int]
     out: torch.Tensor
 
+    @property
+    def copies(self) -> bool:
+        """A byte copy: bound by the page faults of `out`, not by arithmetic."""
+        return self.kind == COPY_FP8
+
     def _struct(self) -> _LoadPass:
         if self.scale is not None:  # rows of FP8 bytes and their tile scales
             rows, cols = int(self.source.shape[0]), int(self.source.shape[1])

@@ -257,7 +257,7 @@ def test_fp8_resident_mode(fp8_checkpoint: tuple[Path, dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize("fp8", ["dequantize", "resident"])
-def test_on_the_cpu_the_bytes_move_in_one_compiled_call_with_beside_work_started_first(
+def test_on_the_cpu_the_bytes_move_in_compiled_calls_with_beside_work_started_first(
         fp8_checkpoint: tuple[Path, dict[str, Any]], fp8: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     from engine import cpu_kernel, weights
@@ -266,19 +266,28 @@ def test_on_the_cpu_the_bytes_move_in_one_compiled_call_with_beside_work_started
         pytest.skip(f"no CPU kernel here: {cpu_kernel.why_not}")
     directory, _ = fp8_checkpoint
     events: list[str] = []
+    calls: list[tuple[set[bool], int]] = []
     real = weights.run_load_passes
 
     def passes(todo: list[cpu_kernel.LoadPass], parts: int = 1) -> list[int]:
-        events.append(f"{len(todo)} passes")
+        events.append("passes")
+        calls.append(({p.copies for p in todo}, parts))
         return real(todo, parts)
 
     monkeypatch.setattr(weights, "run_load_passes", passes)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
     model = weights.read_model(directory)
     config = weights.from_facts(model.config)
     compiled, _ = weights.load_model_dir(model, config, fp8=fp8,
                                          beside=lambda: events.append("beside"))
-    assert events[0] == "beside" and events[1].endswith(" passes") and len(events) == 2
-    assert 0 < int(events[1].split()[0]) <= len(compiled)  # FP8 ones; same-dtype plain ones
+    # beside first; then the copies on all cores but one (the work beside has it), then the
+    # dequantisations on every core: one call each
+    assert events[0] == "beside" and set(events[1:]) == {"passes"}
+    # (resident keeps some weights dequantised too: the ones that stay FP8 are copies)
+    assert calls == [({True}, 3), ({False}, 4)]
+    compiled_again, _ = weights.load_model_dir(model, config, fp8=fp8)
+    assert calls[2:] == [({True}, 4), ({False}, 4)]  # nothing beside: every core for both
+    assert set(compiled_again) == set(compiled)
 
     events.clear()
     monkeypatch.setattr(cpu_kernel, "_loaded", [None])  # no kernel: the torch path
