@@ -512,29 +512,6 @@ def run_load_passes(passes: list[LoadPass], parts: int = 1) -> list[int]:
     return [int(struct.found) for struct in structs]
 
 
-def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
-                dtype: torch.dtype, parts: int = 1) -> torch.Tensor | None:
-    """The weight dequantised in one pass on `parts` threads, the same values as
-    engine.fp8.dequantize_block; None when `dequantize_pass` gives no pass or the bytes hold
-    NaN codes (the torch path keeps them NaN; the kernel counts them as it goes, so no pass is
-    spent looking for them first)."""
-    one = dequantize_pass(weight_fp8, scale_inv, block, dtype)
-    if one is None:
-        return None
-    return one.out if run_load_passes([one], parts) == [0] else None
-
-
-def copied_fp8(weight_fp8: torch.Tensor, parts: int = 1) -> tuple[torch.Tensor, bool] | None:
-    """(a contiguous uint8 copy of FP8 bytes, whether they are free of NaN codes) in one pass;
-    None without the kernel or for bytes not on the CPU."""
-    if weight_fp8.element_size() != 1:
-        return None
-    one = copy_pass(weight_fp8.view(torch.uint8))
-    if one is None:
-        return None
-    return one.out, run_load_passes([one], parts) == [0]
-
-
 def fused(data: torch.Tensor, scale_inv: torch.Tensor,
           block: tuple[int, int]) -> BoundWeight | None:
     """The resident FP8 weight bound to this machine's kernel (x float32 or bfloat16); None

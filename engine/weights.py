@@ -379,11 +379,10 @@ def _load_all(model: ModelDir, config: ModelConfig, sources: list[tuple[str, Sou
     """Every tensor copied out (and dequantised). On the CPU the bulk of the bytes go through
     the compiled kernel's passes at the end (one call for the copies, one for the
     dequantisations), cut across its workers and holding no GIL, and `beside` is called just
-    before them: work it starts on another thread (the
-    tokenizer, whose Rust parse holds the GIL for 0.13-0.2 s) runs during those passes instead
-    of stalling the per-tensor Python before them (smollm2-moe-fp8 on a 2-core Xeon VM: a
-    load with the tokenizer took 0.73 s, 0.42 s without it, when each pass was its own call).
-    Elsewhere `beside` is called first."""
+    before them: work it starts on another thread (the tokenizer, whose Rust parse holds the
+    GIL for 0.13-0.2 s) runs during those passes instead of stalling the per-tensor Python
+    before them (smollm2-moe-fp8 on a 2-core Xeon VM: a load with the tokenizer took 0.73 s,
+    0.42 s without it, when each pass was its own call). Elsewhere `beside` is called first."""
     loader = _Loader(model, config, device, dtype, fp8)
     if beside is not None and not loader.passes:
         beside()

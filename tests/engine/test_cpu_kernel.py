@@ -37,6 +37,26 @@ def gemv(weight: cpu_kernel.BoundWeight, x: torch.Tensor) -> torch.Tensor:
     return y
 
 
+# One pass alone, through the load's own calls (engine.weights runs them batched).
+
+
+def dequantized(weight_fp8: torch.Tensor, scale_inv: torch.Tensor, block: tuple[int, int],
+                dtype: torch.dtype, parts: int = 1) -> torch.Tensor | None:
+    """The weight dequantised in one pass; None without a pass or when it met NaN codes."""
+    one = cpu_kernel.dequantize_pass(weight_fp8, scale_inv, block, dtype)
+    if one is None:
+        return None
+    return one.out if cpu_kernel.run_load_passes([one], parts) == [0] else None
+
+
+def copied_fp8(weight_fp8: torch.Tensor, parts: int = 1) -> tuple[torch.Tensor, bool] | None:
+    """(a copy of FP8 bytes, whether they are free of NaN codes) in one pass."""
+    one = cpu_kernel.copy_pass(weight_fp8.view(torch.uint8))
+    if one is None:
+        return None
+    return one.out, cpu_kernel.run_load_passes([one], parts) == [0]
+
+
 @needs_kernel
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
@@ -61,7 +81,7 @@ def test_the_kernel_s_weights_are_the_tile_reference_bit_for_bit(
 def test_a_dequantised_load_is_the_tile_reference_bit_for_bit(
         shape: tuple[int, int], dtype: torch.dtype, scale_dtype: torch.dtype) -> None:
     quant, scale = quantize_block(random_weight(shape, seed=8), scale_dtype=scale_dtype)
-    got = cpu_kernel.dequantized(quant, scale, (128, 128), dtype)
+    got = dequantized(quant, scale, (128, 128), dtype)
     assert got is not None and got.dtype == dtype
     assert torch.equal(got, tile_reference(quant, scale, dtype))
 
@@ -71,11 +91,11 @@ def test_a_dequantised_load_is_the_tile_reference_bit_for_bit(
 def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch(where: tuple[int, int],
                                                                    code: int) -> None:
     quant, scale = quantize_block(random_weight((256, 130), seed=9))
-    assert cpu_kernel.dequantized(quant, scale, (128, 128), torch.float16) is None
+    assert dequantized(quant, scale, (128, 128), torch.float16) is None
     raw = quant.view(torch.uint8).clone()
     raw[where] = code  # in a 16-byte vector, or in a row's tail (130 = 8 x 16 + 2)
     for parts in (1, 2):
-        assert cpu_kernel.dequantized(raw, scale, (128, 128), torch.bfloat16, parts) is None
+        assert dequantized(raw, scale, (128, 128), torch.bfloat16, parts) is None
 
 
 @needs_kernel
@@ -83,7 +103,7 @@ def test_a_dequantised_load_leaves_nan_codes_and_float16_to_torch(where: tuple[i
 def test_resident_bytes_are_copied_and_scanned_for_nan_codes_in_one_pass(size: int) -> None:
     raw = torch.randint(0, 0x7F, (size,), dtype=torch.uint8,
                         generator=torch.Generator().manual_seed(size))
-    copied = cpu_kernel.copied_fp8(raw.view(torch.float8_e4m3fn))
+    copied = copied_fp8(raw.view(torch.float8_e4m3fn))
     assert copied is not None
     assert torch.equal(copied[0], raw) and copied[0].data_ptr() != raw.data_ptr()
     assert copied[1] is True
@@ -91,7 +111,7 @@ def test_resident_bytes_are_copied_and_scanned_for_nan_codes_in_one_pass(size: i
         for code in (0x7F, 0xFF):
             bad = raw.clone()
             bad[at] = code
-            found = cpu_kernel.copied_fp8(bad)
+            found = copied_fp8(bad)
             assert found is not None and found[1] is False, (at, code)
 
 
@@ -102,7 +122,7 @@ def test_a_scale_grid_that_does_not_fit_is_refused() -> None:
     if cpu_kernel.kernel() is None:
         pytest.skip(f"no CPU kernel here: {cpu_kernel.why_not}")
     with pytest.raises(ModelFormatError, match="does not match weight"):
-        cpu_kernel.dequantized(quant, scale[:1], (128, 128), torch.bfloat16)
+        dequantized(quant, scale[:1], (128, 128), torch.bfloat16)
 
 
 @needs_kernel
@@ -418,8 +438,8 @@ def test_the_kernel_s_rms_norm_is_the_standard_one(shape: tuple[int, ...],
 def test_a_dequantised_load_cut_across_threads_is_the_same() -> None:
     quant, scale = quantize_block(random_weight((1037, 200), seed=15))
     for dtype in (torch.float32, torch.bfloat16):
-        one = cpu_kernel.dequantized(quant, scale, (128, 128), dtype)
-        many = cpu_kernel.dequantized(quant, scale, (128, 128), dtype, parts=3)
+        one = dequantized(quant, scale, (128, 128), dtype)
+        many = dequantized(quant, scale, (128, 128), dtype, parts=3)
         assert one is not None and many is not None and torch.equal(one, many)
 
 
