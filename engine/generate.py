@@ -218,8 +218,7 @@ class Engine:
                 weights, ignored = load_model_dir(model, config, device=torch_device,
                                                   dtype=torch_dtype, fp8=fp8,
                                                   beside=start_tokenizer)
-                tokenizer = started[0].result() if started else \
-                    load_tokenizer(model_path, model.tokenizer_files, require_tokenizer)
+                tokenizer = started[0].result()  # load_model_dir calls `beside` once
             eos = (*config.eos_token_ids, *generation_eos_ids(model.generation_config))
         runner = ModelRunner(config, weights, torch_device, torch_dtype, max_seq_len,
                              int8_kv=int8_kv)
