@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-SOURCES = ("policy.yaml", "data/compat.yaml")
+# policy.yaml and every knowledge file under data/ (checks.data)
+SOURCES = ("policy.yaml", *sorted(f"data/{p.name}" for p in (PACKAGE_DIR / "data").glob("*.yaml")))
 COPY_FORMAT = "ascend-doctor-data/1"
 
 
