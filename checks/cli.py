@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from checks.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from checks.errors import EXIT_USAGE, UsageError, exit_code_for
 from checks.options import EndpointOptions, HostOptions, RunOptions
+from engine.options import DEVICES, DTYPES, FP8_MODES, TRACE_DEVICES
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
@@ -224,9 +225,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-FP8_MODES = ("dequantize", "resident")
-
-
 def _add_ops_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     ops = sub.add_parser(
         "ops", help="which operators the model sends to the device, and their kernels",
@@ -239,13 +237,13 @@ def _add_ops_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--python PATH, or this torch's line. Exit 1 when an operator has no kernel.")
     ops.add_argument("--model", metavar="DIR", required=True,
                      help="model directory (config.json; shards are not needed)")
-    ops.add_argument("--device", choices=("npu", "cpu", "cuda"), default="npu",
+    ops.add_argument("--device", choices=TRACE_DEVICES, default="npu",
                      help="the device whose kernels are asked about (default npu)")
     ops.add_argument("--torch-npu", metavar="VERSION",
                      help="predict for this torch_npu release (e.g. 2.5.1.post3)")
     ops.add_argument("--python", metavar="PATH",
                      help="predict for the torch_npu installed in this interpreter")
-    ops.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),
+    ops.add_argument("--dtype", default="bfloat16", choices=DTYPES,
                      help="compute dtype the engine would use (default bfloat16)")
     ops.add_argument("--fp8", default="dequantize", choices=FP8_MODES,
                      help="FP8 checkpoints: dequantise at load (default) or keep FP8 resident")
@@ -263,9 +261,9 @@ def _add_bench_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         "same run. Exit 1 when --compare finds an operator slower than --slower-pct.")
     bench.add_argument("--model", metavar="DIR", required=True,
                        help="model directory (config.json is enough)")
-    bench.add_argument("--device", choices=("auto", "npu", "cuda", "cpu"), default="auto",
+    bench.add_argument("--device", choices=DEVICES, default="auto",
                        help="where to run (default auto: npu, then cuda, then cpu)")
-    bench.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16", "float32"),
+    bench.add_argument("--dtype", default="bfloat16", choices=DTYPES,
                        help="compute dtype (default bfloat16)")
     bench.add_argument("--fp8", default="dequantize", choices=FP8_MODES,
                        help="FP8 checkpoints: time BF16 weights (default: dequantised at load) "
@@ -432,15 +430,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ProbeError) as exc:
         # the message may quote outside text (a member name, a path): one visible line
         print(f"ascend-doctor: {one_line(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
+        return exit_code_for(exc)
+    except KeyboardInterrupt as exc:
         print("ascend-doctor: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
+        return exit_code_for(exc)
+    except BrokenPipeError as exc:
         # the reader (`| head`) went away: not an error of ours, and no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        return exit_code_for(exc)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

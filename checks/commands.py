@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checks import inputs
+from checks import doctor, inputs
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
-from checks.policy import apply_output_cap
-from checks.registry import all_checks, select
+from checks.registry import all_checks
 from checks.report import to_json, to_junit
-from checks.runner import run_checks
 from checks.terminal import make_console
 from probes.textsafe import json_text
 
@@ -87,20 +85,12 @@ def cmd_playbooks(text: str) -> int:
 def cmd_run(options: RunOptions) -> int:
     """Run the checks on the observed machine and report; the exit code says how it went."""
     policy = inputs.policy(options.policy)
-    try:
-        checks = select(all_checks(), list(options.only), list(options.skip))
-    except KeyError as exc:
-        raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
-    baseline = _baseline(options.baseline)
-    endpoint = inputs.endpoint(options.endpoint)
-    observed = inputs.observe(options.host)
-    apply_output_cap(observed.host, policy)
-    ctx = inputs.context(observed, policy, options.model, options.host, baseline=baseline,
-                         endpoint=endpoint, requested=frozenset(options.only),
-                         tensor_parallel=options.tp)
-    run = run_checks(checks, ctx)
-    ctx.target = inputs.still_there(observed)
-    info = inputs.host_info(ctx, options.model, policy.source)
+    request = doctor.Request(options.host, options.model, options.only, options.skip,
+                             options.tp, _baseline(options.baseline),
+                             inputs.endpoint(options.endpoint))
+    doctor.check_selection(request)
+    judged = doctor.run(inputs.observe(options.host), policy, request)
+    run, info = judged.run, judged.info
     if options.json:
         print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:

@@ -1,11 +1,13 @@
-"""The doctor's own failures and its exit codes.
+"""The project's own failures and its exit codes: one enum and one UsageError for every entry
+point (`ascend-doctor` and its sub-commands, `ascend-console`).
 
 Exit codes (the contract with CI and scripts, docs/doctor-json.md):
 
-    EXIT_OK     0  every check passed (skips allowed)
-    EXIT_WARN   1  warnings only
-    EXIT_FAIL   2  at least one failure (for `npu`: npu-smi answered with an error)
-    EXIT_USAGE  3  the doctor itself could not run: bad arguments, unreadable input
+    ExitCode.OK          0  every check passed (skips allowed)
+    ExitCode.WARN        1  warnings only (triage: something was recognised)
+    ExitCode.FAIL        2  at least one failure (for `npu`: npu-smi answered with an error)
+    ExitCode.USAGE       3  it could not run: bad arguments, unreadable input
+    ExitCode.INTERRUPTED 130 Ctrl-C, as a shell reports a SIGINT
 
 Exceptions that end a run with EXIT_USAGE, one line on stderr, no traceback (`checks.cli`):
 
@@ -19,9 +21,30 @@ Loaders raise their own errors, which the commands turn into a UsageError naming
 
 from __future__ import annotations
 
-EXIT_OK, EXIT_WARN, EXIT_FAIL, EXIT_USAGE = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a SIGINT
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    WARN = 1
+    FAIL = 2
+    USAGE = 3
+    INTERRUPTED = 130
+
+
+# the module-level spellings the commands use
+EXIT_OK, EXIT_WARN, EXIT_FAIL = ExitCode.OK, ExitCode.WARN, ExitCode.FAIL
+EXIT_USAGE, EXIT_INTERRUPTED = ExitCode.USAGE, ExitCode.INTERRUPTED
 
 
 class UsageError(Exception):
-    """The doctor cannot run: the message is one line naming what to fix."""
+    """It cannot run as asked: the message is one line naming what to fix."""
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    """The exit code an entry point ends with when `error` ends it."""
+    if isinstance(error, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    if isinstance(error, BrokenPipeError):
+        return ExitCode.OK  # the reader went away (`| head`): not a failure of ours
+    return ExitCode.USAGE

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from checks.errors import ExitCode, UsageError
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import (
     Player,
@@ -22,15 +23,13 @@ from console.recording import (
     new_recording_path,
 )
 from console.target import TargetError, check_pid, find
+from engine.options import DEVICES, DTYPES, FP8_MODES
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
     from console.chat.openai import EndpointSpec
     from console.options import ConsoleOptions
 
-USAGE_EXIT = 3
-DEVICES = ("auto", "npu", "cuda", "cpu")
-DTYPES = ("bfloat16", "float16", "float32")
 
 DESCRIPTION = """\
 The operations console: chat with a model running in this process or behind an
@@ -70,10 +69,6 @@ class _DefaultPlace(str):
 _DEFAULT_PLACE = _DefaultPlace("(default place)")
 
 
-class UsageError(Exception):
-    """A bad command line: one line, exit code 3."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
@@ -95,7 +90,7 @@ def make_parser() -> argparse.ArgumentParser:
                        help="where the engine runs (default auto: npu, then cuda, then cpu)")
     model.add_argument("--dtype", choices=DTYPES, default="bfloat16",
                        help="compute dtype (default bfloat16)")
-    model.add_argument("--fp8", choices=("dequantize", "resident"), default="dequantize",
+    model.add_argument("--fp8", choices=FP8_MODES, default="dequantize",
                        help="FP8 checkpoints: dequantise at load, or keep FP8 resident")
     model.add_argument("--max-seq-len", type=int, default=4096, metavar="N",
                        help="KV cache length in tokens (default 4096)")
@@ -283,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, TargetError) as exc:
         print(f"ascend-console: {one_line(str(exc))} (see ascend-console --help)",
               file=sys.stderr)
-        return USAGE_EXIT
+        return ExitCode.USAGE
     from checks.policy import PolicyError
     from console.ui.app import ConsoleApp
 
@@ -293,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          else partial(find, options))
     except PolicyError as exc:
         print(f"ascend-console: {one_line(str(exc))}", file=sys.stderr)
-        return USAGE_EXIT
+        return ExitCode.USAGE
     result = app.run()
     # a crash inside the app leaves a traceback and return_code 1: never exit 0 after one
     return app.return_code or int(result or 0)

@@ -14,6 +14,7 @@ import torch
 
 from engine.cache import KV_LAYOUT
 from engine.errors import EngineError, ModelFormatError, OutOfMemoryPlan
+from engine.options import FP8_MODES, KV_CACHE_MODES
 from engine.runner import (
     ModelRunner,
     cache_shape,
@@ -27,8 +28,6 @@ from engine.sampling import SamplingParams, make_generator, next_token
 from engine.tokenizer_load import load_tokenizer
 
 Events = Generator["GenerationEvent", None, None]
-FP8_MODES = ("dequantize", "resident")
-KV_CACHE_MODES = ("auto", "int8")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from engine.errors import ModelFormatError
 from engine.fp8 import Fp8Weight, scale_grid
 from engine.model import Decoder
 from engine.models import FAMILIES
-from engine.weights import FP8_MODES, rename
+from engine.options import FP8_MODES
+from engine.weights import rename
 from probes.model_config import FULL_ATTENTION
 from probes.model_tensors import (
     InventoryError,

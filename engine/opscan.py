@@ -26,11 +26,11 @@ from engine.meta_model import LayerUse, build_meta_model
 from engine.npu_registry import Registry, load_registry, parse_version, version_text
 from engine.opcoverage import DispatcherJudge, Judge, OpRow, RegistryJudge, rows
 from engine.ops import NPU_CANDIDATES, Candidate, admit
+from engine.options import TRACE_DEVICES as DEVICES
 from engine.optrace import PREFILL_TOKENS, qualified, trace
 from engine.runner import parse_dtype
 
 SCHEMA = "ascend-doctor-ops/1"
-DEVICES = ("npu", "cpu", "cuda")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
 from engine.models import FAMILIES
 from engine.ops import in_use, select_fused_ops
+from engine.options import DEVICES
 from probes.model_config import FULL_ATTENTION
 from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
 from probes.model_tensors import InventoryError
@@ -26,7 +27,6 @@ DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
     "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
 }
-DEVICES = ("auto", "npu", "cuda", "cpu")
 
 
 def parse_dtype(name: str | torch.dtype) -> torch.dtype:

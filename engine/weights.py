@@ -37,10 +37,10 @@ from engine.config import ModelConfig, from_facts
 from engine.cpu_kernel import LoadPass, copy_pass, dequantize_pass, kernel, run_load_passes
 from engine.errors import EngineError, ModelFormatError, UnsupportedArchitecture
 from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
+from engine.options import FP8_MODES
 from engine.tensor_io import ShardReader
 from probes.checkpoint import CheckpointError, ModelDir, TensorInfo, locate_model, read_model_dir
 from probes.errors import HostError
-from probes.model_memory import FP8_MODES
 from probes.model_tensors import LayerKind, TensorSpec, expected_tensors, layer_tensors
 
 Weight: TypeAlias = torch.Tensor | Fp8Weight

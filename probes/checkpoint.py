@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
+from probes.model.formats import TOKENIZER_FILES
 from probes.model_config import FieldProblem, ModelConfig, QuantFormat, parse_config
 from probes.safetensors_header import (
     DTYPE_BYTES,
@@ -62,10 +63,6 @@ SINGLE_FILE = "model.safetensors"
 # 37k tensors are ~4 MB. Anything far larger is not a model file.
 MAX_JSON_BYTES = 16 * 2**20
 MAX_INDEX_BYTES = 128 * 2**20
-# The files transformers' tokenizers load from a model directory.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
-                   "merges.txt", "special_tokens_map.json", "added_tokens.json",
-                   "chat_template.jinja", "chat_template.json")
 
 E4M3_MAX = 448.0  # largest finite float8_e4m3fn value
 E4M3_MIN_SUBNORMAL = 2.0**-9  # smallest positive float8_e4m3fn value

@@ -19,53 +19,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from probes.model.families import (
+    FAMILIES,
+    FAMILY_BY_CLASS,
+    FAMILY_DEFAULTS,
+    HYBRID_FAMILIES,
+    SHARED_EXPERT_FAMILIES,
+)
 from probes.quant_format import FieldProblem, QuantFormat, is_int, parse_quantization
 
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
 LAYER_TYPES = (FULL_ATTENTION, LINEAR_ATTENTION)
-
-# architectures[] class -> family; model_type is the fallback.
-FAMILY_BY_CLASS: Mapping[str, str] = {
-    "LlamaForCausalLM": "llama",
-    "Qwen3ForCausalLM": "qwen3",
-    "Qwen3MoeForCausalLM": "qwen3_moe",
-    "MixtralForCausalLM": "mixtral",
-    "Qwen3NextForCausalLM": "qwen3_next",
-    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
-    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
-}
-FAMILIES = ("llama", "qwen3", "qwen3_moe", "mixtral", "qwen3_next", "qwen3_5_moe",
-            "qwen3_5_moe_text")
-HYBRID_FAMILIES = ("qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
-# Families whose MoE layers add a gated always-on expert of `shared_expert_intermediate_size`
-# (transformers 5.24: Qwen3NextConfig, Qwen3_5MoeTextConfig). Qwen3MoeConfig has no such field:
-# a Qwen3-MoE config that carries one (Qwen3-Coder-30B-A3B writes 0) means no shared expert.
-SHARED_EXPERT_FAMILIES = HYBRID_FAMILIES
-
-# transformers' class defaults (5.24: LlamaConfig, Qwen3Config, Qwen3MoeConfig, MixtralConfig,
-# Qwen3NextConfig, Qwen3_5MoeTextConfig) for the fields a config may leave out.
-_QWEN3_NEXT_DEFAULTS: Mapping[str, Any] = {
-    "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 32768,
-    "head_dim": 256, "partial_rotary_factor": 0.25, "full_attention_interval": 4,
-    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
-    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "norm_topk_prob": True,
-    "decoder_sparse_step": 1, "shared_expert_intermediate_size": 512,
-    "moe_intermediate_size": 512, "attn_output_gate": True,
-}
-FAMILY_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    "llama": {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 2048},
-    "qwen3": {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 32768},
-    "qwen3_moe": {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 32768,
-                  "norm_topk_prob": False, "decoder_sparse_step": 1},
-    "mixtral": {"rope_theta": 1e6, "rms_norm_eps": 1e-5, "max_position_embeddings": 131072},
-    "qwen3_next": _QWEN3_NEXT_DEFAULTS,
-    # Qwen3.5/3.6: every layer is MoE and the top-k is always renormalised (transformers'
-    # Qwen3VLMoeTextTopKRouter has no switch).
-    "qwen3_5_moe": {**_QWEN3_NEXT_DEFAULTS, "vocab_size": 248320},
-    "qwen3_5_moe_text": {**_QWEN3_NEXT_DEFAULTS, "vocab_size": 248320},
-}
-
 
 @dataclass(frozen=True)
 class ModelConfig:

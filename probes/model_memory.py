@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from probes.model.formats import FP8_MODES
 from probes.model_config import ModelConfig, QuantFormat
 from probes.model_tensors import (
     TensorSpec,
@@ -39,7 +40,6 @@ INT8_SCALE_BYTES = 4  # one float32 scale per (token, KV head) row of an int8 ca
 RECURRENT_STATE_BYTES = 4  # the DeltaNet state is float32 (mamba_ssm_dtype)
 # Room the engine leaves free for activations, logits and the allocator.
 HEADROOM_FRACTION = 0.10
-FP8_MODES = ("dequantize", "resident")
 GIB = 2**30
 
 

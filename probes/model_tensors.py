@@ -28,13 +28,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from probes.model_config import (
-    FAMILIES,
-    FULL_ATTENTION,
-    LINEAR_ATTENTION,
-    SHARED_EXPERT_FAMILIES,
-    ModelConfig,
-)
+from probes.model.families import FAMILIES, SHARED_EXPERT_FAMILIES
+from probes.model_config import FULL_ATTENTION, LINEAR_ATTENTION, ModelConfig
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from probes.model_config import FAMILIES, parse_config
+from probes.model.families import FAMILIES
+from probes.model_config import parse_config
 from probes.model_memory import plan_memory
 from probes.model_tensors import InventoryError, expected_count, expected_tensors
 

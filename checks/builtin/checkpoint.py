@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
+from probes.model.families import KNOWN_MODEL_TYPES
 from probes.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
@@ -31,8 +32,7 @@ if TYPE_CHECKING:
 # probes.checkpoint is imported by the functions that read a model: a run without --model
 # never loads it.
 
-KNOWN_ARCHITECTURES = ("llama", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-                       "qwen3_next", "qwen3_5_moe")
+KNOWN_ARCHITECTURES = KNOWN_MODEL_TYPES  # the one family table's model types
 NAMED = 3  # shards named in a summary line before "and N more"
 REDOWNLOAD = "re-download the shards named above (compare sizes with the model repository)"
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from probes.checkpoint import ModelDir, TensorInfo
-from probes.model_config import FAMILIES
+from probes.model.families import FAMILIES
 from probes.model_tensors import InventoryError, expected_count, expected_tensors
 from probes.safetensors_header import shown
 

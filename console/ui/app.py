@@ -272,11 +272,12 @@ class ConsoleApp(App[int]):
         self.push_screen(DoctorScreen(self.run_doctor, waiting_for=self.target_pending))
 
     def run_doctor(self) -> Any:
-        """What the doctor screen runs (in its worker): every check against this console's host
-        and target, once the target is known."""
-        from checks.context import Context
-        from checks.registry import all_checks
-        from checks.runner import run_checks
+        """What the doctor screen runs (in its worker): `ascend-doctor`'s own run (checks.doctor)
+        against this console's host and target, once the target is known, so both faces judge
+        the same model and checks."""
+        from checks import doctor
+        from checks.inputs import Observed
+        from checks.options import HostOptions
 
         if not self.target_known.wait(self.options.npu_timeout_s + TARGET_WAIT_S):
             raise TargetError("the serving process was not found in time")
@@ -285,13 +286,14 @@ class ConsoleApp(App[int]):
         if self.target_error:
             raise TargetError(self.target_error)
 
-        model_dir = None
+        model = None  # None: the target's own model, as ascend-doctor judges it
         spec = self.options.model
         if spec is not None and spec.path.is_dir() and self.options.root == "/":
-            model_dir = spec.path.resolve()
-        return run_checks(all_checks(), Context(self.host, self.policy, model_dir,
-                                                endpoint=self._endpoint_target(),
-                                                target=self.target))
+            model = str(spec.path.resolve())
+        root = None if self.options.root == "/" else self.options.root
+        request = doctor.Request(HostOptions(root=root, timeout_s=self.options.npu_timeout_s),
+                                 model, endpoint=self._endpoint_target())
+        return doctor.run(Observed(self.host, self.target), self.policy, request).run
 
     def _endpoint_target(self) -> Any:
         """The console's --endpoint as the doctor's endpoint checks take it."""

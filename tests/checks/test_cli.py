@@ -204,3 +204,14 @@ def test_a_run_that_exits_quickly_still_writes_everything(tmp_path: Path) -> Non
     assert out.returncode in (0, 1, 2), out.stderr
     assert " checks: " in out.stdout.rstrip().splitlines()[-1]
     assert (tmp_path / "r.xml").read_text().rstrip().endswith("</testsuite>")
+
+
+def test_one_exit_code_enum_and_one_usage_error_serve_both_tools() -> None:
+    import console.cli
+    from checks import errors
+
+    assert console.cli.UsageError is errors.UsageError
+    assert [int(code) for code in errors.ExitCode] == [0, 1, 2, 3, 130]
+    assert errors.exit_code_for(errors.UsageError("x")) is errors.ExitCode.USAGE
+    assert errors.exit_code_for(KeyboardInterrupt()) is errors.ExitCode.INTERRUPTED
+    assert errors.exit_code_for(BrokenPipeError()) is errors.ExitCode.OK

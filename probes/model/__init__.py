@@ -1,0 +1,1 @@
+"""The model wing of the probes: what a model directory is, read once, torch-free."""
