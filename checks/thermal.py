@@ -33,8 +33,8 @@ from checks.thermal_codes import (
     RULE_PEERS,
     THERMAL_CODES,
     ThermalLevel,
-    normalise_code,
 )
+from probes.npu_smi.reading import normalise_code
 
 if TYPE_CHECKING:
     from checks.policy import Policy

@@ -27,6 +27,4 @@ RULE_NO_TEMPERATURE = "no-temperature"
 NO_TEMPERATURE = "npu-smi printed no temperature for it"
 
 
-def normalise_code(code: str) -> str:
-    """`0x80e00209` / `80E00209` -> `80E00209`."""
-    return code.strip().upper().removeprefix("0X")
+

@@ -17,30 +17,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import psutil
 
-from checks.health import health_level
-from checks.health_codes import read_health
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
 from probes import inventory
-from probes.errors import ParseError
-from probes.host import CommandResult, Host
-from probes.npu_smi import ChipRow, NpuInfo, parse_kv
+from probes.host import Host
+from probes.npu_smi import ChipRow, NpuInfo, reading
+from probes.npu_smi.reading import Usages
 
 NOT_FOUND = "npu-smi not found on PATH"
 MB = 1024 * 1024
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True, slots=True)
-class Usages:
-    """One chip's `npu-smi info -t usages` figures that the panels use."""
-
-    hbm_bandwidth_percent: float | None
-    aicore_percent: int | None
 
 
 UsageMap = Mapping[tuple[int, int | None], Usages]  # (npu_id, chip_id) -> usages
@@ -53,38 +42,25 @@ FaultMap = Mapping[tuple[int, int | None], tuple[tuple[str, ...] | None, str | N
 
 
 def sample_npu(host: Host, timeout_s: float, clock: Clock = time.time) -> NpuSnapshot:
-    """`npu-smi info`, then `-t usages -i N` per card, all within `timeout_s` together."""
-    started = time.monotonic()
+    """One sample through npu-smi's front door: the table, the health codes of chips that are
+    not OK, `-t usages` per card, all within `timeout_s` together."""
     taken_at = clock()
-    reading = inventory.read_live(host, timeout_s=timeout_s)
-    info = reading.info
+    got = reading.sample(host, timeout_s)
+    info = got.reading.info
     if info is None:
-        error = _reading_error(reading, timeout_s)
-        return NpuSnapshot(taken_at, (), (), False, error, time.monotonic() - started)
-    deadline = started + timeout_s
-    faults = sample_fault_codes(host, info.chips, deadline)  # alerts first, then the panels
-    usages = _sample_usages(host, sorted({c.npu_id for c in info.chips}), deadline)
-    return snapshot_from_info(info, usages, taken_at, time.monotonic() - started, faults)
+        error = _reading_error(got.reading, timeout_s)
+        return NpuSnapshot(taken_at, (), (), False, error, got.duration_s)
+    return snapshot_from_info(info, got.usages, taken_at, got.duration_s, _faults(got.health))
 
 
 def sample_fault_codes(host: Host, chips: Sequence[ChipRow], deadline: float) -> FaultMap:
     """`-t health` codes of every chip that is not OK (none for a chip that is: no alarm is
     active), each call within what is left of the sample's time."""
-    found: dict[tuple[int, int | None], tuple[tuple[str, ...] | None, str | None]] = {}
-    for chip in chips:
-        key = (chip.npu_id, chip.chip_id)
-        if health_level(chip.health) == "ok":
-            found[key] = ((), None)
-            continue
-        left_s = deadline - time.monotonic()
-        health = chip.health or "NA"
-        if left_s <= 0.05:
-            found[key] = (None, f"health {health}, not read within the sample's time")
-            continue
-        read = read_health(host, chip.npu_id, chip.chip_id, left_s)
-        found[key] = (read.codes, None if read.codes is not None
-                      else f"health {health}, {read.unread}")
-    return found
+    return _faults(reading.read_health_of(host, chips, deadline))
+
+
+def _faults(health: Mapping[tuple[int, int | None], reading.HealthCodes]) -> FaultMap:
+    return {key: (read.codes, read.unread) for key, read in health.items()}
 
 
 def snapshot_from_info(
@@ -134,49 +110,6 @@ def _reading_error(reading: inventory.NpuReading, timeout_s: float) -> str:
         return f"`npu-smi info` timed out after {timeout_s:g} s"
     text = reading.error_text or str(reading.document.get("error", ""))
     return text or f"`npu-smi info` printed no table (kind {reading.kind})"
-
-
-def _sample_usages(host: Host, npu_ids: list[int], deadline: float) -> dict[
-    tuple[int, int | None], Usages
-]:
-    found: dict[tuple[int, int | None], Usages] = {}
-    for npu_id in npu_ids:
-        left_s = deadline - time.monotonic()
-        if left_s <= 0.05:
-            break  # the main table used the budget; the panel shows "-" for the rest
-        result = inventory.run_npu_smi(host, ["info", "-t", "usages", "-i", str(npu_id)], left_s)
-        found.update(parse_usages(result, npu_id))
-    return found
-
-
-def parse_usages(result: CommandResult, npu_id: int) -> dict[tuple[int, int | None], Usages]:
-    """The usages of one card's chips, keyed (npu_id, chip_id); empty when unreadable."""
-    if not result.ok or not result.stdout.strip():
-        return {}
-    try:
-        output = parse_kv(result.stdout, "usages")
-    except ParseError:
-        return {}
-    card = npu_id  # the card asked for with -i; the printed `NPU ID` line repeats it
-    usages: dict[tuple[int, int | None], Usages] = {}
-    for block in output.blocks:
-        if block.name is not None and block.name.lower() == "mcu":
-            continue
-        fields = block.fields
-        usages[(card, block.chip_id)] = Usages(
-            hbm_bandwidth_percent=_number(fields.get("hbm_bandwidth_usage_rate_percent")),
-            aicore_percent=_int(fields.get("aicore_usage_rate_percent")),
-        )
-    return usages
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _int(value: object) -> int | None:
-    number = _number(value)
-    return None if number is None else round(number)
 
 
 # ---------------------------------------------------------------------------------------------

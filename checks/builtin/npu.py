@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.context import Context
 from checks.health import health_level, health_verdict
-from checks.health_codes import HealthRead, chip_args, read_health
+from checks.health_codes import HealthRead, read_health
 from checks.model import Finding, failed, passed, skipped, warned
 from checks.thermal_codes import (
     RULE_CODE,
@@ -109,6 +109,8 @@ def _npu_smi_error(reading: NpuReading) -> Finding:
 
 
 def _chip_args(kind: str, chip: ChipRow) -> list[str]:
+    from probes.npu_smi.reading import chip_args  # npu-smi's parsers: only for a chip's call
+
     return chip_args(kind, chip.npu_id, chip.chip_id)
 
 
