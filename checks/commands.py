@@ -214,7 +214,7 @@ def cmd_ops(options: OpsOptions) -> int:
     """The operators --model sends to the device and whether it has kernels for them."""
     _needs_torch("ops")
     from engine.errors import EngineError
-    from engine.opscan import scan_path
+    from engine.tools.opscan import scan_path
 
     torch_npu = options.torch_npu
     if torch_npu is None and options.python:
@@ -256,8 +256,8 @@ def cmd_bench(options: BenchOptions) -> int:
     from checks.bench_view import progress_bar, render, render_comparison
     from engine.config import load_config
     from engine.errors import EngineError
-    from engine.microbench import QUICK, Settings, bench
     from engine.runner import parse_dtype, pick_device
+    from engine.tools.microbench import QUICK, Settings, bench
 
     try:
         config = load_config(Path(options.model))

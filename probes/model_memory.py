@@ -201,7 +201,7 @@ def human_bytes(n_bytes: int) -> str:
 
 
 def plan_lines(plan: MemoryPlan, device_bytes: int | None = None) -> list[str]:
-    """The plan as lines a person reads (the engine's `python -m engine.plan` and the doctor's
+    """The plan as lines a person reads (the engine's `python -m engine.tools.plan` and the doctor's
     npu.hbm-fit print these same lines)."""
     modes = FP8_MODES if plan.is_fp8 else ("dequantize",)
     lines = []

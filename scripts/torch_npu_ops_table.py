@@ -1,9 +1,10 @@
-"""Regenerate engine/data/torch_npu_ops.txt, the operator table `ascend-doctor ops` predicts from.
+"""Regenerate engine/tools/data/torch_npu_ops.txt, the operator table `ascend-doctor ops`
+predicts from.
 
     python scripts/torch_npu_ops_table.py \\
         --op-plugin op_plugin_functions.yaml --op-plugin-ref "517f2e7d0f20... (2026-08-21)" \\
         --torch-npu npu_native_functions.yaml --torch-npu-ref "9ed07bbbd8d9..." \\
-        -o engine/data/torch_npu_ops.txt
+        -o engine/tools/data/torch_npu_ops.txt
 
 Inputs, downloaded at the commits you name:
 - Ascend/op-plugin `op_plugin/config/op_plugin_functions.yaml`: every aten (`official:`) and
@@ -15,7 +16,7 @@ Inputs, downloaded at the commits you name:
   torch line it builds.
 
 The output keeps one line per operator (name.overload): its section and its kernel paths with
-the lines each covers (see engine/npu_registry.py for the format). Same entry twice (a schema
+the lines each covers (see engine/tools/npu_registry.py for the format). Same entry twice (a schema
 changed between torch lines): the versions are merged.
 """
 
@@ -32,7 +33,7 @@ import yaml
 Version = tuple[int, int]
 HEADER = """\
 # torch_npu operator registry: which operators have a kernel, per torch line.
-# Derived by scripts/torch_npu_ops_table.py (see engine/npu_registry.py for the format).
+# Derived by scripts/torch_npu_ops_table.py (see engine/tools/npu_registry.py for the format).
 # Columns: operator, section, then path=versions for each kernel path:
 #   acl_op, op_api  op-plugin's ACL and aclnn kernels; native  kernels torch_npu registers itself
 """

@@ -62,7 +62,7 @@ LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_sm
         "checks.builtin.endpoint", "probes.http", "probes.prometheus", "httpx",
         "prometheus_client",
         # engine.op-coverage and the ops/bench commands: only when asked for
-        "checks.builtin.ops", "checks.ops_view", "checks.bench_view", "engine.opscan",
+        "checks.builtin.ops", "checks.ops_view", "checks.bench_view", "engine.tools.opscan",
         # the median without statistics (and its decimal, fractions, random); the temperature
         # rule only where a table is judged; the JSON timestamp without datetime; argparse's
         # sub-command parsers and their options only for a sub-command; the --model readers

@@ -1,5 +1,5 @@
 """Every real config in tests/data/models is read as transformers means it, by the one reader
-(probes.model_config), the engine's config, `python -m engine.plan` and `ascend-doctor ops`;
+(probes.model_config), the engine's config, `python -m engine.tools.plan` and `ascend-doctor ops`;
 an architecture the engine does not run (DeepSeek-V3) is named as such, never priced as if it
 were another."""
 
@@ -78,7 +78,7 @@ def test_an_unknown_architecture_is_not_priced_as_another() -> None:
 
 
 def engine_plan(name: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "engine.plan", str(MODELS / name)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "engine.tools.plan", str(MODELS / name)], cwd=ROOT,
                           capture_output=True, text=True, timeout=120, env=ENV)
 
 

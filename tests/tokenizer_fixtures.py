@@ -1,7 +1,7 @@
 """A Qwen3-MoE model directory with the real Qwen3 tokenizer (built from qwen.tiktoken).
 
 The tokenizer is built once per machine (cached by the tiktoken file's sha256, see
-engine.qwen_tokenizer) and copied into each directory, so a test pays milliseconds.
+demo_models.qwen_tokenizer) and copied into each directory, so a test pays milliseconds.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.qwen_tokenizer import write_qwen3_tokenizer
+from demo_models.qwen_tokenizer import write_qwen3_tokenizer
 
 QWEN3_VOCAB_SIZE = 151936
 

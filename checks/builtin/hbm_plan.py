@@ -173,7 +173,7 @@ def tokens(n: int) -> str:
 
 def engine_plan_lines(config: ModelConfig, max_seq_len: int, batch: int) -> list[str]:
     """This project's engine plan for the language model (probes.model_memory, the lines
-    `python -m engine.plan` prints): weights per FP8 mode, KV and linear-attention state."""
+    `python -m engine.tools.plan` prints): weights per FP8 mode, KV and linear-attention state."""
     from probes.model_config import FAMILIES
     from probes.model_memory import plan_lines, plan_memory
     from probes.model_tensors import InventoryError

@@ -23,7 +23,7 @@ from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 
 if TYPE_CHECKING:
-    from engine.opcoverage import Judge
+    from engine.tools.opcoverage import Judge
     from probes.checkpoint import ModelConfig, ModelDir
 
 CHECK_RULES: dict[str, dict[str, str]] = {
@@ -58,7 +58,7 @@ def _own_torch_npu() -> str | None:
 def _judge(ctx: Context) -> tuple[Judge | None, str, bool]:
     """How the NPU's kernels are known for the judged interpreter (None: the reason to skip),
     and whether that interpreter has a torch_npu to judge."""
-    from engine.opscan import choose_judge, predict_for
+    from engine.tools.opscan import choose_judge, predict_for
 
     py = facts.python(ctx)
     where = py.interpreter or "the judged interpreter"
@@ -114,7 +114,7 @@ def op_coverage(ctx: Context) -> Finding:
         return skipped(how, rules=("nothing-to-judge",))
     from engine.config import from_facts
     from engine.errors import EngineError
-    from engine.opscan import scan
+    from engine.tools.opscan import scan
 
     try:
         report = scan(from_facts(config), judge, fp8_mode="resident" if fp8 else "dequantize",

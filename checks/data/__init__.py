@@ -40,7 +40,7 @@ _SOURCE_RES = (
     re.compile(r"\b[\w.-]+/[\w.-]+ \S+ @ \S+"),
     re.compile(r"\b[\w.-]+/[\w.-]+ @ \S+"),
 )
-_NOT_A_SOURCE = re.compile(r"shared/facts|FACTCHECK|\.\./")
+_NOT_A_SOURCE = re.compile(r"\.\./|\bshared/|[F]ACT[C]HECK")
 
 
 class DataError(ValueError):

@@ -130,7 +130,8 @@ def test_a_run_that_does_not_ask_loads_no_torch(tmp_path: Path) -> None:
         "report = json.loads(out.getvalue())\n"
         "row = next(r for r in report['results'] if r['id'] == 'engine.op-coverage')\n"
         "print(json.dumps([row['status'], row['summary'], 'torch' in sys.modules,\n"
-        "                  'engine.opscan' in sys.modules, 'checks.builtin.ops' in sys.modules]))\n"
+        "                  'engine.tools.opscan' in sys.modules,\n"
+        "                  'checks.builtin.ops' in sys.modules]))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True)

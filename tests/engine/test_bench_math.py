@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.bench_math import (
+from engine.tools.bench_math import (
     Cost,
     attention_decode_cost,
     copy_cost,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.bench_math import fp8_weight_bytes, matmul_cost
 from engine.config import load_config
-from engine.meta_model import build_meta_model
-from engine.microbench import (
+from engine.tools.bench_math import fp8_weight_bytes, matmul_cost
+from engine.tools.meta_model import build_meta_model
+from engine.tools.microbench import (
     COLD_BYTES,
     SCHEMA,
     Case,

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from engine.npu_registry import (
+from engine.tools.npu_registry import (
     RegistryError,
     load_registry,
     parse_spec,

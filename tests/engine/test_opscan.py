@@ -12,9 +12,9 @@ import torch
 
 from engine.config import load_config
 from engine.errors import EngineError
-from engine.npu_registry import Registry, parse_table
-from engine.opcoverage import OpRow
-from engine.opscan import CoverageReport, choose_judge, predict_for, scan, scan_path
+from engine.tools.npu_registry import Registry, parse_table
+from engine.tools.opcoverage import OpRow
+from engine.tools.opscan import CoverageReport, choose_judge, predict_for, scan, scan_path
 from tests.engine.tiny_configs import FAMILIES, write
 
 ROOT = Path(__file__).resolve().parent.parent.parent

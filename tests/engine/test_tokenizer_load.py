@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.qwen_tokenizer import write_qwen3_tokenizer
+from demo_models.qwen_tokenizer import write_qwen3_tokenizer
 from engine.tokenizer_load import added_tokens_kwargs, load_tokenizer, top_level_value
 
 TEXT = "Hello <|im_start|>user\nworld<|im_end|> ünïcödé 12345 <|endoftext|>"

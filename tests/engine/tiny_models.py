@@ -76,7 +76,7 @@ def save_tiny_qwen_vocab(directory: Path, seed: int = 0) -> Any:
     """A one-layer Qwen3 with the full 151,936-row vocabulary and the real Qwen3 tokenizer."""
     import transformers as tf
 
-    from engine.qwen_tokenizer import write_qwen3_tokenizer
+    from demo_models.qwen_tokenizer import write_qwen3_tokenizer
 
     torch.manual_seed(seed)
     config = tf.Qwen3Config(vocab_size=151936, hidden_size=32, intermediate_size=64,

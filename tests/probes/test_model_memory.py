@@ -1,6 +1,6 @@
 """The memory plan of the real Qwen3.6-35B-A3B-FP8 / Qwen3.5-35B-A3B / Qwen3-Next shapes,
 pinned to values computed by hand below, and printed identically by the engine's
-`python -m engine.plan` and the doctor's npu.hbm-fit (configs: tests/data/models)."""
+`python -m engine.tools.plan` and the doctor's npu.hbm-fit (configs: tests/data/models)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_bf16_qwen3_5_and_qwen3_next() -> None:
 
 
 def engine_plan(*args: str) -> list[str]:
-    result = subprocess.run([sys.executable, "-m", "engine.plan", *args], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "engine.tools.plan", *args], cwd=ROOT,
                             capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 0 and not result.stderr, result.stderr
@@ -111,7 +111,7 @@ def test_engine_plan_prints_the_plan_and_the_verdict() -> None:
 
 
 def test_engine_plan_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "engine.plan", "/dev/zero"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "engine.tools.plan", "/dev/zero"], cwd=ROOT,
                             capture_output=True, text=True, timeout=120,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert result.returncode == 2 and result.stderr.count("\n") == 1
@@ -119,7 +119,7 @@ def test_engine_plan_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
 
 
 def test_engine_plan_loads_no_torch() -> None:
-    code = "import sys, engine.plan; print('torch' in sys.modules)"
+    code = "import sys, engine.tools.plan; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == "False"
@@ -128,7 +128,7 @@ def test_engine_plan_loads_no_torch() -> None:
 @pytest.mark.parametrize("name", ["Qwen3.6-35B-A3B-FP8", "Qwen3.5-35B-A3B"])
 def test_the_doctor_prints_the_same_numbers(tmp_path: Path, name: str) -> None:
     """npu.hbm-fit on header-only shards of the real shape (no NPU here: it still says what
-    the model needs) prints the engine's plan lines, the same as `python -m engine.plan`."""
+    the model needs) prints the engine's plan lines, the same as `python -m engine.tools.plan`."""
     directory = tmp_path / name
     data_bytes = write_header_only(directory, config(name))
     ctx = Context(LiveHost(root="/", env={}), load_policy(None), model_dir=directory)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine import qwen_tokenizer as qt
+from demo_models import qwen_tokenizer as qt
 
 # TOKENIZER.md: a user "Hello world" with enable_thinking=False.
 GOLDEN_CHAT = [151644, 872, 198, 9707, 1879, 151645, 198, 151644, 77091, 198, 151667, 271,

@@ -3,10 +3,10 @@ a device, and does the device have kernels for them?
 
     report = scan(config, choose_judge("npu", torch_npu="2.5.1"))
 
-The model is built from its config on the meta device (engine.meta_model), one prefill and one
-decode step are traced (engine.optrace), and each operator that reaches the device is judged
-(engine.opcoverage): probed in this process's dispatcher, or predicted from torch_npu's
-registry (engine.npu_registry) when torch_npu is not installed here. The vendor fused ops the
+The model is built from its config on the meta device (engine.tools.meta_model), one prefill and one
+decode step are traced (engine.tools.optrace), and each operator that reaches the device is judged
+(engine.tools.opcoverage): probed in this process's dispatcher, or predicted from torch_npu's
+registry (engine.tools.npu_registry) when torch_npu is not installed here. The vendor fused ops the
 engine may use (engine.ops) are listed with whether they are available and admitted.
 """
 
@@ -22,13 +22,13 @@ import torch
 
 from engine.config import ModelConfig, load_config
 from engine.errors import EngineError
-from engine.meta_model import LayerUse, build_meta_model
-from engine.npu_registry import Registry, load_registry, parse_version, version_text
-from engine.opcoverage import DispatcherJudge, Judge, OpRow, RegistryJudge, rows
 from engine.ops import NPU_CANDIDATES, Candidate, admit
 from engine.options import TRACE_DEVICES as DEVICES
-from engine.optrace import PREFILL_TOKENS, qualified, trace
 from engine.runner import parse_dtype
+from engine.tools.meta_model import LayerUse, build_meta_model
+from engine.tools.npu_registry import Registry, load_registry, parse_version, version_text
+from engine.tools.opcoverage import DispatcherJudge, Judge, OpRow, RegistryJudge, rows
+from engine.tools.optrace import PREFILL_TOKENS, qualified, trace
 
 SCHEMA = "ascend-doctor-ops/1"
 

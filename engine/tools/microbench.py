@@ -1,6 +1,6 @@
 """`ascend-doctor bench`: the model's hot operators, timed at its real shapes on one device.
 
-The cases come from the engine's own layers built on the meta device (engine.meta_model): one
+The cases come from the engine's own layers built on the meta device (engine.tools.meta_model): one
 layer of each kind, so the shapes, dtypes and FP8 mode are the ones the engine would run. Each
 case then allocates random tensors of those shapes on the device -- only its own, and only while
 it runs: a 35B model costs one layer's tensors at most, never its weights -- and times the
@@ -10,7 +10,7 @@ synchronised around each sample. Small operators are repeated within a sample, c
 copies of their tensors (at least COLD_BYTES in all) so weights come from memory, not a cache.
 
 The copy bandwidth and the matmul peak of the same device are measured first, in the same run;
-each operator is reported against them (engine.bench_math.rate).
+each operator is reported against them (engine.tools.bench_math.rate).
 """
 
 from __future__ import annotations
@@ -27,7 +27,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from engine.bench_math import (
+from engine.config import ModelConfig
+from engine.cpu_decode import prefer_layout
+from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
+from engine.fp8 import Fp8Weight
+from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
+from engine.moe import SparseMoe, route
+from engine.ops import in_use, select_fused_ops
+from engine.tools.bench_math import (
     Cost,
     attention_decode_cost,
     copy_cost,
@@ -40,14 +47,7 @@ from engine.bench_math import (
     swiglu_cost,
     tokens_per_expert,
 )
-from engine.config import ModelConfig
-from engine.cpu_decode import prefer_layout
-from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
-from engine.fp8 import Fp8Weight
-from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
-from engine.meta_model import MetaModel, build_meta_model
-from engine.moe import SparseMoe, route
-from engine.ops import in_use, select_fused_ops
+from engine.tools.meta_model import MetaModel, build_meta_model
 
 SCHEMA = "ascend-doctor-bench/1"
 COLD_BYTES = 256 * 2**20

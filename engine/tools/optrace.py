@@ -1,11 +1,11 @@
 """Trace the aten operators one prefill and one decode step of a model issue, on the meta device.
 
-A dispatch mode watches the engine run (engine.meta_model builds it without weights). The
+A dispatch mode watches the engine run (engine.tools.meta_model builds it without weights). The
 engine runs under inference mode, where an operator reaches the mode before torch decomposes
 it: a CompositeImplicit operator (`linear`, `scaled_dot_product_attention`, `to`) is recorded
 as such and then decomposed with the mode still watching, so every operator it turns into is
 recorded too, with the composite calls it came from (`Call.within`). A backend that registers
-such an operator itself (torch_npu does for some) runs it whole; engine.opcoverage decides,
+such an operator itself (torch_npu does for some) runs it whole; engine.tools.opcoverage decides,
 per backend, which level reaches the device. Each record holds the operator, its input
 dtypes and shapes, the engine functions on the Python stack and the decoder layer.
 
@@ -28,9 +28,9 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from engine.meta_model import LayerUse, MetaModel
+from engine.tools.meta_model import LayerUse, MetaModel
 
-ENGINE_DIR = str(Path(__file__).resolve().parent)
+ENGINE_DIR = str(Path(__file__).resolve().parent.parent)  # engine/, where the model code lives
 _SELF_FILES = frozenset(str(Path(__file__).resolve().parent / name)
                         for name in ("optrace.py", "opcoverage.py", "meta_model.py", "opscan.py",
                                      "microbench.py"))

@@ -1,6 +1,6 @@
 """Which operators torch_npu has a kernel for, per torch line, without torch_npu installed.
 
-Reads the compact table `engine/data/torch_npu_ops.txt`, derived by
+Reads the compact table `engine/tools/data/torch_npu_ops.txt`, derived by
 `scripts/torch_npu_ops_table.py` from torch_npu's published operator registries (the table's
 header names the files and the commits). One line per operator:
 
@@ -163,5 +163,6 @@ def load_registry(path: Path | None = None) -> Registry:
     """The shipped table (or `path`)."""
     if path is not None:
         return parse_table(path.read_text(encoding="utf-8").splitlines(), str(path))
-    text = resources.files("engine").joinpath("data").joinpath(TABLE).read_text(encoding="utf-8")
-    return parse_table(text.splitlines(), f"engine/data/{TABLE}")
+    data = resources.files("engine.tools").joinpath("data")
+    text = data.joinpath(TABLE).read_text(encoding="utf-8")
+    return parse_table(text.splitlines(), f"engine/tools/data/{TABLE}")

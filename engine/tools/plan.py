@@ -1,4 +1,4 @@
-"""`python -m engine.plan CONFIG.json --hbm-gb 64 --max-seq-len N`: the engine's memory plan
+"""`python -m engine.tools.plan CONFIG.json --hbm-gb 64 --max-seq-len N`: the engine's memory plan
 for a model from its config alone (no weights needed).
 
 Prints the weights per FP8 mode, the KV cache (full-attention layers only) and the
@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m engine.plan", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m engine.tools.plan", description=__doc__.split("\n")[0])
     parser.add_argument("config", type=Path, help="a config.json, or the model directory")
     parser.add_argument("--hbm-gb", type=float, default=64.0,
                         help="device memory in GiB (default 64: one Atlas A2 card)")

@@ -2,9 +2,10 @@
 
 A `Judge` answers per aten operator, either by asking the dispatcher of this torch (probed: a
 kernel registered for the device's dispatch key -- CPU, CUDA, PrivateUse1 for torch_npu) or by
-reading torch_npu's published registry for a torch line (predicted: engine.npu_registry). The
-trace (engine.optrace) holds CompositeImplicit calls and their decompositions; what reaches the
-device is the call itself where the backend registers it, else its decomposition.
+reading torch_npu's published registry for a torch line (predicted:
+engine.tools.npu_registry). The trace (engine.tools.optrace) holds CompositeImplicit calls and
+their decompositions; what reaches the device is the call itself where the backend registers
+it, else its decomposition.
 
 Verdicts per operator:
 - native     the backend has a kernel for it;
@@ -24,8 +25,8 @@ from typing import Literal, Protocol
 
 import torch
 
-from engine.npu_registry import Answer, Registry, Version, version_text
-from engine.optrace import Call, Trace, has_kernel, qualified
+from engine.tools.npu_registry import Answer, Registry, Version, version_text
+from engine.tools.optrace import Call, Trace, has_kernel, qualified
 
 Status = Literal["native", "composite", "fallback", "missing"]
 WARN_STATUSES: tuple[Status, ...] = ("fallback", "missing")
