@@ -63,24 +63,30 @@ def cmd_explain(playbook_id: str) -> int:
     return EXIT_OK
 
 
-def cmd_playbooks(text: str) -> int:
-    from rich.table import Table
-    from rich.text import Text
-
+def cmd_playbooks(text: str, as_json: bool = False) -> int:
+    """List the playbooks, or search them; exit 0 whether or not anything matched."""
     import playbooks
+    from checks import playbooks_view as view
 
+    if not text:
+        books = playbooks.load_all()
+        if as_json:
+            return _print_json(view.listing(books))
+        view.print_table(make_console(), "playbooks", books)
+        return EXIT_OK
+    ranking = playbooks.find(text, limit=10)
+    if as_json:
+        return _print_json(view.document(text, ranking))
     console = make_console()
-    table = Table(title=f"playbooks matching '{text}'" if text else "playbooks",
-                  title_justify="left")
-    for header in ("id", "kind", "title"):
-        table.add_column(header)
-    found = ([b for b, _ in playbooks.search(text, limit=10)] if text
-             else list(playbooks.load_all()))
-    for book in found:
-        table.add_row(book.id, book.kind, book.title)
-    console.print(table if found else Text(f"no playbook matches '{text}'"))
-    if found:
-        console.print(Text("read one with: ascend-doctor explain ID", style="dim"))
+    if ranking.hits:
+        view.print_table(console, f"playbooks matching '{text}'", [b for b, _ in ranking.hits])
+    else:
+        view.print_no_match(console, text, [b for b, _ in ranking.closest])
+    return EXIT_OK
+
+
+def _print_json(document: dict[str, Any]) -> int:
+    print(json_text(json.dumps(document, indent=2, ensure_ascii=False)))
     return EXIT_OK
 
 

@@ -1,0 +1,107 @@
+"""Turn what a person types, or pastes from a log, into search terms.
+
+Identifiers stay whole so they can match exactly (`EZ1001`, `507035`, `libatb.so`,
+`ACL_ERROR_RT_AICORE_EXCEPTION`, `RuntimeError`), and their parts are added too, split at
+`_`, `.`, `-` and CamelCase humps, so `AscendFp8Config` also meets "fp8" and "config".
+Chinese has no spaces: each run of Han characters becomes its character bigrams (a lone
+character stays a unigram), which needs no segmenter and still matches 显存不足 inside
+"推理时显存不足了". Pure functions, no dependencies.
+"""
+
+from __future__ import annotations
+
+import re
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RE = re.compile(
+    rf"(?P<han>[{_HAN}]+)|(?P<word>[A-Za-z0-9]+(?:[._\-][A-Za-z0-9]+)*)"
+)
+_SEPARATOR_RE = re.compile(r"[._\-]")
+_HEX_RE = re.compile(r"0x[0-9A-Fa-f]+")
+_HUMP_RE = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*(?![a-z])|[0-9]+[A-Za-z]*")
+# The families of numeric return codes the ACL headers define (acl_base.h, rt_error_codes.h,
+# ge_error_codes.h, aclnn's 161xxx/561xxx): a six-digit number from these is read as a code,
+# any other (a PID, a port, a byte count) is not.
+_CODE_RE = re.compile(
+    r"(?<![\w.])(?:"
+    r"E[A-Z0-9][0-9]{4}"  # CANN error-code reference: EZ1001, EI0006, E39999
+    r"|(?:100|107|145|148|161|200|207|245|300|500|507|545|561)[0-9]{3}"
+    r"|-80[0-9]{2}"  # DCMI return codes: -8005, -8020
+    r"|0x[0-9A-Fa-f]{8}"  # device fault codes: 0x80E00209
+    r"|ACL(?:NN)?_ERR(?:OR)?_[A-Z0-9_]+"
+    r")(?![\w.])"
+)
+# fmt: off
+STOPWORDS = frozenset((
+    "a", "an", "the", "of", "to", "in", "on", "at", "is", "are", "be", "was", "were", "and",
+    "or", "for", "with", "it", "its", "my", "me", "i", "we", "our", "you", "your", "this",
+    "that", "these", "by", "as", "from", "into", "after", "when", "how", "what", "why", "do",
+    "does", "did", "has", "have", "had", "can", "could", "should", "would", "will", "but",
+    "so", "if", "then", "than", "there", "very", "just", "also", "please", "any", "some",
+))
+# fmt: on
+
+
+def stem(word: str) -> str:
+    """Fold simple plurals and -ing/-ed/-e endings so 'garbled' meets 'garble'."""
+    if any(c.isdigit() for c in word) or len(word) <= 3:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # logging -> log, stopped -> stop
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+def _parts(word: str) -> list[str]:
+    """The pieces of a compound or CamelCase word; pure numbers (version pieces) dropped."""
+    pieces: list[str] = []
+    for chunk in _SEPARATOR_RE.split(word):
+        humped = chunk if chunk.islower() or chunk.isupper() else None
+        pieces.extend([chunk] if humped is not None else _HUMP_RE.findall(chunk))
+    return [p for p in pieces if p and not p.isdigit()]
+
+
+def _is_compound(word: str) -> bool:
+    if _HEX_RE.fullmatch(word):
+        return False
+    return bool(_SEPARATOR_RE.search(word)) or (
+        any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
+    )
+
+
+def _word_terms(word: str) -> list[str]:
+    if not _is_compound(word):
+        low = word.lower()
+        return [] if low in STOPWORDS else [stem(low)]
+    parts = [stem(p.lower()) for p in _parts(word) if p.lower() not in STOPWORDS]
+    return [word.lower(), *parts]
+
+
+def _han_terms(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Search terms of `text`, in order, repeats kept (term frequency counts them)."""
+    terms: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        han, word = match.group("han"), match.group("word")
+        terms.extend(_han_terms(han) if han else _word_terms(word))
+    return terms
+
+
+def error_codes(text: str) -> frozenset[str]:
+    """The error codes written in `text` (as terms: lowercase, a DCMI code without its '-')."""
+    found = (m.group(0).lstrip("-") for m in _CODE_RE.finditer(text))
+    return frozenset(term for code in found for term in _word_terms(code)[:1])

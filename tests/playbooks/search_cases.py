@@ -1,0 +1,100 @@
+"""Realistic queries and the playbooks acceptable in their top three.
+
+Written the way people write them: a symptom in their words, a line pasted from a log, an
+error code alone, Chinese, and folklore stated or merely brushed against. `FORBIDDEN` lists
+playbooks that must stay out of a query's top three (folklore for ordinary wording).
+"""
+
+from __future__ import annotations
+
+HBM = ("npu.hbm-fit", "symptom.long-sequence-memory", "symptom.memory-above-plan")
+NO_CARDS = ("symptom.container-no-cards", "devices.nodes")
+
+CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # English, the user's own words
+    ("garbled output", ("symptom.garbled-output",)),
+    ("the answer is gibberish with random characters", ("symptom.garbled-output",)),
+    ("driver version does not match the firmware", ("versions.parity",)),
+    ("which CANN version should I install for my driver", ("versions.parity",)),
+    ("time to first token is very high", ("symptom.slow-first-token", "endpoint.smoke")),
+    ("p99 latency spikes under load", ("symptom.latency-spikes",)),
+    ("container cannot see the NPUs", NO_CARDS),
+    ("/dev/davinci_manager missing", ("devices.nodes",)),
+    ("HCCL timeout during all reduce", ("symptom.training-hangs",)),
+    ("NPU temperature too high, HBM overheating", ("npu.temperature",)),
+    ("throughput drops after running at full load for half an hour",
+     ("symptom.throughput-drops-under-load",)),
+    ("/metrics returns 404", ("endpoint.metrics",)),
+    ("connection refused on port 8000", ("endpoint.health",)),
+    ("weight_scale_inv missing", ("checkpoint.fp8-scales",)),
+    ("HBM memory usage is too high at idle", ("symptom.memory-above-plan", "npu.hbm-fit")),
+    # lines pasted from logs, and codes
+    ("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total "
+     "capacity; 58.10 GiB already allocated)", HBM),
+    ("ImportError: libatb.so: cannot open shared object file: No such file or directory",
+     ("cann.environment",)),
+    ("RuntimeError: Failed to infer device type", ("cann.environment",)),
+    ("dcmi module initialize failed. ret is -8005", ("npu.health", *NO_CARDS)),
+    ("aclrtMalloc failed, error code 207018", ("npu.hbm-fit",)),
+    ("EI0006: Getting socket times out. Reason: Remote Rank did not send the data in time",
+     ("symptom.training-hangs",)),
+    ("error 148049", ("cann.environment",)),
+    ("NotImplementedError raised in AscendFp8Config.get_quant_method",
+     ("checkpoint.format",)),
+    ("[W] CAUTION: The operator 'aten::_foreach_norm' is not currently supported on the NPU "
+     "backend and will fall back to run on the CPU", ("engine.op-coverage",)),
+    ("Segmentation fault (core dumped)", ("symptom.random-segfaults",)),
+    # folklore, myth stated
+    ("npu-smi shows driver 24.1.0, must the last two digits be 12?",
+     ("folklore.version-last-two-digits",)),
+    ("910B has 32GB HBM of which 28.4 GB usable", ("folklore.910b-hbm-32gb",)),
+    ("atb_compiler --enable-fp8 not found", ("folklore.atb-compiler",)),
+    ("set temp_threshold in /etc/npu/conf/npu.conf", ("folklore.npu-conf-temp-threshold",)),
+    ("set ASCEND_GLOBAL_LOG_LEVEL=1 for production",
+     ("folklore.log-level-reversed", "logging.level")),
+    ("clamp input_ids > 65535 to 1", ("folklore.clamp-token-ids",)),
+    # folklore not stated: ordinary version and memory wording
+    ("which driver version do I need", ("versions.parity",)),
+    ("how much HBM memory does the card have", ("npu.hbm-fit", "symptom.memory-above-plan")),
+    ("version mismatch between torch and torch_npu", ("versions.parity",)),
+    ("ASCEND_GLOBAL_LOG_LEVEL", ("logging.level",)),
+    # Chinese
+    ("显存不足", HBM),
+    ("模型输出乱码", ("symptom.garbled-output",)),
+    ("多卡训练卡住了，HCCL通信超时", ("symptom.training-hangs",)),
+    ("容器里找不到NPU设备", NO_CARDS),
+    ("驱动和固件版本不匹配", ("versions.parity",)),
+    ("首token时延很高", ("symptom.slow-first-token",)),
+    ("日志把磁盘写满了", ("logging.level",)),
+    ("算子不支持，回退到CPU执行", ("engine.op-coverage",)),
+    ("NPU温度过高", ("npu.temperature",)),
+    ("推理服务段错误 core dumped", ("symptom.random-segfaults",)),
+    ("加载模型的时候进程退出了", ("symptom.exits-while-loading",)),
+    ("找不到 libatb.so", ("cann.environment",)),
+    ("服务连接被拒绝", ("endpoint.health",)),
+    ("长序列推理时显存爆了", ("symptom.long-sequence-memory", "npu.hbm-fit")),
+    ("多卡吞吐不随卡数增加", ("symptom.multi-card-scaling",)),
+)
+
+FORBIDDEN: dict[str, frozenset[str]] = {
+    "which driver version do I need": frozenset({"folklore.version-last-two-digits"}),
+    "which CANN version should I install for my driver":
+        frozenset({"folklore.version-last-two-digits"}),
+    "version mismatch between torch and torch_npu":
+        frozenset({"folklore.version-last-two-digits"}),
+    "how much HBM memory does the card have": frozenset({"folklore.910b-hbm-32gb"}),
+    "HBM memory usage is too high at idle": frozenset({"folklore.910b-hbm-32gb",
+                                                       "folklore.hbm-bank-conflicts"}),
+    "ASCEND_GLOBAL_LOG_LEVEL": frozenset({"folklore.log-level-reversed"}),
+    "显存不足": frozenset({"folklore.910b-hbm-32gb"}),
+}
+
+# Codes no shipped playbook explains: whatever ranks must at least name the code.
+UNKNOWN_CODES = ("error code is 507035", "EZ1001", "507001", "ACL_ERROR_RT_AICORE_EXCEPTION")
+
+NEGATIVE = ("hello world", "the model is great", "error", "model", "code", "npu",
+            "error code", "thanks, it works now", "你好", "今天天气很好")
+
+
+def right_in_top3(ids: list[str], acceptable: tuple[str, ...]) -> bool:
+    return bool(set(ids[:3]) & set(acceptable))
