@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from playbooks._loader import Playbook
-from playbooks._tokens import error_codes, tokenize
+from playbooks._tokens import HAN_COMMON, error_codes, is_han, tokenize
 
 FIELD_WEIGHTS: dict[str, float] = {
     "codes": 5.0,
@@ -41,6 +41,10 @@ RELATIVE_FLOOR = 0.2  # a hit scoring under this share of the best one is noise
 CODE_MISS_FACTOR = 0.25
 MYTH_MIN_IDF = 2.0  # a stated myth needs at least one fairly rare term
 CLOSEST = 3
+# A Chinese bigram is weaker evidence than a word: only the symptom phrases carry Chinese, so
+# idf sees every bigram as rare; everyday ones (模型, 服务, 报错) weigh least.
+HAN_WEIGHT = 0.7
+HAN_COMMON_WEIGHT = 0.2
 _K1 = 1.2
 # How much a long field dilutes a match: a code is a code however many the playbook lists.
 _B: dict[str, float] = {"codes": 0.0, "symptoms": 0.5}
@@ -113,8 +117,16 @@ def _field_score(tf: int, length: int, avg_len: float, b: float) -> float:
     return tf * (_K1 + 1.0) / (tf + norm)
 
 
+def _weight(index: Index, term: str) -> float:
+    """The term's idf, lowered for Chinese bigrams."""
+    idf = index.idf.get(term, 0.0)
+    if not is_han(term):
+        return idf
+    return idf * (HAN_COMMON_WEIGHT if term in HAN_COMMON else HAN_WEIGHT)
+
+
 def _idf_sum(index: Index, terms: Iterable[str]) -> float:
-    return sum(index.idf.get(t, 0.0) for t in terms)
+    return sum(_weight(index, t) for t in terms)
 
 
 def _phrase_bonus(index: Index, doc: _Doc, query: frozenset[str]) -> float:
@@ -142,7 +154,7 @@ def score(index: Index, doc: _Doc, terms: Sequence[str], codes: frozenset[str] =
         return 0.0
     total = _phrase_bonus(index, doc, query)
     for term in query & doc.terms:
-        idf = index.idf[term]
+        idf = _weight(index, term)
         for name, weight in FIELD_WEIGHTS.items():
             tf = doc.fields[name][term]
             b = _B.get(name, _B_DEFAULT)

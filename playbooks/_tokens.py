@@ -16,6 +16,7 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(
     rf"(?P<han>[{_HAN}]+)|(?P<word>[A-Za-z0-9]+(?:[._\-][A-Za-z0-9]+)*)"
 )
+_HAN_RE = re.compile(f"[{_HAN}]")
 _SEPARATOR_RE = re.compile(r"[._\-]")
 _HEX_RE = re.compile(r"0x[0-9A-Fa-f]+")
 _HUMP_RE = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*(?![a-z])|[0-9]+[A-Za-z]*")
@@ -38,6 +39,13 @@ STOPWORDS = frozenset((
     "that", "these", "by", "as", "from", "into", "after", "when", "how", "what", "why", "do",
     "does", "did", "has", "have", "had", "can", "could", "should", "would", "will", "but",
     "so", "if", "then", "than", "there", "very", "just", "also", "please", "any", "some",
+))
+# Everyday Chinese bigrams a symptom phrase may share with any sentence: "model", "service",
+# "error", "problem", "no/not", "when", "normal", "success", "how", "can", "run", "use", ...
+HAN_COMMON = frozenset((
+    "模型", "服务", "报错", "错误", "问题", "没有", "时候", "正常", "成功", "怎么", "如何",
+    "什么", "为什么", "可以", "运行", "执行", "使用", "出现", "一个", "这个", "今天", "现在",
+    "请问", "一下", "已经", "还是", "但是", "因为", "所以", "任何", "很好", "不能", "无法",
 ))
 # fmt: on
 
@@ -90,6 +98,11 @@ def _han_terms(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def is_han(term: str) -> bool:
+    """Whether a term is a Chinese unigram or bigram."""
+    return _HAN_RE.match(term) is not None
 
 
 def tokenize(text: str) -> list[str]:

@@ -19,6 +19,7 @@ from playbooks._tokens import error_codes, tokenize
 from tests.playbooks.search_cases import (
     CASES,
     FORBIDDEN,
+    HELD_OUT,
     NEGATIVE,
     UNKNOWN_CODES,
     right_in_top3,
@@ -34,7 +35,8 @@ def top_ids(query: str, n: int = 3) -> list[str]:
 # --- the table -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("query", "acceptable"), CASES, ids=[q[:40] for q, _ in CASES])
+@pytest.mark.parametrize(("query", "acceptable"), CASES + HELD_OUT,
+                         ids=[q[:40] for q, _ in CASES + HELD_OUT])
 def test_a_right_playbook_is_in_the_top_three(query: str, acceptable: tuple[str, ...]) -> None:
     ids = top_ids(query)
     assert right_in_top3(ids, acceptable), f"{query!r} -> {ids}"
