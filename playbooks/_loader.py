@@ -1,5 +1,9 @@
 """Parse playbook markdown files (YAML front matter + five fixed sections).
 
+Front matter: id, title, kind, symptoms (the phrases people write, any language), checks,
+sources, and optionally codes (error codes, exception, library and variable names the playbook
+answers, each named by its sources or body; the search matches them whole).
+
 A check's playbook may add "What the check does" after "What you see": the check's rules, one
 bullet each, written `` - `rule-name` (warn/fail): what it judges `` (`rule_list` reads them).
 """

@@ -41,6 +41,9 @@ RELATIVE_FLOOR = 0.2  # a hit scoring under this share of the best one is noise
 CODE_MISS_FACTOR = 0.25
 MYTH_MIN_IDF = 2.0  # a stated myth needs at least one fairly rare term
 CLOSEST = 3
+# A search reads at most this much of a paste: a whole log is triage's job, and the cap keeps
+# a keystroke-driven search in the console quick whatever lands in its box.
+MAX_QUERY_CHARS = 65536
 # A Chinese bigram is weaker evidence than a word: only the symptom phrases carry Chinese, so
 # idf sees every bigram as rare; everyday ones (模型, 服务, 报错) weigh least.
 HAN_WEIGHT = 0.7
@@ -166,6 +169,7 @@ def score(index: Index, doc: _Doc, terms: Sequence[str], codes: frozenset[str] =
 
 def lookup(index: Index, text: str, limit: int, closest: int = CLOSEST) -> Ranking:
     """The hits above the floor (at most `limit`), or else the `closest` below it."""
+    text = text[:MAX_QUERY_CHARS]
     terms = tokenize(text)
     if not terms or limit <= 0:
         return Ranking((), ())

@@ -11,6 +11,7 @@ character stays a unigram), which needs no segmenter and still matches 显存不
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(
@@ -52,7 +53,7 @@ HAN_COMMON = frozenset((
 
 def stem(word: str) -> str:
     """Fold simple plurals and -ing/-ed/-e endings so 'garbled' meets 'garble'."""
-    if any(c.isdigit() for c in word) or len(word) <= 3:
+    if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
@@ -79,19 +80,20 @@ def _parts(word: str) -> list[str]:
 
 
 def _is_compound(word: str) -> bool:
-    if _HEX_RE.fullmatch(word):
-        return False
-    return bool(_SEPARATOR_RE.search(word)) or (
-        any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
-    )
+    if _SEPARATOR_RE.search(word):
+        return True
+    tail = word[1:]
+    mixed_case = tail != tail.lower() and word != word.upper()
+    return mixed_case and not _HEX_RE.fullmatch(word)
 
 
-def _word_terms(word: str) -> list[str]:
+@lru_cache(maxsize=16384)
+def _word_terms(word: str) -> tuple[str, ...]:
     if not _is_compound(word):
         low = word.lower()
-        return [] if low in STOPWORDS else [stem(low)]
+        return () if low in STOPWORDS else (stem(low),)
     parts = [stem(p.lower()) for p in _parts(word) if p.lower() not in STOPWORDS]
-    return [word.lower(), *parts]
+    return (word.lower(), *parts)
 
 
 def _han_terms(run: str) -> list[str]:
@@ -108,8 +110,7 @@ def is_han(term: str) -> bool:
 def tokenize(text: str) -> list[str]:
     """Search terms of `text`, in order, repeats kept (term frequency counts them)."""
     terms: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        han, word = match.group("han"), match.group("word")
+    for han, word in _TOKEN_RE.findall(text):
         terms.extend(_han_terms(han) if han else _word_terms(word))
     return terms
 
