@@ -81,7 +81,7 @@ def cmd_playbooks(text: str, as_json: bool = False) -> int:
     if ranking.hits:
         view.print_table(console, f"playbooks matching '{text}'", [b for b, _ in ranking.hits])
     else:
-        view.print_no_match(console, text, [b for b, _ in ranking.closest])
+        view.print_no_match(console, text, ranking)
     return EXIT_OK
 
 

@@ -53,11 +53,13 @@ def print_table(console: Console, title: str, books: Iterable[Playbook]) -> None
     console.print(Text("read one with: ascend-doctor explain ID", style="dim"))
 
 
-def print_no_match(console: Console, query: str, closest: Iterable[Playbook]) -> None:
+def print_no_match(console: Console, query: str, ranking: Ranking) -> None:
     from rich.text import Text
 
-    ids = ", ".join(book.id for book in closest)
+    unknown = ", ".join(ranking.unknown_codes)
+    named = f" (no playbook names {unknown})" if unknown else ""
+    ids = ", ".join(book.id for book, _ in ranking.closest)
     tail = f"; closest: {ids}" if ids else "; try other words, a code or a log line"
-    console.print(Text(f"nothing matched '{query}'{tail}"))
+    console.print(Text(f"nothing matched '{query}'{named}{tail}"))
     if ids:
         console.print(Text("read one with: ascend-doctor explain ID", style="dim"))

@@ -78,7 +78,8 @@ def _suggest(playbook_id: str, ids: list[str]) -> tuple[str, ...]:
     wanted = playbook_id.strip().lower()
     tail = [i for i in ids if i.endswith("." + wanted) or i.split(".", 1)[-1] == wanted]
     close = difflib.get_close_matches(wanted, ids, n=3, cutoff=0.5)
-    found = [book.id for book, _ in search(playbook_id, limit=3)]
+    ranking = find(playbook_id, limit=3)
+    found = [book.id for book, _ in ranking.hits or ranking.closest]
     return tuple(dict.fromkeys([*tail, *close, *found]))[:3]
 
 

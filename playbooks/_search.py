@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from playbooks._loader import Playbook
-from playbooks._tokens import HAN_COMMON, error_codes, is_han, tokenize
+from playbooks._tokens import HAN_COMMON, code_names, code_term, error_codes, is_han, tokenize
 
 FIELD_WEIGHTS: dict[str, float] = {
     "codes": 5.0,
@@ -72,15 +72,19 @@ class Index:
 
 @dataclass(frozen=True)
 class Ranking:
-    """Hits above the floor, best first; when there are none, the closest ones below it."""
+    """Hits above the floor, best first; when there are none, the closest ones below it;
+    and the error codes of the query that no playbook names."""
 
     hits: tuple[tuple[Playbook, float], ...]
     closest: tuple[tuple[Playbook, float], ...]
+    unknown_codes: tuple[str, ...] = ()
 
 
 def _fields(book: Playbook) -> dict[str, list[str]]:
+    # an error code written among the symptoms or in the title counts as a listed code
+    written = sorted(error_codes(" ".join((book.title, *book.symptoms))))
     return {
-        "codes": tokenize(" ".join(book.codes)),
+        "codes": list(dict.fromkeys([*tokenize(" ".join(book.codes)), *written])),
         "symptoms": tokenize(" ".join(book.symptoms)),
         "title": tokenize(book.title),
         "ids": tokenize(" ".join((book.id, *book.checks))),
@@ -173,15 +177,17 @@ def lookup(index: Index, text: str, limit: int, closest: int = CLOSEST) -> Ranki
     terms = tokenize(text)
     if not terms or limit <= 0:
         return Ranking((), ())
-    codes = error_codes(text)
+    names = code_names(text)
+    codes = frozenset(code_term(name) for name in names)
+    unknown = tuple(name for name in names if code_term(name) not in index.idf)
     scored = [(doc.book, round(score(index, doc, terms, codes), 6)) for doc in index.docs]
     scored = [pair for pair in scored if pair[1] > 0.0]
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
     if not scored:
-        return Ranking((), ())
+        return Ranking((), (), unknown)
     floor = max(FLOOR, RELATIVE_FLOOR * scored[0][1])
     hits = tuple(pair for pair in scored if pair[1] >= floor)[:limit]
-    return Ranking(hits, () if hits else tuple(scored[:closest]))
+    return Ranking(hits, () if hits else tuple(scored[:closest]), unknown)
 
 
 def rank(index: Index, text: str, limit: int) -> list[tuple[Playbook, float]]:

@@ -115,7 +115,16 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
+def code_names(text: str) -> tuple[str, ...]:
+    """The error codes written in `text`, as written (a DCMI code keeps its '-'), in order."""
+    return tuple(dict.fromkeys(m.group(0) for m in _CODE_RE.finditer(text)))
+
+
+def code_term(code: str) -> str:
+    """The search term of one code: lowercase, a DCMI code without its '-'."""
+    return _word_terms(code.lstrip("-"))[0]
+
+
 def error_codes(text: str) -> frozenset[str]:
-    """The error codes written in `text` (as terms: lowercase, a DCMI code without its '-')."""
-    found = (m.group(0).lstrip("-") for m in _CODE_RE.finditer(text))
-    return frozenset(term for code in found for term in _word_terms(code)[:1])
+    """The error codes written in `text`, as search terms."""
+    return frozenset(code_term(code) for code in code_names(text))

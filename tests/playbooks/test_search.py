@@ -15,7 +15,7 @@ import playbooks
 from playbooks import Playbook
 from playbooks._loader import parse_playbook
 from playbooks._search import build_index, lookup
-from playbooks._tokens import error_codes, tokenize
+from playbooks._tokens import code_names, error_codes, tokenize
 from tests.playbooks.search_cases import (
     CASES,
     FORBIDDEN,
@@ -73,7 +73,12 @@ def test_error_code_words_no_longer_pull_the_health_check_first() -> None:
 
 def test_nothing_at_all_in_common_has_no_closest_either() -> None:
     # shaped like a CANN code, named by no playbook, sharing no word with any
-    assert playbooks.find("EZ9876") == playbooks.Ranking((), ())
+    assert playbooks.find("EZ9876") == playbooks.Ranking((), (), ("EZ9876",))
+
+
+def test_the_codes_no_playbook_names_are_reported_as_written() -> None:
+    assert playbooks.find("EZ9876 then EZ9876 and -8020").unknown_codes == ("EZ9876",)
+    assert playbooks.find("ret is -8020").unknown_codes == ()
 
 
 def test_a_code_a_playbook_names_wins_over_the_words_around_it() -> None:
@@ -141,7 +146,7 @@ def test_the_floor_and_the_codes_on_a_small_corpus() -> None:
         _book("a.one", "check", ["device error code"], body_words="error code device"),
         _book("a.two", "check", ["socket timeout"], codes=["EI0006"]),
         _book("folklore.x", "folklore", ["driver suffix must be 12"]),
-        *[_book(f"b.{i}", "check", [f"filler{i} words"], body_words="error") for i in range(8)],
+        *[_book(f"b.{i}", "check", [f"filler{i} words"], body_words="error") for i in range(40)],
     ]
     index = build_index(books)
     assert [b.id for b, _ in lookup(index, "EI0006 in the log", 3).hits] == ["a.two"]
@@ -149,6 +154,9 @@ def test_the_floor_and_the_codes_on_a_small_corpus() -> None:
     assert not [b for b, _ in lookup(index, "driver 12", 10).hits if b.kind == "folklore"]
     assert [b.id for b, _ in lookup(index, "the driver suffix must be 12", 1).hits] == [
         "folklore.x"]
+    # a new playbook that writes its code among its symptoms ranks for it just the same
+    index = build_index([*books, _book("c.new", "symptom", ["507035 vector core exception"])])
+    assert [b.id for b, _ in lookup(index, "error code is 507035", 3).hits] == ["c.new"]
 
 
 def test_codes_front_matter_is_a_list_of_strings() -> None:
@@ -211,6 +219,10 @@ def test_a_chinese_phrase_matches_inside_a_longer_sentence() -> None:
     assert set(tokenize("显存不足")) <= set(tokenize("推理的时候显存不足了"))
 
 
+def test_code_names_keep_what_was_written() -> None:
+    assert code_names("ret is -8020, EZ1001, then -8020 again") == ("-8020", "EZ1001")
+
+
 @pytest.mark.parametrize(
     ("text", "codes"),
     [
@@ -270,6 +282,7 @@ def test_text_output_says_nothing_matched_and_names_the_closest() -> None:
     assert f"nothing matched 'error'; closest: {closest}" in out.stdout
     assert "Traceback" not in out.stderr
     assert "symptom.container-no-cards" in run_cli("-8020").stdout
+    assert "nothing matched 'EZ9876' (no playbook names EZ9876)" in run_cli("EZ9876").stdout
     assert "Exit code 0" in run_cli("--help").stdout
 
 
