@@ -65,29 +65,9 @@ def cmd_explain(playbook_id: str) -> int:
 
 def cmd_playbooks(text: str, as_json: bool = False) -> int:
     """List the playbooks, or search them; exit 0 whether or not anything matched."""
-    import playbooks
-    from checks import playbooks_view as view
+    from checks.playbooks_view import show
 
-    if not text:
-        books = playbooks.load_all()
-        if as_json:
-            return _print_json(view.listing(books))
-        view.print_table(make_console(), "playbooks", books)
-        return EXIT_OK
-    ranking = playbooks.find(text, limit=10)
-    if as_json:
-        return _print_json(view.document(text, ranking))
-    console = make_console()
-    if ranking.hits:
-        view.print_table(console, f"playbooks matching '{text}'", [b for b, _ in ranking.hits])
-    else:
-        view.print_no_match(console, text, ranking)
-    return EXIT_OK
-
-
-def _print_json(document: dict[str, Any]) -> int:
-    print(json_text(json.dumps(document, indent=2, ensure_ascii=False)))
-    return EXIT_OK
+    return show(text, as_json)
 
 
 def cmd_run(options: RunOptions) -> int:

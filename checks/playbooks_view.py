@@ -9,8 +9,13 @@ holds the nearest ones below the floor, and only when "results" is empty.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from checks.errors import EXIT_OK
+from checks.terminal import make_console
+from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,6 +23,32 @@ if TYPE_CHECKING:
     from playbooks import Playbook, Ranking
 
 SCHEMA = "ascend-playbooks/1"
+
+
+def show(text: str, as_json: bool) -> int:
+    """`ascend-doctor playbooks [TEXT] [--json]`: always exit 0, matched or not."""
+    import playbooks
+
+    if not text:
+        books = playbooks.load_all()
+        if as_json:
+            return _print_json(listing(books))
+        print_table(make_console(), "playbooks", books)
+        return EXIT_OK
+    ranking = playbooks.find(text, limit=10)
+    if as_json:
+        return _print_json(document(text, ranking))
+    console = make_console()
+    if ranking.hits:
+        print_table(console, f"playbooks matching '{text}'", [b for b, _ in ranking.hits])
+    else:
+        print_no_match(console, text, ranking)
+    return EXIT_OK
+
+
+def _print_json(doc: dict[str, Any]) -> int:
+    print(json_text(json.dumps(doc, indent=2, ensure_ascii=False)))
+    return EXIT_OK
 
 
 def _row(book: Playbook, score: float | None) -> dict[str, Any]:
