@@ -18,6 +18,8 @@ _TOKEN_RE = re.compile(
     rf"(?P<han>[{_HAN}]+)|(?P<word>[A-Za-z0-9]+(?:[._\-][A-Za-z0-9]+)*)"
 )
 _HAN_RE = re.compile(f"[{_HAN}]")
+# colour and cursor sequences of a log copied from a terminal: "\x1b[31mERROR" is "ERROR"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _SEPARATOR_RE = re.compile(r"[._\-]")
 _HEX_RE = re.compile(r"0x[0-9A-Fa-f]+")
 _HUMP_RE = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*(?![a-z])|[0-9]+[A-Za-z]*")
@@ -110,14 +112,15 @@ def is_han(term: str) -> bool:
 def tokenize(text: str) -> list[str]:
     """Search terms of `text`, in order, repeats kept (term frequency counts them)."""
     terms: list[str] = []
-    for han, word in _TOKEN_RE.findall(text):
+    for han, word in _TOKEN_RE.findall(_ANSI_RE.sub(" ", text)):
         terms.extend(_han_terms(han) if han else _word_terms(word))
     return terms
 
 
 def code_names(text: str) -> tuple[str, ...]:
     """The error codes written in `text`, as written (a DCMI code keeps its '-'), in order."""
-    return tuple(dict.fromkeys(m.group(0) for m in _CODE_RE.finditer(text)))
+    found = _CODE_RE.finditer(_ANSI_RE.sub(" ", text))
+    return tuple(dict.fromkeys(m.group(0) for m in found))
 
 
 def code_term(code: str) -> str:
