@@ -9,6 +9,8 @@ from __future__ import annotations
 
 HBM = ("npu.hbm-fit", "symptom.long-sequence-memory", "symptom.memory-above-plan")
 NO_CARDS = ("symptom.container-no-cards", "devices.nodes")
+_GARBLED = ("symptom.garbled-output",)
+_HANG = ("symptom.training-hangs",)
 
 CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # English, the user's own words
@@ -109,6 +111,68 @@ HELD_OUT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("segfault in libatb.so during decode", ("symptom.random-segfaults", "cann.environment")),
 )
 
+# Symptoms as their reporters wrote them in public issue threads (short excerpts, quoted), with
+# the playbooks that answer them. Before this search 13 of these 17 had a right playbook in the
+# top three, after it 16; 卡死 ("hangs") then joined symptom.training-hangs' phrases.
+REAL_THREADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("https://github.com/vllm-project/vllm-ascend/issues/152",
+     "[Bug]: ImportError: libatb.so: cannot open shared object file: No such file or directory",
+     ("cann.environment",)),
+    ("https://github.com/vllm-project/vllm-ascend/issues/10525",
+     "910B4环境上，使用vllm 启动Qwen3.6-27B模型启动过程中报错 OSError: libatb.so: cannot open "
+     "shared object file: No such file or directory",
+     ("cann.environment",)),
+    ("https://github.com/vllm-project/vllm-ascend/issues/2727",
+     "安装配套里没有涉及nnal的安装，但是如果不安装会导致报错libatb.so找不到",
+     ("cann.environment",)),
+    ("https://github.com/vllm-project/vllm-ascend/issues/1987",
+     "RuntimeError: NPU out of memory. Tried to allocate 3.47 GiB (NPU 0; 60.97 GiB total "
+     "capacity; 58.92 GiB already allocated; 58.92 GiB current active; 1.66 GiB free; 58.95 GiB "
+     "reserved in total by PyTorch)",
+     HBM),
+    ("https://github.com/vllm-project/vllm-ascend/issues/9372",
+     "Loading model weights took 27.5376 GB\nAvailable KV cache memory: -0.87 GiB",
+     HBM),
+    ("https://github.com/vllm-project/vllm-ascend/issues/463",
+     "在910B上测试，输出是错误的内容 Generated text: 'vertisementclosed:\".$ adhere sustained'",
+     _GARBLED),
+    ("https://github.com/zai-org/GLM-4.5/issues/147",
+     "vllm-ascend 启动GLM-4.5 FP8后，请求的输出结果乱码",
+     (*_GARBLED, "checkpoint.format", "folklore.fp8-on-910b")),
+    ("https://github.com/vllm-project/vllm-ascend/issues/12258",
+     "混部Qwen3-235B-A22B-Instruct-2507（BF16）模型后，curl openai接口后返回的结果乱码",
+     _GARBLED),
+    ("https://github.com/vllm-project/vllm-ascend/issues/324",
+     "[Bug]: InternVL2.5-38B模型回答乱码", _GARBLED),
+    ("https://github.com/vllm-project/vllm-ascend/issues/1743",
+     "qwen3-235b 可以跑起来，但是回复信息乱码", _GARBLED),
+    ("https://github.com/vllm-project/vllm-ascend/issues/382",
+     "[Rank 1] Watchdog caught collective operation timeout: WorkHCCL(SeqNum=196, "
+     "OpType=ALLREDUCE, Timeout(ms)=3600000) ran for 3600185 milliseconds before timing out.",
+     _HANG),
+    ("https://github.com/vllm-project/vllm-ascend/issues/486",
+     "RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function "
+     "error: HcclAllreduce, error code is 6\n[ERROR] ERR01100 OPS call acl api failed.\nEI0006: "
+     "Getting socket times out. Reason: Remote Rank did not send the data in time. Please check "
+     "the reason for the rank being stuck",
+     _HANG),
+    ("https://github.com/vllm-project/vllm-ascend/issues/16646",
+     "A2 双机混部部署，长时间运行后出现hccl fftsplus task timeout ， EngineCore异常退出",
+     _HANG),
+    ("https://github.com/vllm-project/afd-plugin/issues/229",
+     "NPU AFD communication can fail with HCCL EI0006: Communication_Error_Get_Socket(EI0006)",
+     _HANG),
+    ("https://github.com/Ascend/pytorch/issues/54",
+     "环境变量设置HCCL_EXEC_TIMEOUT=0不生效，模型启动30分钟后服务就挂掉",
+     _HANG),
+    ("https://github.com/InternLM/lmdeploy/issues/3354",
+     "Ascend v0.7.2.post1，对serving api测速，概率性卡死",
+     (*_HANG, "symptom.random-segfaults")),
+    ("https://github.com/vllm-project/vllm-ascend/issues/2698",
+     "dcmi module initialize failed. ret is -8005",
+     ("npu.health", "symptom.container-no-cards")),
+)
+
 FORBIDDEN: dict[str, frozenset[str]] = {
     "which driver version do I need": frozenset({"folklore.version-last-two-digits"}),
     "which CANN version should I install for my driver":
@@ -123,7 +187,12 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 }
 
 # Codes no shipped playbook explains: whatever ranks must at least name the code.
-UNKNOWN_CODES = ("error code is 507035", "EZ1001", "507001", "ACL_ERROR_RT_AICORE_EXCEPTION")
+UNKNOWN_CODES = (
+    "error code is 507035", "EZ1001", "507001", "ACL_ERROR_RT_AICORE_EXCEPTION",
+    # https://github.com/Ascend/pytorch/issues/48
+    "NPU warning, error code is 507046 EE1002: Stream synchronize timeout. "
+    "rtDeviceSynchronize execute failed, reason=[stream sync timeout]",
+)
 
 NEGATIVE = ("hello world", "the model is great", "error", "model", "code", "npu",
             "error code", "thanks, it works now", "你好", "今天天气很好", "服务启动成功，一切正常",

@@ -21,6 +21,7 @@ from tests.playbooks.search_cases import (
     FORBIDDEN,
     HELD_OUT,
     NEGATIVE,
+    REAL_THREADS,
     UNKNOWN_CODES,
     right_in_top3,
 )
@@ -41,6 +42,14 @@ def test_a_right_playbook_is_in_the_top_three(query: str, acceptable: tuple[str,
     ids = top_ids(query)
     assert right_in_top3(ids, acceptable), f"{query!r} -> {ids}"
     assert not set(ids) & FORBIDDEN.get(query, frozenset()), f"{query!r} -> {ids}"
+
+
+@pytest.mark.parametrize(("url", "excerpt", "acceptable"), REAL_THREADS,
+                         ids=[u.split("github.com/")[-1] for u, _, _ in REAL_THREADS])
+def test_a_reporters_own_words_find_the_playbook(url: str, excerpt: str,
+                                                 acceptable: tuple[str, ...]) -> None:
+    ids = top_ids(excerpt)
+    assert right_in_top3(ids, acceptable), f"{url}: {ids}"
 
 
 def test_the_table_is_big_and_mixed() -> None:
