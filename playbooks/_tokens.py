@@ -23,9 +23,10 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _SEPARATOR_RE = re.compile(r"[._\-]")
 _HEX_RE = re.compile(r"0x[0-9A-Fa-f]+")
 _HUMP_RE = re.compile(r"[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*(?![a-z])|[0-9]+[A-Za-z]*")
-# The families of numeric return codes the ACL headers define (acl_base.h, rt_error_codes.h,
-# ge_error_codes.h, aclnn's 161xxx/561xxx): a six-digit number from these is read as a code,
-# any other (a PID, a port, a byte count) is not.
+# The families of six-digit ACL return codes (1000xx, 1070xx, 1480xx, 2000xx, 2070xx, 3000xx,
+# 5000xx, 5070xx-5079xx in Ascend/pytorch torch_npu/csrc/core/npu/NPUErrorCodes.h; 145xxx,
+# 245xxx, 545xxx in CANN's ge_error_codes.h; aclnn's 161xxx/561xxx): a six-digit number from
+# these is read as a code, any other (a PID, a port, a byte count) is not.
 _CODE_RE = re.compile(
     r"(?<![\w.])(?:"
     r"E[A-Z0-9][0-9]{4}"  # CANN error-code reference: EZ1001, EI0006, E39999
@@ -47,7 +48,7 @@ STOPWORDS = frozenset((
 # "error", "problem", "no/not", "when", "normal", "success", "how", "can", "run", "use", ...
 HAN_COMMON = frozenset((
     "模型", "服务", "报错", "错误", "问题", "没有", "时候", "正常", "成功", "怎么", "如何",
-    "什么", "为什么", "可以", "运行", "执行", "使用", "出现", "一个", "这个", "今天", "现在",
+    "什么", "可以", "运行", "执行", "使用", "出现", "一个", "这个", "今天", "现在",
     "请问", "一下", "已经", "还是", "但是", "因为", "所以", "任何", "很好", "不能", "无法",
 ))
 # fmt: on
