@@ -154,18 +154,21 @@ def states_myth(index: Index, doc: _Doc, query: frozenset[str]) -> bool:
     )
 
 
-def score(index: Index, doc: _Doc, terms: Sequence[str], codes: frozenset[str] = frozenset()
-          ) -> float:
+def score(
+    index: Index, doc: _Doc, terms: Sequence[str], codes: frozenset[str] = frozenset()
+) -> float:
+    """One playbook's score for the query's terms; `codes` are the error codes among them."""
     query = frozenset(terms)
     if doc.book.kind == "folklore" and not states_myth(index, doc, query):
         return 0.0
     total = _phrase_bonus(index, doc, query)
     for term in query & doc.terms:
-        idf = _weight(index, term)
+        term_weight = _weight(index, term)
         for name, weight in FIELD_WEIGHTS.items():
             tf = doc.fields[name][term]
             b = _B.get(name, _B_DEFAULT)
-            total += weight * idf * _field_score(tf, doc.lengths[name], index.avg_len[name], b)
+            total += weight * term_weight * _field_score(
+                tf, doc.lengths[name], index.avg_len[name], b)
     if codes and not codes & doc.terms:
         total *= CODE_MISS_FACTOR
     return total
