@@ -210,8 +210,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
     explain.add_argument("id", metavar="ID")
-    books = sub.add_parser("playbooks", help="list playbooks or search them by symptom words")
+    books = sub.add_parser(
+        "playbooks", help="list playbooks or search them by symptom words, codes or log lines",
+        description="Search the playbooks for a symptom, an error code (EZ1001, 507035, -8020), "
+        "an exception or library name, or a line pasted from a log, in English or Chinese. "
+        "Below the relevance floor it prints 'nothing matched' and the closest playbooks. "
+        "Exit code 0 whether or not anything matched.")
     books.add_argument("text", nargs="*", metavar="TEXT")
+    books.add_argument("--json", action="store_true",
+                       help="print the ascend-playbooks/1 JSON document: query, results "
+                       "(id, title, kind, score), closest (the same fields, when nothing matched)")
     npu = sub.add_parser("npu", help="NPU inventory of this machine, a recording or a pasted "
                          "npu-smi output", description="Print the NPU inventory.")
     _add_host_options(npu)
@@ -449,7 +457,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "explain":
         return commands.cmd_explain(args.id)
     if args.command == "playbooks":
-        return commands.cmd_playbooks(" ".join(args.text))
+        return commands.cmd_playbooks(" ".join(args.text), as_json=args.json)
     if args.command == "npu":
         return commands.cmd_npu(npu_options(args))
     if args.command == "bundle":

@@ -61,25 +61,11 @@ def cmd_explain(playbook_id: str) -> int:
     return EXIT_OK
 
 
-def cmd_playbooks(text: str) -> int:
-    from rich.table import Table
-    from rich.text import Text
+def cmd_playbooks(text: str, as_json: bool = False) -> int:
+    """List the playbooks, or search them; exit 0 whether or not anything matched."""
+    from checks.playbooks_view import show
 
-    import playbooks
-
-    console = make_console()
-    table = Table(title=f"playbooks matching '{text}'" if text else "playbooks",
-                  title_justify="left")
-    for header in ("id", "kind", "title"):
-        table.add_column(header)
-    found = ([b for b, _ in playbooks.search(text, limit=10)] if text
-             else list(playbooks.load_all()))
-    for book in found:
-        table.add_row(book.id, book.kind, book.title)
-    console.print(table if found else Text(f"no playbook matches '{text}'"))
-    if found:
-        console.print(Text("read one with: ascend-doctor explain ID", style="dim"))
-    return EXIT_OK
+    return show(text, as_json)
 
 
 def cmd_run(options: RunOptions) -> int:

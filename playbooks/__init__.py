@@ -21,7 +21,8 @@ from playbooks._loader import (
     rule_list,
     split_sections,
 )
-from playbooks._search import Index, build_index, rank, tokenize
+from playbooks._search import Index, Ranking, build_index, lookup
+from playbooks._tokens import tokenize
 
 __all__ = [
     "CHECK_SECTIONS",
@@ -31,6 +32,8 @@ __all__ = [
     "Playbook",
     "PlaybookError",
     "PlaybookNotFound",
+    "Ranking",
+    "find",
     "for_check",
     "get",
     "load_all",
@@ -75,7 +78,8 @@ def _suggest(playbook_id: str, ids: list[str]) -> tuple[str, ...]:
     wanted = playbook_id.strip().lower()
     tail = [i for i in ids if i.endswith("." + wanted) or i.split(".", 1)[-1] == wanted]
     close = difflib.get_close_matches(wanted, ids, n=3, cutoff=0.5)
-    found = [book.id for book, _ in search(playbook_id, limit=3)]
+    ranking = find(playbook_id, limit=3)
+    found = [book.id for book, _ in ranking.hits or ranking.closest]
     return tuple(dict.fromkeys([*tail, *close, *found]))[:3]
 
 
@@ -95,5 +99,11 @@ def for_check(check_id: str) -> Playbook | None:
 
 
 def search(text: str, limit: int = 5) -> list[tuple[Playbook, float]]:
-    """Playbooks ranked for what a person typed, best first, with their scores (> 0)."""
-    return rank(_index(), text, limit)
+    """Playbooks that match what a person typed or pasted, best first, with their scores;
+    empty when nothing clears the relevance floor."""
+    return list(find(text, limit).hits)
+
+
+def find(text: str, limit: int = 10) -> Ranking:
+    """Like `search`, and when nothing matched, the closest playbooks below the floor."""
+    return lookup(_index(), text, limit)

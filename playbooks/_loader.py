@@ -1,5 +1,9 @@
 """Parse playbook markdown files (YAML front matter + five fixed sections).
 
+Front matter: id, title, kind, symptoms (the phrases people write, any language), checks,
+sources, and optionally codes (error codes, exception, library and variable names the playbook
+answers, each named by its sources or body; the search matches them whole).
+
 A check's playbook may add "What the check does" after "What you see": the check's rules, one
 bullet each, written `` - `rule-name` (warn/fail): what it judges `` (`rule_list` reads them).
 """
@@ -24,7 +28,7 @@ SECTIONS: tuple[str, ...] = (
 RULES_SECTION = "What the check does"
 CHECK_SECTIONS: tuple[str, ...] = (SECTIONS[0], RULES_SECTION, *SECTIONS[1:])
 _RULE_RE = re.compile(r"^- `([a-z0-9]+(?:-[a-z0-9]+)*)` \(([a-z/ ().]+?)\):", re.MULTILINE)
-_LIST_FIELDS: tuple[str, ...] = ("symptoms", "checks", "sources")
+_LIST_FIELDS: tuple[str, ...] = ("symptoms", "checks", "sources", "codes")
 _ALLOWED_KEYS = frozenset(("id", "title", "kind", *_LIST_FIELDS))
 _ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 _HEADING_RE = re.compile(r"^##\s+(.+?)\s*$", re.MULTILINE)
@@ -45,6 +49,7 @@ class Playbook:
     sources: tuple[str, ...]
     body: str
     path: str
+    codes: tuple[str, ...] = ()  # error codes, exception and library names it answers
 
     def section(self, heading: str) -> str:
         """Text under one `## heading` of the body (without the heading), or ''."""
@@ -166,6 +171,7 @@ def parse_playbook(text: str, where: str, expected_id: str | None = None) -> Pla
         sources=sources,
         body=body.strip() + "\n",
         path=where,
+        codes=_string_list(meta, "codes", where),
     )
 
 
