@@ -18,7 +18,7 @@ from checks.terminal import make_console
 from probes.textsafe import json_text
 
 if TYPE_CHECKING:
-    from checks.baseline import Baseline
+    from checks.baseline.model import Baseline
     from checks.command_options import (
         BaselineRecordOptions,
         BenchOptions,
@@ -155,7 +155,8 @@ def cmd_bundle(options: BundleOptions) -> int:
 
 def cmd_baseline_record(options: BaselineRecordOptions) -> int:
     """Write the YAML baseline of this machine to -o FILE (atomically) or stdout."""
-    from checks.baseline import record_baseline, to_yaml
+    from checks.baseline import to_yaml
+    from checks.baseline.record import record_baseline
 
     observed = inputs.observe(options.host)
     now = record_baseline(observed.host, options, observed.target)

@@ -17,7 +17,7 @@ from probes.host import Host
 from probes.target.model import Target, shell_target
 
 if TYPE_CHECKING:
-    from checks.baseline import Baseline
+    from checks.baseline.model import Baseline
     from probes.http import EndpointTarget
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from checks.registry import all_checks, select
 from checks.runner import Run, run_checks
 
 if TYPE_CHECKING:
-    from checks.baseline import Baseline
+    from checks.baseline.model import Baseline
     from checks.context import Context
     from checks.model import Check
     from checks.options import HostOptions

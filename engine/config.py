@@ -11,86 +11,18 @@ norm, zero-centred norms, which layers) comes from its module in `engine.models`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ModelFormatError, UnsupportedArchitecture
-from probes.model_config import FULL_ATTENTION
+from engine.spec import DEFAULT_DTYPE, Fp8Config, ModelConfig
 from probes.model_config import ModelConfig as ConfigFacts
 from probes.model_config import parse_config as parse_facts
 from probes.model_tensors import DeltaNetShape, deltanet_shape
 
-DEFAULT_DTYPE = "float32"  # transformers' default when a config names none
-
-
-@dataclass(frozen=True)
-class Fp8Config:
-    """FP8 weights as the checkpoint stores them (see probes.quant_format)."""
-
-    block_size: tuple[int, int] = (128, 128)
-    modules_to_not_convert: tuple[str, ...] = ()
-    activation_scheme: str = "dynamic"
-    scheme: str = "block"  # block | tensor | channel
-    scale_suffix: str = "weight_scale_inv"  # weight_scale for per-tensor / per-channel
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Everything the engine needs to build and run one decoder-only model."""
-
-    architecture: str  # a family of engine.models: llama, qwen3, ..., qwen3_5_moe_text
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int  # dense MLP width; 0 when no layer is dense
-    moe_intermediate_size: int  # per-expert width; 0 for dense models
-    num_experts: int  # 0 = dense
-    num_experts_per_tok: int
-    norm_topk_prob: bool
-    router: str  # "softmax_topk" (Qwen) | "topk_softmax" (Mixtral) | "" (dense)
-    qk_norm: bool
-    attention_bias: bool
-    rope_theta: float
-    rope_scaling: dict[str, Any] | None
-    rms_norm_eps: float
-    max_position_embeddings: int
-    tie_word_embeddings: bool
-    bos_token_id: int | None
-    eos_token_ids: tuple[int, ...]
-    torch_dtype: str
-    fp8: Fp8Config | None = None
-    shared_expert_intermediate_size: int = 0  # hybrids' always-on expert, gated
-    norm_offset: bool = False  # zero-centred RMSNorm: x * (1 + weight)
-    attn_output_gate: bool = False  # q_proj also emits a sigmoid gate per head
-    rotary_dim: int = 0  # dims RoPE turns (partial rotary); head_dim when 0
-    linear: DeltaNetShape | None = None  # Gated DeltaNet layers' shape (hybrids)
-    full_attention_layers: int = 0  # layers with a KV cache
-    weight_prefix: str = "model."  # where the language model's tensors live
-    facts: ConfigFacts | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def is_moe(self) -> bool:
-        return self.num_experts > 0
-
-    def is_moe_layer(self, layer: int) -> bool:
-        return self.num_experts > 0 and self.facts is not None and self.facts.is_moe_layer(layer)
-
-    @property
-    def moe_layers(self) -> tuple[int, ...]:
-        """Sparse layers (built only after the memory plan accepted num_layers)."""
-        return tuple(i for i in range(self.num_layers) if self.is_moe_layer(i))
-
-    def layer_kind(self, layer: int) -> str:
-        """full_attention or linear_attention."""
-        return self.facts.layer_kind(layer) if self.facts is not None else FULL_ATTENTION
-
-    @property
-    def is_hybrid(self) -> bool:
-        return self.linear is not None and self.full_attention_layers < self.num_layers
+# the data the resolution produces lives in engine.spec (the family modules name it from there)
+__all__ = ["DEFAULT_DTYPE", "Fp8Config", "ModelConfig", "config_from_gguf", "fp8_config",
+           "from_facts", "load_config", "parse_config"]
 
 
 def parse_config(data: Mapping[str, Any], source: str = "config.json") -> ModelConfig:

@@ -1,14 +1,18 @@
 """The "never" arrows of DESIGN.md §1, read statically from every module of every package.
 
 `tests/test_imports.py` proves what a fresh interpreter loads; this file reads the source with
-`ast` (imports inside functions count, imports under `if TYPE_CHECKING:` do not) and checks:
+`ast` (imports inside functions count; imports under `if TYPE_CHECKING:` count for circles and
+the inner floors, not for the arrows between packages) and checks:
 
 - probes import nothing of checks, engine, console; checks and engine nothing of console;
   engine nothing of checks; playbooks nothing of ours;
+- the inner floors: nothing below the command-line edge imports it (checks.cli,
+  checks.commands, console.cli are entry points), the console's headless layer imports nothing
+  of its UI, the engine's runtime nothing of engine.tools;
 - textual is imported only in console;
 - torch and transformers are imported at module level only in engine (a check may import them
   inside the function that needs them);
-- no modules import each other in a circle.
+- no modules import each other in a circle, type-only imports included.
 
 `check_tree(root)` is the rule over any source tree, so the tests below plant violations in a
 tree of their own and watch each one being reported.
@@ -42,6 +46,20 @@ TEXTUAL_RULE = "textual is imported only in console.ui (the console's headless l
 HEAVY = frozenset({"torch", "transformers"})  # at module level only in engine (and the builder)
 HEAVY_AT_MODULE_LEVEL_IN = frozenset({"engine", "demo_models"})
 
+# Inner floors: (rule, who is bound, what they must never import). Entry points (the CLI edge)
+# sit above everything of theirs; the console's headless layer below its UI; the engine's
+# runtime below the tools that study models.
+ENTRY_POINTS = frozenset({"checks.cli", "checks.commands", "console.cli"})
+FLOORS: tuple[tuple[str, frozenset[str], frozenset[str], frozenset[str]], ...] = (
+    # rule, bound packages, their exceptions, forbidden packages
+    ("nothing below the command-line edge imports it", frozenset(PACKAGES),
+     ENTRY_POINTS, ENTRY_POINTS),
+    ("the console's headless layer never imports its UI", frozenset({"console"}),
+     frozenset({"console.ui", "console.cli"}), frozenset({"console.ui"})),
+    ("the engine's runtime never imports engine.tools", frozenset({"engine"}),
+     frozenset({"engine.tools"}), frozenset({"engine.tools"})),
+)
+
 # Circles known and owned by someone else, reported (as a warning) instead of failing; each
 # key is the exact set of modules of one circle, so a new circle still fails. Delete an entry
 # when its circle is gone (the test then says so). Empty now: the console's split left none.
@@ -54,6 +72,7 @@ class Import:
     target: str  # a module of ours (dotted) or the top-level name of a third-party package
     line: int
     in_function: bool
+    type_only: bool = False  # under `if TYPE_CHECKING:`
 
 
 @dataclass(frozen=True)
@@ -82,19 +101,24 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _import_nodes(tree: ast.AST, in_function: bool = False
-                  ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement with whether it runs inside a function; TYPE_CHECKING skipped."""
+def _import_nodes(tree: ast.AST, in_function: bool = False, type_only: bool = False
+                  ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Every import statement with whether it runs inside a function and whether only a type
+    checker reads it (under `if TYPE_CHECKING:`)."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, in_function
+            yield node, in_function, type_only
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                yield from _import_nodes(ast.Module(body=[child], type_ignores=[]), in_function,
+                                         True)
             for child in node.orelse:
-                yield from _import_nodes(ast.Module(body=[child], type_ignores=[]), in_function)
+                yield from _import_nodes(ast.Module(body=[child], type_ignores=[]), in_function,
+                                         type_only)
         else:
             nested = in_function or isinstance(
                 node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-            yield from _import_nodes(node, nested)
+            yield from _import_nodes(node, nested, type_only)
 
 
 def _resolve(name: str, modules: Mapping[str, Path]) -> str:
@@ -114,7 +138,7 @@ def _package_of(module: str, modules: Mapping[str, Path]) -> str:
 def imports_of(module: str, modules: Mapping[str, Path]) -> list[Import]:
     tree = ast.parse(modules[module].read_text(encoding="utf-8"), str(modules[module]))
     found: list[Import] = []
-    for node, in_function in _import_nodes(tree):
+    for node, in_function, type_only in _import_nodes(tree):
         if isinstance(node, ast.Import):
             targets = [_resolve(alias.name, modules) for alias in node.names]
         else:
@@ -125,7 +149,8 @@ def imports_of(module: str, modules: Mapping[str, Path]) -> list[Import]:
                 base = ".".join([*anchor, base] if base else anchor)
             # `from pkg import mod` imports the module pkg.mod when there is one
             targets = [_resolve(f"{base}.{alias.name}", modules) for alias in node.names]
-        found += [Import(module, t, node.lineno, in_function) for t in dict.fromkeys(targets)]
+        found += [Import(module, t, node.lineno, in_function, type_only)
+                  for t in dict.fromkeys(targets)]
     return found
 
 
@@ -140,6 +165,8 @@ def _inside(module: str, packages: frozenset[str]) -> bool:
 def arrow_violations(imports: list[Import]) -> list[Violation]:
     out: list[Violation] = []
     for imp in imports:
+        if imp.type_only:
+            continue
         here, there = _top(imp.source), _top(imp.target)
         where = f"{imp.source}:{imp.line}"
         if there in NEVER.get(here, frozenset()):
@@ -149,6 +176,16 @@ def arrow_violations(imports: list[Import]) -> list[Violation]:
         if there in HEAVY and not imp.in_function and here not in HEAVY_AT_MODULE_LEVEL_IN:
             out.append(Violation(f"{there} at module level outside engine (import it inside "
                                  "the function that needs it)", where))
+    return out
+
+
+def floor_violations(imports: list[Import]) -> list[Violation]:
+    out: list[Violation] = []
+    for rule, bound, exempt, forbidden in FLOORS:
+        for imp in imports:
+            if (_inside(imp.source, bound) and not _inside(imp.source, exempt)
+                    and _inside(imp.target, forbidden)):
+                out.append(Violation(f"{rule} ({imp.target})", f"{imp.source}:{imp.line}"))
     return out
 
 
@@ -235,7 +272,7 @@ def check_tree(root: Path, packages: tuple[str, ...] = PACKAGES,
                allowed: Mapping[frozenset[str], str] = ALLOWED_CIRCLES) -> Report:
     modules = find_modules(root, packages)
     imports = [imp for module in modules for imp in imports_of(module, modules)]
-    violations = arrow_violations(imports)
+    violations = arrow_violations(imports) + floor_violations(imports)
     graph = import_graph(imports, modules)
     seen: set[frozenset[str]] = set()
     allowed_found: list[str] = []
@@ -289,7 +326,7 @@ CLEAN = {
     "checks/tok.py": "def f():\n    import transformers\n",
     "engine/__init__.py": "import torch\nfrom probes.host import Host\n",
     "console/__init__.py": "",
-    "console/app.py": "from checks import cli\nimport engine\n",
+    "console/app.py": "from checks import errors\nimport engine\n",
     "console/ui/__init__.py": "",
     "console/ui/app.py": "import textual\nfrom console import app\n",
     "playbooks/__init__.py": "import yaml\n",
@@ -314,13 +351,13 @@ def test_a_probe_importing_console_is_reported(tmp_path: Path) -> None:
 
 def test_each_never_arrow_is_reported(tmp_path: Path) -> None:
     found = _violations(tmp_path, {
-        "probes/a.py": "import checks.cli\nimport engine\n",
+        "probes/a.py": "import checks.errors\nimport engine\n",
         "checks/b.py": "from console.app import App\n",
         "engine/c.py": "from checks import errors\n",
         "playbooks/d.py": "import probes.host\n",
     })
     assert sorted(found) == sorted([
-        "probes.a:1: probes must never import checks (checks.cli)",
+        "probes.a:1: probes must never import checks (checks.errors)",
         "probes.a:2: probes must never import engine (engine)",
         "checks.b:1: checks must never import console (console.app)",
         "engine.c:1: engine must never import checks (checks.errors)",
@@ -345,20 +382,46 @@ def test_textual_and_module_level_torch_are_reported(tmp_path: Path) -> None:
     ])
 
 
-def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
+def test_the_inner_floors_are_reported(tmp_path: Path) -> None:
+    found = _violations(tmp_path, {
+        "checks/core.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                          "    from checks.cli import Options\n",
+        "console/headless.py": "def f():\n    from console.ui import app\n",
+        "engine/runner.py": "from engine.tools import plan\n",
+        "engine/tools/__init__.py": "",
+        "engine/tools/plan.py": "import engine\n",
+    })
+    assert sorted(found) == sorted([
+        "checks.core:3: nothing below the command-line edge imports it (checks.cli)",
+        "console.headless:2: the console's headless layer never imports its UI "
+        "(console.ui.app)",
+        "engine.runner:1: the engine's runtime never imports engine.tools (engine.tools.plan)",
+    ])
+
+
+def test_a_type_only_circle_is_reported(tmp_path: Path) -> None:
+    found = _violations(tmp_path, {
+        "checks/a.py": "from checks import b\n",
+        "checks/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                       "    from checks.a import A\n",
+    })
+    assert found == ["checks.a -> checks.b -> checks.a: modules import each other in a circle"]
+
+
+def test_type_checking_imports_do_not_count_for_the_arrows(tmp_path: Path) -> None:
     found = _violations(tmp_path, {
         "probes/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                           "    from checks.cli import X\nelse:\n    import console\n",
+                           "    from checks.errors import X\nelse:\n    import console\n",
     })
     assert found == ["probes.typed:5: probes must never import console (console)"]
 
 
 def test_a_two_module_circle_is_reported_even_inside_functions(tmp_path: Path) -> None:
     found = _violations(tmp_path, {
-        "checks/cli.py": "from checks.errors import X\ndef run():\n    from checks import cmds\n",
-        "checks/cmds.py": "from checks.cli import main\n",
+        "checks/run.py": "from checks.errors import X\ndef run():\n    from checks import cmds\n",
+        "checks/cmds.py": "from checks.run import main\n",
     })
-    assert found == ["checks.cli -> checks.cmds -> checks.cli: modules import each other in a "
+    assert found == ["checks.cmds -> checks.run -> checks.cmds: modules import each other in a "
                      "circle"]
 
 

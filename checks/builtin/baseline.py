@@ -57,7 +57,8 @@ def baseline_drift(ctx: Context) -> Finding:
     base = ctx.baseline
     if base is None:
         return skipped(NO_BASELINE, rules=("no-baseline",))
-    from checks.baseline import compare, observe
+    from checks.baseline import compare
+    from checks.baseline.record import observe
 
     verdicts = _verdicts(ctx)
     model = ctx.model_dir if base.tokenizer is not None else None

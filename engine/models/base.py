@@ -26,7 +26,7 @@ from engine.moe import MoeWeights, SharedExpert, SparseMoe
 from engine.weight_table import WeightTable
 
 if TYPE_CHECKING:
-    from engine.config import ModelConfig
+    from engine.spec import ModelConfig
 
 Mixer = Attention | GatedDeltaNet
 FeedForward = MlpWeights | SparseMoe
