@@ -1,0 +1,212 @@
+"""What serving.support and serving.flags read of a deployment, once per run: the engine and
+its release, the model's type, the chip families, the features the command line turns on, and
+the command line's JSON settings.
+
+The engine release comes from the judged interpreter's `vllm_ascend` package (facts.python) or
+MindIE's version.info (probes.stack, as versions.parity reads them); the model from config.json
+through the one model reader (probes.checkpoint.read_config); the chips from npu-smi (facts.npu)
+placed in families by `fp8_gate.chip_family`; the features from the target's command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from checks.builtin import facts
+from checks.builtin.fp8_gate import chip_family, chip_names
+from checks.context import Context
+from probes.errors import HostError, NotRecorded
+from probes.target.argv import JsonFlag, arguments, at_path, has_switch, json_flag, value_of
+
+JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
+FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950"}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The serving engine judged and its release; `name` "" when none was found."""
+
+    name: str = ""  # vllm-ascend, mindie
+    release: str = ""
+    source: str = ""
+    why_none: str = ""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The model's type as config.json says, whether it is quantized, or why unknown."""
+
+    model_type: str | None = None
+    architecture: str = ""
+    quantized: bool | None = None
+    source: str = ""
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One deployment as the serving checks see it."""
+
+    engine: Engine
+    model: ModelFacts
+    chips: tuple[str, ...]  # chip families in use ("" for a name the doctor cannot place)
+    chip_names: tuple[str, ...]
+    chips_problem: str
+    args: tuple[str, ...]  # the command line's arguments; () without a process
+    env: Mapping[str, str]
+    env_problem: str = ""
+    json: Mapping[str, JsonFlag] = field(default_factory=dict)
+    features: tuple[str, ...] = ()
+
+    @property
+    def chip_words(self) -> str:
+        """`8 x 910B4 (910B/A2)`: the chips npu-smi shows, counted by name."""
+        counted: dict[str, int] = {}
+        for name in self.chip_names:
+            counted[name] = counted.get(name, 0) + 1
+        return ", ".join(f"{n} x {name} ({family_words(name)})" for name, n in counted.items())
+
+    def fact(self, name: str) -> Any:
+        """A named fact a flag rule looks at (serving_rows.Condition.fact); None when absent."""
+        kind, _, rest = name.partition(".")
+        if kind == "env":
+            return self.env.get(rest)
+        if kind == "arg":
+            return "true" if has_switch(self.args, rest) else value_of(self.args, rest)
+        if kind in ("additional_config", "compilation_config", "speculative_config"):
+            found = self.json.get("--" + kind.replace("_", "-"))
+            return at_path(found.value if found else None, rest)
+        if kind == "model" and rest == "quantized":
+            return self.model.quantized
+        return None
+
+
+def family_words(chip_name: str) -> str:
+    return FAMILY_WORDS.get(chip_family(chip_name) or "", "unknown family")
+
+
+def deployment(ctx: Context) -> Deployment:
+    return ctx.fact("serving.deployment", lambda: read_deployment(ctx))
+
+
+def read_deployment(ctx: Context) -> Deployment:
+    args = _args(ctx)
+    env, env_problem = _env(ctx)
+    flags = {name: found for name in JSON_FLAGS if (found := json_flag(args, name)) is not None}
+    names, chips_problem = _chip_names(ctx)
+    families = tuple(dict.fromkeys(chip_family(n) or "" for n in names))
+    model = read_model(ctx, args)
+    return Deployment(read_engine(ctx), model, families, tuple(names), chips_problem, args,
+                      env, env_problem, flags, features(args, flags, ctx))
+
+
+def _args(ctx: Context) -> tuple[str, ...]:
+    proc = ctx.target.process
+    return arguments(proc.cmdline) if proc is not None else ()
+
+
+def _env(ctx: Context) -> tuple[Mapping[str, str], str]:
+    unknown = ctx.target.environment_unknown()
+    if unknown is not None:
+        return {}, str(unknown)
+    try:
+        return dict(ctx.host.env), ""
+    except NotRecorded as exc:
+        return {}, f"environment not recorded ({exc})"
+
+
+def _chip_names(ctx: Context) -> tuple[list[str], str]:
+    names = chip_names(ctx)
+    if names is None:
+        reading = facts.npu(ctx)
+        return [], f"no NPU reading: {reading.error_text}" if reading.is_error else \
+            "no NPU reading"
+    if not names:
+        return [], "npu-smi printed no chips"
+    return names, ""
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+
+def read_engine(ctx: Context) -> Engine:
+    """vLLM-Ascend when the target runs vLLM or its interpreter holds vllm_ascend; MindIE when
+    the target runs MindIE or only MindIE is installed."""
+    server = ctx.target.serving.server
+    py = facts.python(ctx)
+    vllm_ascend = None if py.error else py.version_of("vllm_ascend")
+    mindie = _mindie_release(ctx)
+    where = py.interpreter or "the judged interpreter"
+    if server != "mindie" and vllm_ascend:
+        return Engine("vllm-ascend", vllm_ascend, f"package vllm_ascend in {where}")
+    if server != "vllm" and mindie is not None:
+        return Engine("mindie", mindie[0], mindie[1])
+    if server == "vllm":
+        why = py.error or f"the target runs vLLM but {where} holds no vllm_ascend"
+        return Engine(why_none=why)
+    return Engine(why_none=f"no vllm_ascend in {where} ({py.error or 'not installed'}) and no "
+                  "MindIE version.info found")
+
+
+def _mindie_release(ctx: Context) -> tuple[str, str] | None:
+    from checks.builtin.versions import stack
+
+    found = stack(ctx).mindie
+    if found.value is None or not found.value.version:
+        return None
+    return found.value.version, f"MindIE {found.path}"
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
+    if ctx.model_dir is None:
+        return ModelFacts(problem="no model: neither --model nor a model on the target's "
+                          "command line")
+    from probes.checkpoint import CheckpointError, read_config
+
+    path = str(ctx.model_dir)
+    try:
+        config = read_config(ctx.host, path)
+    except NotRecorded as exc:
+        return ModelFacts(problem=f"config.json not recorded ({exc.path})")
+    except (CheckpointError, HostError) as exc:
+        return ModelFacts(problem=f"config.json unreadable: {exc}")
+    quantized = bool(config.quantization) or value_of(args, "--quantization", "-q") is not None
+    return ModelFacts(config.model_type or None, config.architecture, quantized,
+                      f"{path}/config.json")
+
+
+# -- the features -------------------------------------------------------------------------------
+
+
+def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context) -> tuple[str, ...]:
+    """The features the command line turns on, by the names the support rows use."""
+    found: list[str] = []
+    quantization = value_of(args, "--quantization", "-q")
+    if quantization:
+        found.append(f"quantization:{quantization}")
+    if has_switch(args, "--enable-expert-parallel"):
+        found.append("expert-parallel")
+    dp = ctx.target.serving.data_parallel_size
+    if dp is not None and dp.value > 1:
+        found.append("data-parallel")
+    method = at_path(_value(flags, "--speculative-config"), "method")
+    if isinstance(method, str) and "mtp" in method.lower():
+        found.append("mtp")
+    if value_of(args, "--distributed-executor-backend") == "ray":
+        found.append("ray")
+    if args and not has_switch(args, "--enforce-eager"):
+        found.append("graph")
+    mode = at_path(_value(flags, "--compilation-config"), "cudagraph_mode")
+    if isinstance(mode, str) and mode.upper() == "FULL_DECODE_ONLY":
+        found.append("graph:full_decode_only")
+    return tuple(found)
+
+
+def _value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | None:
+    found = flags.get(name)
+    return found.value if found is not None else None

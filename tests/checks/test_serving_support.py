@@ -1,0 +1,109 @@
+"""serving.support on deployments rebuilt from public incidents: a real `vllm serve` process
+with the user's command line, their vllm_ascend release, their model's config.json and their
+chip's npu-smi table; each incident beside its healthy twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from serving_fixtures import QWEN3_MOE, served
+
+from checks.builtin.serving_support import serving_support
+from checks.model import Finding
+from checks.registry import all_checks
+
+QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+               "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
+              "torch_dtype": "bfloat16"}
+
+
+def support(tmp_path: Path, args: list[str], **kw: object) -> Finding:
+    with served(tmp_path, args, **kw) as ctx:  # type: ignore[arg-type]
+        return serving_support(ctx)
+
+
+def test_qwen3_5_on_a_release_before_its_support_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8409: Qwen3.5-397B-A17B W8A8 on vllm-ascend 0.13.0 refused
+    (qwen3_5_moe unknown); a maintainer: Qwen3.5 from 0.17.0rc1."""
+    finding = support(tmp_path, ["--quantization", "ascend", "-tp", "16"], release="0.13.0",
+                      config=QWEN3_5_MOE)
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "does not support model type qwen3_5_moe" in finding.summary
+    assert any("qwen3-5-before-0170rc1" in e and "#8409" in e for e in finding.evidence)
+
+
+def test_qwen3_5_on_a_release_that_supports_it_passes(tmp_path: Path) -> None:
+    """The healthy twin of #8409: the same deployment on 0.18.0, where the user succeeded."""
+    finding = support(tmp_path, ["--quantization", "ascend", "-tp", "16"], release="0.18.0",
+                      config=QWEN3_5_MOE)
+    assert finding.status == "pass", finding.summary
+    assert "chips: 8 x 910B4 (910B/A2)" in finding.evidence
+    assert "features: quantization:ascend, graph" in finding.evidence
+
+
+def test_ascend_950_before_its_first_release_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#13086: vllm-ascend 0.14.0rc1 on a 950 (A5): Unsupported
+    soc_version."""
+    finding = support(tmp_path, ["-tp", "4"], release="0.14.0rc1", chip="A5_950")
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "chip family 950" in finding.summary
+
+
+def test_ascend_950_from_its_first_release_passes(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "4"], release="0.17.0rc1", chip="A5_950")
+    assert finding.status == "pass", finding.summary
+
+
+def test_qwen3_5_on_310p_before_v0_23_fails_and_from_it_passes(tmp_path: Path) -> None:
+    """Release notes v0.23.0rc1: Ascend 310P support for Qwen3.5 and Qwen3.6 added."""
+    before = support(tmp_path / "a", ["--enforce-eager"], release="0.22.1rc1",
+                     config=QWEN3_5_MOE, chip="310P")
+    after = support(tmp_path / "b", ["--enforce-eager"], release="0.23.0rc1",
+                    config=QWEN3_5_MOE, chip="310P")
+    assert before.status == "fail" and before.rules == ("unsupported",)
+    assert after.status == "pass", after.summary
+
+
+def test_a_known_issue_of_the_release_fails_its_combination(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4051 (Qwen3-Next EP inference failure); the v0.11.0 release
+    notes: Qwen3-Next does not support expert parallel."""
+    finding = support(tmp_path, ["-tp", "4", "--enable-expert-parallel"], release="0.11.0",
+                      config=QWEN3_NEXT)
+    assert finding.status == "fail" and finding.rules == ("known-issue",)
+    assert "Qwen3-Next does not support expert parallel" in finding.summary
+
+
+def test_the_same_model_without_the_feature_is_quiet(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "4"], release="0.11.0", config=QWEN3_NEXT)
+    assert finding.status == "pass", finding.summary
+    assert any("experimental" in e for e in finding.evidence)
+
+
+def test_a_model_type_no_row_speaks_of_is_not_in_our_data(tmp_path: Path) -> None:
+    config = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe"}
+    finding = support(tmp_path, ["-tp", "8"], release="0.11.0", config=config)
+    assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
+    assert "model type glm4_moe on vllm-ascend 0.11.0: not in our data" in finding.summary
+
+
+def test_qwen3_moe_on_a2_passes(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "2"], release="0.11.0", config=QWEN3_MOE)
+    assert finding.status == "pass", finding.summary
+
+
+def test_no_engine_no_model_no_npu_skip_with_the_reason(tmp_path: Path) -> None:
+    no_engine = support(tmp_path / "a", [], release=None)
+    no_npu = support(tmp_path / "b", [], chip=None)
+    assert no_engine.status == "skip" and no_engine.rules == ("no-engine",)
+    assert "holds no vllm_ascend" in no_engine.summary
+    assert no_npu.status == "skip" and no_npu.rules == ("no-npu",)
+    with served(tmp_path / "c", []) as ctx:
+        ctx.model_dir = None
+        no_model = serving_support(ctx)
+    assert no_model.status == "skip" and no_model.rules == ("no-model",)
+
+
+def test_registered() -> None:
+    ids = {c.id for c in all_checks()}
+    assert {"serving.support", "serving.flags"} <= ids
