@@ -28,8 +28,8 @@ from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
 
 CHECK_ID = "serving.flags"
-WATCHED_ENV = ("HCCL_", "VLLM_ASCEND_", "VLLM_ENABLE_", "VLLM_LLMDD_", "PYTORCH_NPU_ALLOC_CONF",
-               "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
+CONFIG_ENV = ("PYTORCH_NPU_ALLOC_CONF", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
+WATCHED_ENV = ("HCCL_", "VLLM_ASCEND_", "VLLM_ENABLE_", "VLLM_LLMDD_", *CONFIG_ENV)
 
 
 def _rules() -> dict[str, str]:
@@ -104,13 +104,18 @@ def _holds(condition: Condition, value: Any) -> bool:
 
 
 def _seen(d: Deployment) -> list[str]:
-    """The watched settings, as evidence (values shown, not obeyed)."""
+    """The watched settings, as evidence: values only of the variables a rule reads (others
+    may hold anything, a token included), and the keys of the JSON flags."""
     from probes.textsafe import one_line
 
-    env = sorted(f"{k}={one_line(v)}" for k, v in d.env.items() if k.startswith(WATCHED_ENV))
+    judged = {c.fact.partition(".")[2] for row in data.load("flags", FlagRow) for c in row.when
+              if c.fact.startswith("env.")} | set(CONFIG_ENV)
+    env = sorted(f"{k}={one_line(v)[:80]}" if k in judged else k
+                 for k, v in d.env.items() if k.startswith(WATCHED_ENV))
     lines = [f"environment: {', '.join(env) or 'none of HCCL_*, VLLM_ASCEND_*, ... set'}"]
     for name, found in d.json.items():
-        lines.append(f"{name}: {one_line(found.written)[:200]}")
+        keys = ", ".join(one_line(str(k))[:60] for k in (found.value or {}))
+        lines.append(f"{name}: {'keys ' + keys if found.value is not None else found.problem}")
     return lines
 
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.fp8_gate import chip_family, chip_names
 from checks.context import Context
 from probes.errors import HostError, NotRecorded
-from probes.target.argv import JsonFlag, arguments, at_path, has_switch, json_flag, value_of
+
+if TYPE_CHECKING:
+    from probes.target.argv import JsonFlag
 
 JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950"}
@@ -73,14 +75,16 @@ class Deployment:
         kind, _, rest = name.partition(".")
         if kind == "env":
             return self.env.get(rest)
-        if kind == "arg":
-            return "true" if has_switch(self.args, rest) else value_of(self.args, rest)
-        if kind in ("additional_config", "compilation_config", "speculative_config"):
-            found = self.json.get("--" + kind.replace("_", "-"))
-            return at_path(found.value if found else None, rest)
         if kind == "model" and rest == "quantized":
             return self.model.quantized
-        return None
+        if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
+            return None
+        from probes.target.argv import at_path, has_switch, value_of
+
+        if kind == "arg":
+            return "true" if has_switch(self.args, rest) else value_of(self.args, rest)
+        found = self.json.get("--" + kind.replace("_", "-"))
+        return at_path(found.value if found else None, rest)
 
 
 def family_words(chip_name: str) -> str:
@@ -94,7 +98,7 @@ def deployment(ctx: Context) -> Deployment:
 def read_deployment(ctx: Context) -> Deployment:
     args = _args(ctx)
     env, env_problem = _env(ctx)
-    flags = {name: found for name in JSON_FLAGS if (found := json_flag(args, name)) is not None}
+    flags = _json_flags(args)
     names, chips_problem = _chip_names(ctx)
     families = tuple(dict.fromkeys(chip_family(n) or "" for n in names))
     model = read_model(ctx, args)
@@ -104,7 +108,19 @@ def read_deployment(ctx: Context) -> Deployment:
 
 def _args(ctx: Context) -> tuple[str, ...]:
     proc = ctx.target.process
-    return arguments(proc.cmdline) if proc is not None else ()
+    if proc is None:
+        return ()
+    from probes.target.argv import arguments
+
+    return arguments(proc.cmdline)
+
+
+def _json_flags(args: tuple[str, ...]) -> dict[str, JsonFlag]:
+    if not args:
+        return {}
+    from probes.target.argv import json_flag
+
+    return {name: found for name in JSON_FLAGS if (found := json_flag(args, name)) is not None}
 
 
 def _env(ctx: Context) -> tuple[Mapping[str, str], str]:
@@ -175,9 +191,18 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
         return ModelFacts(problem=f"config.json not recorded ({exc.path})")
     except (CheckpointError, HostError) as exc:
         return ModelFacts(problem=f"config.json unreadable: {exc}")
-    quantized = bool(config.quantization) or value_of(args, "--quantization", "-q") is not None
+    quantized = bool(config.quantization) or quantization(args) is not None
     return ModelFacts(config.model_type or None, config.architecture, quantized,
                       f"{path}/config.json")
+
+
+def quantization(args: tuple[str, ...]) -> str | None:
+    """The --quantization method on the command line, or None."""
+    if not args:
+        return None
+    from probes.target.argv import value_of
+
+    return value_of(args, "--quantization", "-q")
 
 
 # -- the features -------------------------------------------------------------------------------
@@ -186,14 +211,18 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
 def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context) -> tuple[str, ...]:
     """The features the command line turns on, by the names the support rows use."""
     found: list[str] = []
-    quantization = value_of(args, "--quantization", "-q")
-    if quantization:
-        found.append(f"quantization:{quantization}")
-    if has_switch(args, "--enable-expert-parallel"):
-        found.append("expert-parallel")
     dp = ctx.target.serving.data_parallel_size
     if dp is not None and dp.value > 1:
         found.append("data-parallel")
+    if not args:
+        return tuple(found)
+    from probes.target.argv import at_path, has_switch, value_of
+
+    method_q = quantization(args)
+    if method_q:
+        found.append(f"quantization:{method_q}")
+    if has_switch(args, "--enable-expert-parallel"):
+        found.append("expert-parallel")
     method = at_path(_value(flags, "--speculative-config"), "method")
     if isinstance(method, str) and "mtp" in method.lower():
         found.append("mtp")
@@ -208,5 +237,6 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context)
 
 
 def _value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | None:
+    """The JSON object of a flag, or None."""
     found = flags.get(name)
     return found.value if found is not None else None

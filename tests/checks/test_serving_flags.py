@@ -53,12 +53,16 @@ def test_the_scheduler_key_disabled_is_quiet(tmp_path: Path) -> None:
     """vllm-project/vllm-ascend#6371: v0.13.0rc1 with `ascend_scheduler_config.enabled: false`
     and HCCL_OP_EXPANSION_MODE=AIV on A2/A3: neither is a problem there."""
     extra = '{"enable_cpu_binding": true, "ascend_scheduler_config": {"enabled": false}}'
-    env = {"HCCL_OP_EXPANSION_MODE": "AIV", "TASK_QUEUE_ENABLE": "0", "CPU_AFFINITY_CONF": "2"}
+    env = {"HCCL_OP_EXPANSION_MODE": "AIV", "TASK_QUEUE_ENABLE": "0", "CPU_AFFINITY_CONF": "2",
+           "HCCL_DEBUG_NOTE": "token=abc123"}  # a variable no rule reads: its value not shown
     finding = flags(tmp_path, ["-tp", "4", "--additional-config", extra], release="0.13.0rc1",
                     config=QWEN3, env=env)
     assert finding.status == "pass", finding.summary
-    assert ("environment: CPU_AFFINITY_CONF=2, HCCL_OP_EXPANSION_MODE=AIV, TASK_QUEUE_ENABLE=0"
-            in finding.evidence)
+    assert ("environment: CPU_AFFINITY_CONF=2, HCCL_DEBUG_NOTE, HCCL_OP_EXPANSION_MODE=AIV, "
+            "TASK_QUEUE_ENABLE=0") in finding.evidence
+    assert "abc123" not in " ".join(finding.evidence)
+    assert "--additional-config: keys enable_cpu_binding, ascend_scheduler_config" in \
+        finding.evidence
 
 
 def test_aiv_expansion_on_310p_warns(tmp_path: Path) -> None:
