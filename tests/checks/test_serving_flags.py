@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from serving_fixtures import QWEN3_MOE, served
@@ -19,8 +20,10 @@ QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_ne
 TORCHAIR = '{"ascend_scheduler_config":{"enabled":true},"torchair_graph_config":{"enabled":true}}'
 
 
-def flags(tmp_path: Path, args: list[str], **kw: object) -> Finding:
-    with served(tmp_path, args, **kw) as ctx:  # type: ignore[arg-type]
+def flags(tmp_path: Path, args: list[str], release: str | None = "0.11.0",
+          config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+          chip: str | None = "A2") -> Finding:
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip) as ctx:
         return serving_flags(ctx)
 
 

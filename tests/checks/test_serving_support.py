@@ -5,6 +5,7 @@ chip's npu-smi table; each incident beside its healthy twin."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from serving_fixtures import QWEN3_MOE, served
 
@@ -18,8 +19,10 @@ QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_ne
               "torch_dtype": "bfloat16"}
 
 
-def support(tmp_path: Path, args: list[str], **kw: object) -> Finding:
-    with served(tmp_path, args, **kw) as ctx:  # type: ignore[arg-type]
+def support(tmp_path: Path, args: list[str], release: str | None = "0.11.0",
+            config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+            chip: str | None = "A2") -> Finding:
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip) as ctx:
         return serving_support(ctx)
 
 
