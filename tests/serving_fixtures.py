@@ -27,6 +27,7 @@ NPU_SMI = {  # chip family -> a real npu-smi table of that chip
     "A3": "055-info-24.1.rc3.7-A3-Ascend910-PARTIAL.txt",
     "310P": "049-info-25.2.0-300IDuo-310P3-2chips-same-busid-PARTIAL.txt",
     "A5_950": "constructed/C05-info-25.7.rc1-Ascend950PR-4cards-NPU-ID-column.txt",
+    "A1_910": "003-info-22.0.3.1-910A-atlas800-9010.txt",
 }
 QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
              "torch_dtype": "bfloat16"}

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from probes.target.argv import JsonFlag
 
 JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
-FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950"}
+FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
+                "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
 
 
 @dataclass(frozen=True)

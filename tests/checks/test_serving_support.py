@@ -58,6 +58,13 @@ def test_ascend_950_from_its_first_release_passes(tmp_path: Path) -> None:
     assert finding.status == "pass", finding.summary
 
 
+def test_a_first_generation_910_fails(tmp_path: Path) -> None:
+    """vLLM-Ascend FAQ 1 (docs/source/faqs.md): Ascend 910 / 910 Pro B unplanned."""
+    finding = support(tmp_path, ["-tp", "8"], release="0.8.5rc1", chip="A1_910")
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "chip family 910 (first generation)" in finding.summary
+
+
 def test_qwen3_5_on_310p_before_v0_23_fails_and_from_it_passes(tmp_path: Path) -> None:
     """Release notes v0.23.0rc1: Ascend 310P support for Qwen3.5 and Qwen3.6 added."""
     before = support(tmp_path / "a", ["--enforce-eager"], release="0.22.1rc1",
