@@ -7,11 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import QWEN3_MOE, served
+from conftest import FakeRoot
+from serving_fixtures import QWEN3_MOE, npu_reading, served, write_model
 
 from checks.builtin.serving_support import serving_support
+from checks.context import Context
 from checks.model import Finding
+from checks.policy import load_policy
 from checks.registry import all_checks
+from probes.live import LiveHost
 
 QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
                "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
@@ -117,3 +121,19 @@ def test_no_engine_no_model_no_npu_skip_with_the_reason(tmp_path: Path) -> None:
 def test_registered() -> None:
     ids = {c.id for c in all_checks()}
     assert {"serving.support", "serving.flags"} <= ids
+
+
+def test_mindie_has_no_rows_yet_so_its_combination_is_not_in_our_data(
+        tmp_path: Path) -> None:
+    """MindIE's version.info as MindIE writes it (`Ascend-mindie : MindIE 2.1.RC2.B080`); the
+    doctor holds no MindIE support rows yet, so it says so instead of passing."""
+    root = FakeRoot(tmp_path / "root")
+    root.file("/usr/local/Ascend/mindie/latest/version.info",
+              "Ascend-mindie : MindIE 2.1.RC2.B080\n")
+    write_model(root.path / "models" / "m", QWEN3_MOE)
+    ctx = Context(LiveHost(root=str(root.path), env={}), load_policy(None),
+                  model_dir=Path("/models/m"))
+    ctx.know("npu", npu_reading("A2"))
+    finding = serving_support(ctx)
+    assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
+    assert "model type qwen3_moe on mindie 2.1.RC2.B080: not in our data" in finding.summary
