@@ -227,6 +227,8 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context)
     method = at_path(_value(flags, "--speculative-config"), "method")
     if isinstance(method, str) and "mtp" in method.lower():
         found.append("mtp")
+    if value_of(args, "--kv-transfer-config") is not None:
+        found.append("pd-disaggregation")
     if value_of(args, "--distributed-executor-backend") == "ray":
         found.append("ray")
     if args and not has_switch(args, "--enforce-eager"):

@@ -123,6 +123,13 @@ ENV_CASES = [
             removed_in="0.10.1rc1", before="0.10.0rc1"),
     EnvCase(rules=("env-moe-all2all-removed",), env={"VLLM_ASCEND_ENABLE_MOE_ALL2ALL_SEQ": "1"},
             removed_in="0.10.1rc1", before="0.10.0rc1"),
+    # vllm-project/vllm-ascend#6371 sets VLLM_ASCEND_ENABLE_FLASHCOMM1=0 on v0.13.0rc1, where
+    # it is still read
+    EnvCase(rules=("env-flashcomm1-moved",), env={"VLLM_ASCEND_ENABLE_FLASHCOMM1": "0"},
+            removed_in="0.20.2rc1", before="0.13.0rc1"),
+    EnvCase(rules=("env-context-parallel-removed",),
+            env={"VLLM_ASCEND_ENABLE_CONTEXT_PARALLEL": "1"},
+            removed_in="0.21.0rc1", before="0.20.2rc1"),
 ]
 
 

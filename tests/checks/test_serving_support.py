@@ -69,14 +69,36 @@ def test_a_first_generation_910_fails(tmp_path: Path) -> None:
     assert "chip family 910 (first generation)" in finding.summary
 
 
-def test_qwen3_5_on_310p_before_v0_23_fails_and_from_it_passes(tmp_path: Path) -> None:
-    """Release notes v0.23.0rc1: Ascend 310P support for Qwen3.5 and Qwen3.6 added."""
-    before = support(tmp_path / "a", ["--enforce-eager"], release="0.22.1rc1",
-                     config=QWEN3_5_MOE, chip="310P")
-    after = support(tmp_path / "b", ["--enforce-eager"], release="0.23.0rc1",
-                    config=QWEN3_5_MOE, chip="310P")
+def test_a_moe_model_on_310p_before_v0_15_fails_and_from_it_passes(tmp_path: Path) -> None:
+    """Release notes v0.14.0rc1 (310P back: dense and VL models only, eager mode) and
+    v0.15.0rc1 (310P MoE and W8A8, experimental)."""
+    before = support(tmp_path / "a", ["--enforce-eager"], release="0.14.0rc1", chip="310P")
+    after = support(tmp_path / "b", ["--enforce-eager"], release="0.15.0rc1", chip="310P")
     assert before.status == "fail" and before.rules == ("unsupported",)
+    assert "on 310P, v0.14.0rc1 supports only dense and VL models" in before.summary
     assert after.status == "pass", after.summary
+
+
+def test_graph_mode_on_310p_in_v0_14_warns(tmp_path: Path) -> None:
+    dense = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+    graph = support(tmp_path / "a", ["-tp", "1"], release="0.14.0rc1", config=dense,
+                    chip="310P")
+    eager = support(tmp_path / "b", ["--enforce-eager"], release="0.14.0rc1", config=dense,
+                    chip="310P")
+    assert graph.status == "warn" and graph.rules == ("known-issue",)
+    assert eager.status == "pass", eager.summary
+
+
+def test_qwen3_6_with_mtp_in_v0_20_2_fails_on_its_known_issue(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#9956: Qwen3.6-35B-A3B shuts down with MTP enabled
+    (numAcceptedTokens exceeds varlen segment length); listed in v0.20.2rc1/v0.21.0rc1."""
+    mtp = ["-tp", "2", "--speculative-config", '{"method": "qwen3_5_mtp", '
+           '"num_speculative_tokens": 3}']
+    crashed = support(tmp_path / "a", mtp, release="0.20.2rc1", config=QWEN3_5_MOE)
+    plain = support(tmp_path / "b", ["-tp", "2"], release="0.20.2rc1", config=QWEN3_5_MOE)
+    assert crashed.status == "fail" and "known-issue" in crashed.rules
+    assert "Qwen3.6-35B-A3B may shut down" in crashed.summary
+    assert plain.status == "pass", plain.summary
 
 
 def test_a_known_issue_of_the_release_fails_its_combination(tmp_path: Path) -> None:
