@@ -130,6 +130,8 @@ ENV_CASES = [
     EnvCase(rules=("env-context-parallel-removed",),
             env={"VLLM_ASCEND_ENABLE_CONTEXT_PARALLEL": "1"},
             removed_in="0.21.0rc1", before="0.20.2rc1"),
+    EnvCase(rules=("env-use-optimized-model-removed",), env={"USE_OPTIMIZED_MODEL": "1"},
+            removed_in="0.15.0rc1", before="0.14.0rc1"),
 ]
 
 

@@ -159,3 +159,15 @@ def test_mindie_has_no_rows_yet_so_its_combination_is_not_in_our_data(
     finding = serving_support(ctx)
     assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
     assert "model type qwen3_moe on mindie 2.1.RC2.B080: not in our data" in finding.summary
+
+
+def test_qwen3_x_with_pd_disaggregation_in_v0_18_0_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8421: Qwen3.x accuracy issue with PD disaggregation
+    (v0.18.0 known issues); the same model without --kv-transfer-config is quiet."""
+    kv = ["--kv-transfer-config", '{"kv_connector": "MooncakeConnectorV1", "kv_role": '
+          '"kv_producer"}']
+    pd = support(tmp_path / "a", ["-tp", "2", *kv], release="0.18.0", config=QWEN3_5_MOE)
+    plain = support(tmp_path / "b", ["-tp", "2"], release="0.18.0", config=QWEN3_5_MOE)
+    assert pd.status == "warn" and pd.rules == ("known-issue",)
+    assert "accuracy issue with prefill/decode disaggregation" in pd.summary
+    assert plain.status == "pass", plain.summary
