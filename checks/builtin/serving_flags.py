@@ -66,8 +66,11 @@ def judge(d: Deployment) -> list[Outcome]:
 
 
 def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
-    if not all(_holds(c, d.fact(c.fact)) for c in row.when):
+    facts_of = [(c, d.fact(c.fact)) for c in row.when]
+    if not all(_holds(c, v) for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
+    if any(_model_unknown(c, v) for c, v in facts_of):
+        return Outcome(row, not_judged=f"model unknown ({d.model.problem})")
     scope = row.scope
     if row.engine != "any":
         if not d.engine.name:
@@ -83,6 +86,11 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     if row.chips and not d.chip_names:
         return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
     return Outcome(row, fired=chips_match(scope, d.chips))
+
+
+def _model_unknown(condition: Condition, value: Any) -> bool:
+    """A condition on the model whose fact could not be read (no model, no config.json)."""
+    return condition.fact.startswith("model.") and value is None
 
 
 def _text(value: Any) -> str | None:

@@ -108,8 +108,10 @@ def read_deployment(ctx: Context) -> Deployment:
 
 
 def _args(ctx: Context) -> tuple[str, ...]:
+    """The arguments of a vLLM server's command line; () for any other process (their flags
+    mean other things) and without a process."""
     proc = ctx.target.process
-    if proc is None:
+    if proc is None or ctx.target.serving.server != "vllm":
         return ()
     from probes.target.argv import arguments
 

@@ -164,6 +164,15 @@ def test_a_rule_whose_scope_is_unknown_is_not_judged_and_said(tmp_path: Path) ->
                for e in finding.evidence)
 
 
+def test_a_rule_on_the_model_without_a_model_is_not_judged(tmp_path: Path) -> None:
+    with served(tmp_path, ["-tp", "2"], release="0.12.0rc1") as ctx:
+        ctx.model_dir = None
+        finding = serving_flags(ctx)
+    assert finding.status == "pass"
+    assert any(e.startswith("not judged: nz-float-0120rc1: model unknown")
+               for e in finding.evidence)
+
+
 def test_an_unreadable_environment_skips(tmp_path: Path) -> None:
     with served(tmp_path, ["-tp", "2"]) as ctx:
         ctx.target = replace(ctx.target, environment_error="permission denied (run as root)")
