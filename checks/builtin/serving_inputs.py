@@ -229,6 +229,9 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context)
     method = at_path(_value(flags, "--speculative-config"), "method")
     if isinstance(method, str) and "mtp" in method.lower():
         found.append("mtp")
+    parser = value_of(args, "--reasoning-parser")
+    if parser:  # shown, not judged: reasoning parsers are vLLM's own
+        found.append(f"reasoning-parser:{parser}")
     if value_of(args, "--kv-transfer-config") is not None:
         found.append("pd-disaggregation")
     if value_of(args, "--distributed-executor-backend") == "ray":

@@ -124,8 +124,10 @@ def test_a_model_type_no_row_speaks_of_is_not_in_our_data(tmp_path: Path) -> Non
 
 
 def test_qwen3_moe_on_a2_passes(tmp_path: Path) -> None:
-    finding = support(tmp_path, ["-tp", "2"], release="0.11.0", config=QWEN3_MOE)
+    finding = support(tmp_path, ["-tp", "2", "--reasoning-parser", "qwen3"], release="0.11.0",
+                      config=QWEN3_MOE)
     assert finding.status == "pass", finding.summary
+    assert "features: reasoning-parser:qwen3, graph" in finding.evidence  # shown, not judged
 
 
 def test_no_engine_no_model_no_npu_skip_with_the_reason(tmp_path: Path) -> None:
