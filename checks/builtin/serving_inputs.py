@@ -214,9 +214,11 @@ def quantization(args: tuple[str, ...]) -> str | None:
 def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context) -> tuple[str, ...]:
     """The features the command line turns on, by the names the support rows use."""
     found: list[str] = []
-    dp = ctx.target.serving.data_parallel_size
-    if dp is not None and dp.value > 1:
+    serving = ctx.target.serving
+    if serving.data_parallel_size is not None and serving.data_parallel_size.value > 1:
         found.append("data-parallel")
+    if serving.pipeline_parallel_size is not None and serving.pipeline_parallel_size.value > 1:
+        found.append("pipeline-parallel")
     if not args:
         return tuple(found)
     from probes.target.argv import at_path, has_switch, value_of
@@ -241,6 +243,8 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context)
     mode = at_path(_value(flags, "--compilation-config"), "cudagraph_mode")
     if isinstance(mode, str) and mode.upper() == "FULL_DECODE_ONLY":
         found.append("graph:full_decode_only")
+    if at_path(_value(flags, "--compilation-config"), "full_cuda_graph") is True:
+        found.append("graph:full_cuda_graph")
     return tuple(found)
 
 

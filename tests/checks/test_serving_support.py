@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FakeRoot
 from serving_fixtures import QWEN3_MOE, npu_reading, served, write_model
 
@@ -173,3 +174,30 @@ def test_qwen3_x_with_pd_disaggregation_in_v0_18_0_warns(tmp_path: Path) -> None
     assert pd.status == "warn" and pd.rules == ("known-issue",)
     assert "accuracy issue with prefill/decode disaggregation" in pd.summary
     assert plain.status == "pass", plain.summary
+
+
+KNOWN = [  # (release, model, shape, its healthy twin, the row): from each release's notes
+    ("0.9.1rc2", QWEN3_MOE, ["-tp", "4", "--enable-expert-parallel"],
+     ["-tp", "4", "--enable-expert-parallel", "--enforce-eager"], "qwen3-moe-aclgraph-ep"),
+    ("0.9.1", QWEN3_MOE, ["-tp", "4", "-pp", "2"], ["-tp", "8"], "pipeline-parallel-091"),
+    ("0.9.2rc1", QWEN3_MOE, ["-pp", "2", "--distributed-executor-backend", "ray"],
+     ["-pp", "2", "--distributed-executor-backend", "ray", "--enforce-eager"],
+     "pipeline-parallel-ray-graph"),
+    ("0.9.1rc3", QWEN3_MOE, ["--compilation-config", '{"full_cuda_graph": true}'],
+     ["--compilation-config", '{"full_cuda_graph": false}'], "full-cuda-graph-a2"),
+    ("0.12.0rc1", {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"},
+     ["--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}'], ["-tp", "1"],
+     "full-decode-only-0120rc1"),
+]
+
+
+@pytest.mark.parametrize("release, config, shape, twin, row", KNOWN,
+                         ids=[k[4] for k in KNOWN])
+def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, release: str, config: dict[str, Any], shape: list[str],
+        twin: list[str], row: str) -> None:
+    hit = support(tmp_path / "a", shape, release=release, config=config)
+    quiet = support(tmp_path / "b", twin, release=release, config=config)
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
