@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 from probes.versions import try_parse_version
 
-ENGINES = ("vllm-ascend", "mindie")
-
 
 @dataclass(frozen=True)
 class Scope:
