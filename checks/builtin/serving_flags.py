@@ -69,22 +69,21 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     facts_of = [(c, d.fact(c.fact)) for c in row.when]
     if not all(_holds(c, v) for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
-    scope = row.scope
     if row.engine != "any":
         if not d.engine.name:  # said only where a setting of the deployment points at it
             why = f"no engine release ({d.engine.why_none})" if _pointed(facts_of) else ""
             return Outcome(row, not_judged=why)
-        if d.engine.name != row.engine or not release_matches(scope, d.engine.release):
+        if d.engine.name != row.engine or not release_matches(row, d.engine.release):
             return Outcome(row)
     model_needed = row.model_types or row.except_models or \
         any(_model_unknown(c, v) for c, v in facts_of)
     if model_needed and d.model.model_type is None:
         return Outcome(row, not_judged=f"model unknown ({d.model.problem})")
-    if not model_matches(scope, d.model.model_type):
+    if not model_matches(row, d.model.model_type):
         return Outcome(row)
     if row.chips and not d.chip_names:
         return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
-    return Outcome(row, fired=chips_match(scope, d.chips))
+    return Outcome(row, fired=chips_match(row, d.chips))
 
 
 def _pointed(facts_of: list[tuple[Condition, Any]]) -> bool:

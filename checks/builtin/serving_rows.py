@@ -15,19 +15,6 @@ from probes.versions import try_parse_version
 
 
 @dataclass(frozen=True)
-class Scope:
-    """Where a row applies: an engine, a release range, model types and chip families."""
-
-    engine: str
-    since: str = ""
-    until: str = ""
-    releases: tuple[str, ...] = ()  # exact releases, instead of a range
-    model_types: tuple[str, ...] = ()  # empty: any model
-    except_models: tuple[str, ...] = ()
-    chips: tuple[str, ...] = ()  # empty: any chip family
-
-
-@dataclass(frozen=True)
 class SupportRow:
     """Engine releases x model x chip x feature -> supported (`yes`, `experimental`) or not."""
 
@@ -41,10 +28,6 @@ class SupportRow:
     feature: str = ""  # "": the model or chip itself
     since: str = ""
     until: str = ""
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.engine, self.since, self.until, (), self.model_types, (), self.chips)
 
 
 @dataclass(frozen=True)
@@ -62,16 +45,12 @@ class KnownIssueRow:
     features: tuple[str, ...] = ()  # all of them in use for it to apply
     fixed_in: str = ""
 
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.engine, "", "", self.releases, self.model_types, (), self.chips)
-
 
 @dataclass(frozen=True)
 class Condition:
     """One fact of the deployment a flag rule looks at (`env.HCCL_BUFFSIZE`,
     `additional_config.torchair_graph_config.enabled`, `arg.--enable-expert-parallel`,
-    `model.quantized`): present or absent, equal to a value, or one of several."""
+    `model.quantized`): present or absent, equal to a value, or not equal to one."""
 
     fact: str
     present: bool | None = None
@@ -97,10 +76,6 @@ class FlagRow:
     except_models: tuple[str, ...] = ()
     chips: tuple[str, ...] = ()
 
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.engine, self.since, self.until, (), self.model_types,
-                     self.except_models, self.chips)
 
 
 def in_range(release: str, since: str, until: str) -> bool | None:
@@ -120,27 +95,29 @@ def same_release(release: str, other: str) -> bool:
     return a is not None and b is not None and a.sort_key == b.sort_key
 
 
-def release_matches(scope: Scope, release: str) -> bool:
-    if scope.releases:
-        return any(same_release(release, r) for r in scope.releases)
-    return bool(in_range(release, scope.since, scope.until))
+def release_matches(row: SupportRow | KnownIssueRow | FlagRow, release: str) -> bool:
+    """Is `release` one of the row's `releases`, or in its [since, until) range?"""
+    releases: tuple[str, ...] = getattr(row, "releases", ())
+    if releases:
+        return any(same_release(release, r) for r in releases)
+    return bool(in_range(release, getattr(row, "since", ""), getattr(row, "until", "")))
 
 
-def model_matches(scope: Scope, model_type: str | None) -> bool:
-    if model_type is not None and model_type in scope.except_models:
+def model_matches(row: SupportRow | KnownIssueRow | FlagRow, model_type: str | None) -> bool:
+    if model_type is not None and model_type in getattr(row, "except_models", ()):
         return False
-    return not scope.model_types or model_type in scope.model_types
+    return not row.model_types or model_type in row.model_types
 
 
-def chips_match(scope: Scope, chips: tuple[str, ...]) -> bool:
-    return not scope.chips or any(chip in scope.chips for chip in chips)
+def chips_match(row: SupportRow | KnownIssueRow | FlagRow, chips: tuple[str, ...]) -> bool:
+    return not row.chips or any(chip in row.chips for chip in chips)
 
 
-def applies(scope: Scope, engine: str, release: str, model_type: str | None,
-            chips: tuple[str, ...]) -> bool:
-    """Does a row with this scope hold for this deployment?"""
-    return (scope.engine in (engine, "any") and release_matches(scope, release)
-            and model_matches(scope, model_type) and chips_match(scope, chips))
+def applies(row: SupportRow | KnownIssueRow | FlagRow, engine: str, release: str,
+            model_type: str | None, chips: tuple[str, ...]) -> bool:
+    """Does the row hold for this deployment?"""
+    return (row.engine in (engine, "any") and release_matches(row, release)
+            and model_matches(row, model_type) and chips_match(row, chips))
 
 
 def cite(sources: tuple[str, ...]) -> str:

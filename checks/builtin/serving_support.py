@@ -87,7 +87,7 @@ def judge(d: Deployment) -> list[Verdict]:
 
 def _matching(d: Deployment, rows: tuple[SupportRow, ...]) -> list[SupportRow]:
     model, release = d.model.model_type, d.engine.release
-    return [r for r in rows if applies(r.scope, d.engine.name, release, model, d.chips)]
+    return [r for r in rows if applies(r, d.engine.name, release, model, d.chips)]
 
 
 def _about(row: SupportRow, subject: str, d: Deployment) -> bool:
@@ -124,7 +124,7 @@ def _known_issues(d: Deployment) -> list[Verdict]:
     rows = data.load("known_issues", KnownIssueRow)
     found = []
     for row in rows:
-        if not applies(row.scope, d.engine.name, d.engine.release, d.model.model_type, d.chips):
+        if not applies(row, d.engine.name, d.engine.release, d.model.model_type, d.chips):
             continue
         if not all(f in d.features for f in row.features):
             continue
