@@ -62,6 +62,15 @@ BUILTIN: tuple[Check, ...] = (
            "driver (CANN->HDK table), firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and "
            "MindIE pairing tables, in the judged interpreter",
            "versions:versions_parity"),
+    _check("serving.support", "The engine release supports this model, chip and features",
+           "versions", "the engine release (vllm_ascend package, MindIE version.info), the "
+           "model type (config.json), the chip families (npu-smi) and the features on the "
+           "command line against checks/data/support.yaml and known_issues.yaml",
+           "serving_support:serving_support"),
+    _check("serving.flags", "Serving command line and environment", "environment",
+           "vllm serve arguments (with --additional-config/--compilation-config JSON) and "
+           "HCCL_*/VLLM_ASCEND_* environment against the rules of checks/data/flags.yaml, "
+           "keyed by engine release, model type and chip family", "serving_flags:serving_flags"),
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
            "npu:npu_health"),

@@ -49,7 +49,11 @@ class DataError(ValueError):
 
 # topic -> "module:RowType": the row type each topic is read as; a topic file without an entry
 # here fails the data test
-ROW_TYPES: dict[str, str] = {}
+ROW_TYPES: dict[str, str] = {
+    "support": "checks.builtin.serving_rows:SupportRow",
+    "known_issues": "checks.builtin.serving_rows:KnownIssueRow",
+    "flags": "checks.builtin.serving_rows:FlagRow",
+}
 
 
 def row_type(topic: str) -> type:

@@ -16,7 +16,8 @@ from checks.cli import main
 # these need an input the healthy run does not give (--model, --baseline)
 NOT_APPLICABLE = {"checkpoint.format", "checkpoint.fp8-scales", "npu.hbm-fit",
                   "tokenizer.dtype", "tokenizer.token-ids", "baseline.drift",
-                  "endpoint.health", "endpoint.smoke", "endpoint.metrics", "engine.op-coverage"}
+                  "endpoint.health", "endpoint.smoke", "endpoint.metrics", "engine.op-coverage",
+                  "serving.support"}  # no --model: the model type is unknown
 
 
 def doctor(root: FakeRoot, spec: A2 | None, capsys: pytest.CaptureFixture[str],

@@ -34,6 +34,7 @@ TAGGED = frozenset({
     "tokenizer.token-ids", "endpoint.health", "endpoint.smoke", "endpoint.metrics",
     "npu.hbm-fit", "checkpoint.format", "checkpoint.fp8-scales", "engine.op-coverage",
     "cann.environment", "logging.level", "pcie.contention", "versions.parity",
+    "serving.support", "serving.flags",
 })
 # Rules declared and listed, but the findings do not name them (none now).
 DECLARED_ONLY: frozenset[str] = frozenset()

@@ -37,6 +37,8 @@ CHECK_IDS = (
     "endpoint.smoke",
     "endpoint.metrics",
     "engine.op-coverage",
+    "serving.support",
+    "serving.flags",
 )
 
 SYMPTOM_IDS = (

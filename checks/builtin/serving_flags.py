@@ -1,0 +1,157 @@
+"""serving.flags: the serving command line (vllm serve arguments, with the JSON of
+--additional-config and --compilation-config) and environment (HCCL_*, VLLM_ASCEND_*, ...)
+against the rules of checks/data/flags.yaml, each keyed by engine release, model type and chip
+family, each with its source.
+
+A rule whose scope cannot be told (no engine release, no model, no chips where it needs them)
+is not judged, and the evidence says which and why. A setting no rule speaks of is listed as
+seen, not judged: the data knows nothing of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from checks import data
+from checks.builtin import facts
+from checks.builtin.serving_inputs import Deployment, deployment
+from checks.builtin.serving_rows import (
+    Condition,
+    FlagRow,
+    chips_match,
+    cite,
+    model_matches,
+    release_matches,
+)
+from checks.context import Context
+from checks.model import Finding, Status, skipped, worst
+
+CHECK_ID = "serving.flags"
+CONFIG_ENV = ("PYTORCH_NPU_ALLOC_CONF", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
+WATCHED_ENV = ("HCCL_", "VLLM_ASCEND_", "VLLM_ENABLE_", "VLLM_LLMDD_", "USE_OPTIMIZED_MODEL",
+               *CONFIG_ENV)
+
+
+def _rules() -> dict[str, str]:
+    rules = {"environment-unreadable": "skip", "json-unreadable": "warn"}
+    rules.update({row.id: row.status for row in data.load("flags", FlagRow)})
+    return rules
+
+
+CHECK_RULES: dict[str, dict[str, str]] = {CHECK_ID: _rules()}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One rule judged: fired (with its row), quiet, or not judged (and why)."""
+
+    row: FlagRow
+    fired: bool = False
+    not_judged: str = ""
+
+
+def serving_flags(ctx: Context) -> Finding:
+    d = deployment(ctx)
+    if d.env_problem:
+        return skipped(f"the environment could not be read: {d.env_problem}",
+                       rules=("environment-unreadable",))
+    outcomes = judge(d)
+    return facts.about_target(ctx, _finding(d, outcomes))
+
+
+def judge(d: Deployment) -> list[Outcome]:
+    """Every rule of flags.yaml against this deployment (pure)."""
+    return [_judge_row(d, row) for row in data.load("flags", FlagRow)]
+
+
+def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
+    facts_of = [(c, d.fact(c.fact)) for c in row.when]
+    if not all(_holds(c, v) for c, v in facts_of if not _model_unknown(c, v)):
+        return Outcome(row)
+    if row.engine != "any":
+        if not d.engine.name:  # said only where a setting of the deployment points at it
+            why = f"no engine release ({d.engine.why_none})" if _pointed(facts_of) else ""
+            return Outcome(row, not_judged=why)
+        if d.engine.name != row.engine or not release_matches(row, d.engine.release):
+            return Outcome(row)
+    model_needed = row.model_types or row.except_models or \
+        any(_model_unknown(c, v) for c, v in facts_of)
+    if model_needed and d.model.model_type is None:
+        return Outcome(row, not_judged=f"model unknown ({d.model.problem})")
+    if not model_matches(row, d.model.model_type):
+        return Outcome(row)
+    if row.chips and not d.chip_names:
+        return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
+    return Outcome(row, fired=chips_match(row, d.chips))
+
+
+def _pointed(facts_of: list[tuple[Condition, Any]]) -> bool:
+    """Does a setting that is there (not merely absent or defaulted) make the rule apply?"""
+    return any(c.present is True or (c.equals is not None and v is not None)
+               for c, v in facts_of if not c.fact.startswith("model."))
+
+
+def _model_unknown(condition: Condition, value: Any) -> bool:
+    """A condition on the model whose fact could not be read (no model, no config.json)."""
+    return condition.fact.startswith("model.") and value is None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
+def _holds(condition: Condition, value: Any) -> bool:
+    text = _text(value)
+    if condition.present is not None and (text is not None) != condition.present:
+        return False
+    if condition.equals is not None and (text is None or
+                                         text.lower() != condition.equals.lower()):
+        return False
+    return not (condition.not_equals is not None and text is not None
+                and text.lower() == condition.not_equals.lower())
+
+
+def _seen(d: Deployment) -> list[str]:
+    """The watched settings, as evidence: values only of the variables a rule reads (others
+    may hold anything, a token included), and the keys of the JSON flags."""
+    from probes.textsafe import one_line
+
+    judged = {c.fact.partition(".")[2] for row in data.load("flags", FlagRow) for c in row.when
+              if c.fact.startswith("env.")} | set(CONFIG_ENV)
+    env = sorted(f"{k}={one_line(v)[:80]}" if k in judged else k
+                 for k, v in d.env.items() if k.startswith(WATCHED_ENV))
+    lines = [f"environment: {', '.join(env) or 'none of HCCL_*, VLLM_ASCEND_*, ... set'}"]
+    for name, found in d.json.items():
+        keys = ", ".join(one_line(str(k))[:60] for k in (found.value or {}))
+        lines.append(f"{name}: {'keys ' + keys if found.value is not None else found.problem}")
+    return lines
+
+
+def _finding(d: Deployment, outcomes: list[Outcome]) -> Finding:
+    fired = [o.row for o in outcomes if o.fired]
+    evidence = [f"engine: {d.engine.name or 'unknown'} {d.engine.release}".rstrip(),
+                f"model type: {d.model.model_type or 'unknown'}",
+                f"chips: {d.chip_words or d.chips_problem}", *_seen(d)]
+    evidence += [f"not judged: {o.row.id}: {o.not_judged}" for o in outcomes if o.not_judged]
+    evidence += [f"rule {row.id}: {cite(row.sources)}" for row in fired]
+    unreadable = [f for f in d.json.values() if f.problem]
+    statuses: list[Status] = ["warn" if row.status == "warn" else "fail" for row in fired]
+    texts = [row.says for row in fired]
+    rules = [row.id for row in fired]
+    remedies = [row.remedy for row in fired]
+    for found in unreadable:
+        statuses.append("warn")
+        texts.append(f"{found.name} not read: {found.problem}")
+        rules.append("json-unreadable")
+        remedies.append(f"Give {found.name} a JSON object, as vLLM expects.")
+    if not statuses:
+        return Finding("pass", "no rule of checks/data/flags.yaml fired on the command line "
+                       "and environment", tuple(evidence))
+    return Finding(worst(statuses), "; ".join(texts), tuple(evidence),
+                   " ".join(dict.fromkeys(remedies)), tuple(dict.fromkeys(rules)))
+

@@ -1,0 +1,254 @@
+"""What serving.support and serving.flags read of a deployment, once per run: the engine and
+its release, the model's type, the chip families, the features the command line turns on, and
+the command line's JSON settings.
+
+The engine release comes from the judged interpreter's `vllm_ascend` package (facts.python) or
+MindIE's version.info (probes.stack, as versions.parity reads them); the model from config.json
+through the one model reader (probes.checkpoint.read_config); the chips from npu-smi (facts.npu)
+placed in families by `fp8_gate.chip_family`; the features from the target's command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from checks.builtin import facts
+from checks.builtin.fp8_gate import chip_family, chip_names
+from checks.context import Context
+from probes.errors import HostError, NotRecorded
+
+if TYPE_CHECKING:
+    from probes.target.argv import JsonFlag
+
+JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
+FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
+                "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The serving engine judged and its release; `name` "" when none was found."""
+
+    name: str = ""  # vllm-ascend, mindie
+    release: str = ""
+    source: str = ""
+    why_none: str = ""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """The model's type as config.json says, whether it is quantized, or why unknown."""
+
+    model_type: str | None = None
+    architecture: str = ""
+    quantized: bool | None = None
+    source: str = ""
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One deployment as the serving checks see it."""
+
+    engine: Engine
+    model: ModelFacts
+    chips: tuple[str, ...]  # chip families in use ("" for a name the doctor cannot place)
+    chip_names: tuple[str, ...]
+    chips_problem: str
+    args: tuple[str, ...]  # the command line's arguments; () without a process
+    env: Mapping[str, str]
+    env_problem: str = ""
+    json: Mapping[str, JsonFlag] = field(default_factory=dict)
+    features: tuple[str, ...] = ()
+
+    @property
+    def chip_words(self) -> str:
+        """`8 x 910B4 (910B/A2)`: the chips npu-smi shows, counted by name."""
+        counted: dict[str, int] = {}
+        for name in self.chip_names:
+            counted[name] = counted.get(name, 0) + 1
+        return ", ".join(f"{n} x {name} ({family_words(name)})" for name, n in counted.items())
+
+    def fact(self, name: str) -> Any:
+        """A named fact a flag rule looks at (serving_rows.Condition.fact); None when absent."""
+        kind, _, rest = name.partition(".")
+        if kind == "env":
+            return self.env.get(rest)
+        if kind == "model" and rest == "quantized":
+            return self.model.quantized
+        if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
+            return None
+        from probes.target.argv import at_path, has_switch, value_of
+
+        if kind == "arg":
+            return "true" if has_switch(self.args, rest) else value_of(self.args, rest)
+        found = self.json.get("--" + kind.replace("_", "-"))
+        return at_path(found.value if found else None, rest)
+
+
+def family_words(chip_name: str) -> str:
+    return FAMILY_WORDS.get(chip_family(chip_name) or "", "unknown family")
+
+
+def deployment(ctx: Context) -> Deployment:
+    return ctx.fact("serving.deployment", lambda: read_deployment(ctx))
+
+
+def read_deployment(ctx: Context) -> Deployment:
+    args = _args(ctx)
+    env, env_problem = _env(ctx)
+    flags = _json_flags(args)
+    names, chips_problem = _chip_names(ctx)
+    families = tuple(dict.fromkeys(chip_family(n) or "" for n in names))
+    model = read_model(ctx, args)
+    return Deployment(read_engine(ctx), model, families, tuple(names), chips_problem, args,
+                      env, env_problem, flags, features(args, flags, ctx))
+
+
+def _args(ctx: Context) -> tuple[str, ...]:
+    """The arguments of a vLLM server's command line; () for any other process (their flags
+    mean other things) and without a process."""
+    proc = ctx.target.process
+    if proc is None or ctx.target.serving.server != "vllm":
+        return ()
+    from probes.target.argv import arguments
+
+    return arguments(proc.cmdline)
+
+
+def _json_flags(args: tuple[str, ...]) -> dict[str, JsonFlag]:
+    if not args:
+        return {}
+    from probes.target.argv import json_flag
+
+    return {name: found for name in JSON_FLAGS if (found := json_flag(args, name)) is not None}
+
+
+def _env(ctx: Context) -> tuple[Mapping[str, str], str]:
+    unknown = ctx.target.environment_unknown()
+    if unknown is not None:
+        return {}, str(unknown)
+    try:
+        return dict(ctx.host.env), ""
+    except NotRecorded as exc:
+        return {}, f"environment not recorded ({exc})"
+
+
+def _chip_names(ctx: Context) -> tuple[list[str], str]:
+    names = chip_names(ctx)
+    if names is None:
+        reading = facts.npu(ctx)
+        return [], f"no NPU reading: {reading.error_text}" if reading.is_error else \
+            "no NPU reading"
+    if not names:
+        return [], "npu-smi printed no chips"
+    return names, ""
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+
+def read_engine(ctx: Context) -> Engine:
+    """vLLM-Ascend when the target runs vLLM or its interpreter holds vllm_ascend; MindIE when
+    the target runs MindIE or only MindIE is installed."""
+    server = ctx.target.serving.server
+    py = facts.python(ctx)
+    vllm_ascend = None if py.error else py.version_of("vllm_ascend")
+    mindie = _mindie_release(ctx)
+    where = py.interpreter or "the judged interpreter"
+    if server != "mindie" and vllm_ascend:
+        return Engine("vllm-ascend", vllm_ascend, f"package vllm_ascend in {where}")
+    if server != "vllm" and mindie is not None:
+        return Engine("mindie", mindie[0], mindie[1])
+    if server == "vllm":
+        why = py.error or f"the target runs vLLM but {where} holds no vllm_ascend"
+        return Engine(why_none=why)
+    return Engine(why_none=f"no vllm_ascend in {where} ({py.error or 'not installed'}) and no "
+                  "MindIE version.info found")
+
+
+def _mindie_release(ctx: Context) -> tuple[str, str] | None:
+    from checks.builtin.versions import stack
+
+    found = stack(ctx).mindie
+    if found.value is None or not found.value.version:
+        return None
+    return found.value.version, f"MindIE {found.path}"
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
+    if ctx.model_dir is None:
+        return ModelFacts(problem="no model: neither --model nor a model on the target's "
+                          "command line")
+    from probes.checkpoint import CheckpointError, read_config
+
+    path = str(ctx.model_dir)
+    try:
+        config = read_config(ctx.host, path)
+    except NotRecorded as exc:
+        return ModelFacts(problem=f"config.json not recorded ({exc.path})")
+    except (CheckpointError, HostError) as exc:
+        return ModelFacts(problem=f"config.json unreadable: {exc}")
+    quantized = bool(config.quantization) or quantization(args) is not None
+    return ModelFacts(config.model_type or None, config.architecture, quantized,
+                      f"{path}/config.json")
+
+
+def quantization(args: tuple[str, ...]) -> str | None:
+    """The --quantization method on the command line, or None."""
+    if not args:
+        return None
+    from probes.target.argv import value_of
+
+    return value_of(args, "--quantization", "-q")
+
+
+# -- the features -------------------------------------------------------------------------------
+
+
+def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context) -> tuple[str, ...]:
+    """The features the command line turns on, by the names the support rows use."""
+    found: list[str] = []
+    serving = ctx.target.serving
+    if serving.data_parallel_size is not None and serving.data_parallel_size.value > 1:
+        found.append("data-parallel")
+    if serving.pipeline_parallel_size is not None and serving.pipeline_parallel_size.value > 1:
+        found.append("pipeline-parallel")
+    if not args:
+        return tuple(found)
+    from probes.target.argv import at_path, has_switch, value_of
+
+    method_q = quantization(args)
+    if method_q:
+        found.append(f"quantization:{method_q}")
+    if has_switch(args, "--enable-expert-parallel"):
+        found.append("expert-parallel")
+    method = at_path(_value(flags, "--speculative-config"), "method")
+    if isinstance(method, str) and "mtp" in method.lower():
+        found.append("mtp")
+    parser = value_of(args, "--reasoning-parser")
+    if parser:  # shown, not judged: reasoning parsers are vLLM's own
+        found.append(f"reasoning-parser:{parser}")
+    if value_of(args, "--kv-transfer-config") is not None:
+        found.append("pd-disaggregation")
+    if value_of(args, "--distributed-executor-backend") == "ray":
+        found.append("ray")
+    if args and not has_switch(args, "--enforce-eager"):
+        found.append("graph")
+    mode = at_path(_value(flags, "--compilation-config"), "cudagraph_mode")
+    if isinstance(mode, str) and mode.upper() == "FULL_DECODE_ONLY":
+        found.append("graph:full_decode_only")
+    if at_path(_value(flags, "--compilation-config"), "full_cuda_graph") is True:
+        found.append("graph:full_cuda_graph")
+    return tuple(found)
+
+
+def _value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | None:
+    """The JSON object of a flag, or None."""
+    found = flags.get(name)
+    return found.value if found is not None else None

@@ -1,0 +1,124 @@
+"""The rows of the `support`, `known_issues` and `flags` topics (checks/data/*.yaml), and the
+one question every row answers: does it hold for this engine release, model and chip?
+
+Releases compare in the order `probes.versions` gives (v0.8.4rc1 < v0.8.4rc2 < v0.8.4); a range
+is `since` (included) to `until` (excluded), either end open when empty. Model types are the
+`model_type` of config.json; chip families are those `fp8_gate.chip_family` names (A2, A3, 310P,
+A5_950). Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probes.versions import try_parse_version
+
+
+@dataclass(frozen=True)
+class SupportRow:
+    """Engine releases x model x chip x feature -> supported (`yes`, `experimental`) or not."""
+
+    id: str
+    engine: str
+    support: str  # yes, experimental, no
+    says: str  # one line a person reads
+    sources: tuple[str, ...]
+    model_types: tuple[str, ...] = ()
+    chips: tuple[str, ...] = ()
+    feature: str = ""  # "": the model or chip itself
+    since: str = ""
+    until: str = ""
+
+
+@dataclass(frozen=True)
+class KnownIssueRow:
+    """A release's known problem with a model, chip or feature, as its notes or threads say."""
+
+    id: str
+    engine: str
+    releases: tuple[str, ...]
+    severity: str  # warn, fail
+    symptom: str
+    sources: tuple[str, ...]
+    model_types: tuple[str, ...] = ()
+    chips: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()  # all of them in use for it to apply
+    fixed_in: str = ""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One fact of the deployment a flag rule looks at (`env.HCCL_BUFFSIZE`,
+    `additional_config.torchair_graph_config.enabled`, `arg.--enable-expert-parallel`,
+    `model.quantized`): present or absent, equal to a value, or not equal to one."""
+
+    fact: str
+    present: bool | None = None
+    equals: str | None = None
+    not_equals: str | None = None
+
+
+@dataclass(frozen=True)
+class FlagRow:
+    """A rule over the serving command line and environment: where it applies, what it
+    looks for (every condition holds), and what it says."""
+
+    id: str
+    engine: str  # vllm-ascend, mindie, or any
+    status: str  # warn, fail
+    says: str
+    remedy: str
+    when: tuple[Condition, ...]
+    sources: tuple[str, ...]
+    since: str = ""
+    until: str = ""
+    model_types: tuple[str, ...] = ()
+    except_models: tuple[str, ...] = ()
+    chips: tuple[str, ...] = ()
+
+
+
+def in_range(release: str, since: str, until: str) -> bool | None:
+    """Is `release` in [since, until)? None when a version does not parse."""
+    have = try_parse_version(release)
+    if have is None:
+        return None
+    low = try_parse_version(since) if since else None
+    high = try_parse_version(until) if until else None
+    if (since and low is None) or (until and high is None):
+        return None
+    return (low is None or have >= low) and (high is None or have < high)
+
+
+def same_release(release: str, other: str) -> bool:
+    a, b = try_parse_version(release), try_parse_version(other)
+    return a is not None and b is not None and a.sort_key == b.sort_key
+
+
+def release_matches(row: SupportRow | KnownIssueRow | FlagRow, release: str) -> bool:
+    """Is `release` one of the row's `releases`, or in its [since, until) range?"""
+    releases: tuple[str, ...] = getattr(row, "releases", ())
+    if releases:
+        return any(same_release(release, r) for r in releases)
+    return bool(in_range(release, getattr(row, "since", ""), getattr(row, "until", "")))
+
+
+def model_matches(row: SupportRow | KnownIssueRow | FlagRow, model_type: str | None) -> bool:
+    if model_type is not None and model_type in getattr(row, "except_models", ()):
+        return False
+    return not row.model_types or model_type in row.model_types
+
+
+def chips_match(row: SupportRow | KnownIssueRow | FlagRow, chips: tuple[str, ...]) -> bool:
+    return not row.chips or any(chip in row.chips for chip in chips)
+
+
+def applies(row: SupportRow | KnownIssueRow | FlagRow, engine: str, release: str,
+            model_type: str | None, chips: tuple[str, ...]) -> bool:
+    """Does the row hold for this deployment?"""
+    return (row.engine in (engine, "any") and release_matches(row, release)
+            and model_matches(row, model_type) and chips_match(row, chips))
+
+
+def cite(sources: tuple[str, ...]) -> str:
+    return "; ".join(sources)

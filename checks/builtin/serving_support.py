@@ -1,0 +1,160 @@
+"""serving.support: does the engine release support this model type, on these chips, with the
+features the command line turns on, and does the release have a known issue with them?
+
+Each of the model, every chip family in use and every judged feature is looked up in the
+`support` rows (checks/data/support.yaml) for the engine's release: a row saying `no` fails,
+with its source in the evidence; a known issue of that release (known_issues.yaml) warns or
+fails as the row says; one that no row speaks of is "not in our data" (warn), never a pass.
+An input that cannot be read (no engine, no model, no npu-smi) is a skip with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checks import data
+from checks.builtin.serving_inputs import FAMILY_WORDS, Deployment, deployment
+from checks.builtin.serving_rows import KnownIssueRow, SupportRow, applies, cite
+from checks.context import Context
+from checks.model import Finding, Status, skipped, worst
+
+CHECK_ID = "serving.support"
+CHECK_RULES: dict[str, dict[str, str]] = {
+    CHECK_ID: {
+        "no-engine": "skip",
+        "no-model": "skip",
+        "no-npu": "skip",
+        "unsupported": "fail",
+        "known-issue": "warn/fail",
+        "not-in-our-data": "warn",
+    },
+}
+# Features the support rows judge; others (a reasoning parser: vLLM's own) are shown only.
+JUDGED_FEATURES = ("quantization:", "expert-parallel", "data-parallel", "mtp",
+                   "graph:full_decode_only")
+REMEDY_UNKNOWN = ("Check the engine's release notes and supported-models page for this "
+                  "combination before serving; the doctor's data says nothing of it.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status
+    text: str
+    rule: str
+    remedy: str = ""
+    evidence: str = ""
+
+
+def serving_support(ctx: Context) -> Finding:
+    found = deployment(ctx)
+    missing = _missing_input(found)
+    if missing is not None:
+        return missing
+    verdicts = judge(found)
+    return _finding(found, verdicts)
+
+
+def _missing_input(d: Deployment) -> Finding | None:
+    if not d.engine.name:
+        return skipped(f"no serving engine to judge: {d.engine.why_none}", rules=("no-engine",))
+    if d.model.model_type is None:
+        why = d.model.problem or "config.json names no model_type"
+        return skipped(f"model not judged: {why}", _engine_line(d), rules=("no-model",))
+    if not d.chip_names:
+        return skipped(f"chips not judged: {d.chips_problem}", _engine_line(d),
+                       rules=("no-npu",))
+    return None
+
+
+def judge(d: Deployment) -> list[Verdict]:
+    """Every verdict on this deployment (pure: the tests feed it deployments)."""
+    rows = data.load("support", SupportRow)
+    verdicts = [_subject(d, rows, "model", f"model type {d.model.model_type}")]
+    for chip in d.chips:
+        words = FAMILY_WORDS.get(chip, "") if chip else ""
+        if not words:
+            verdicts.append(Verdict("warn", "a chip the doctor cannot place in a family: "
+                                    "support not in our data", "not-in-our-data",
+                                    REMEDY_UNKNOWN))
+            continue
+        verdicts.append(_subject(d, rows, f"chip:{chip}", f"chip family {words}"))
+    for feature in d.features:
+        if feature.startswith(JUDGED_FEATURES):
+            verdicts.append(_subject(d, rows, f"feature:{feature}", f"feature {feature}"))
+    verdicts += _known_issues(d)
+    return verdicts
+
+
+def _matching(d: Deployment, rows: tuple[SupportRow, ...]) -> list[SupportRow]:
+    model, release = d.model.model_type, d.engine.release
+    return [r for r in rows if applies(r, d.engine.name, release, model, d.chips)]
+
+
+def _about(row: SupportRow, subject: str, d: Deployment) -> bool:
+    """Does the row speak of this subject (the model, one chip family, one feature)?"""
+    kind, _, name = subject.partition(":")
+    if kind == "feature":
+        return row.feature == name
+    if row.feature:
+        return False
+    if kind == "chip":  # rows about a model on a chip are the model's
+        return name in row.chips and not row.model_types
+    return d.model.model_type in row.model_types
+
+
+def _subject(d: Deployment, rows: tuple[SupportRow, ...], subject: str, words: str) -> Verdict:
+    about = [r for r in _matching(d, rows) if _about(r, subject, d)]
+    release = f"{d.engine.name} {d.engine.release}"
+    refused = [r for r in about if r.support == "no"]
+    if refused:
+        row = refused[0]
+        return Verdict("fail", f"{release} does not support {words}: {row.says}", "unsupported",
+                       f"Use a release that supports it ({row.says}).",
+                       f"support row {row.id}: {cite(row.sources)}")
+    if not about:
+        return Verdict("warn", f"{words} on {release}: not in our data", "not-in-our-data",
+                       REMEDY_UNKNOWN)
+    row = about[0]
+    kind = "experimental" if row.support == "experimental" else "supported"
+    return Verdict("pass", f"{words}: {kind} ({row.says})", "",
+                   evidence=f"support row {row.id}: {cite(row.sources)}")
+
+
+def _known_issues(d: Deployment) -> list[Verdict]:
+    rows = data.load("known_issues", KnownIssueRow)
+    found = []
+    for row in rows:
+        if not applies(row, d.engine.name, d.engine.release, d.model.model_type, d.chips):
+            continue
+        if not all(f in d.features for f in row.features):
+            continue
+        fixed = f" (fixed in {row.fixed_in})" if row.fixed_in else ""
+        status: Status = "fail" if row.severity == "fail" else "warn"
+        found.append(Verdict(status, f"known issue of {d.engine.name} {d.engine.release}: "
+                             f"{row.symptom}{fixed}", "known-issue",
+                             "Avoid the combination in this release or move to another "
+                             "release (see the source).",
+                             f"known issue {row.id}: {cite(row.sources)}"))
+    return found
+
+
+def _engine_line(d: Deployment) -> str:
+    return f"engine: {d.engine.name} {d.engine.release} ({d.engine.source})"
+
+
+def _finding(d: Deployment, verdicts: list[Verdict]) -> Finding:
+    status = worst([v.status for v in verdicts])
+    problems = [v for v in verdicts if v.status != "pass"]
+    evidence = [_engine_line(d), f"model: {d.model.model_type} ({d.model.source})",
+                f"chips: {d.chip_words}",
+                f"features: {', '.join(d.features) or 'none on the command line'}"]
+    evidence += [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
+    evidence += [v.evidence for v in verdicts if v.evidence]
+    if not problems:
+        summary = (f"{d.engine.name} {d.engine.release} supports {d.model.model_type} on "
+                   f"{d.chip_words} with the features in use")
+        return Finding("pass", summary, tuple(evidence))
+    summary = "; ".join(v.text for v in problems)
+    remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
+    rules = tuple(dict.fromkeys(v.rule for v in problems))
+    return Finding(status, summary, tuple(evidence), remedy, rules)

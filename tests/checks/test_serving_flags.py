@@ -1,0 +1,181 @@
+"""serving.flags on deployments rebuilt from public incidents and release notes: a real
+`vllm serve` process with the user's command line and environment, their vllm_ascend release,
+their model's config.json and their chip's npu-smi table; each rule beside its healthy twin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from serving_fixtures import QWEN3_MOE, served
+
+from checks.builtin.serving_flags import serving_flags
+from checks.model import Finding
+
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}
+QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16"}
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next"}
+TORCHAIR = '{"ascend_scheduler_config":{"enabled":true},"torchair_graph_config":{"enabled":true}}'
+
+
+def flags(tmp_path: Path, args: list[str], release: str | None = "0.11.0",
+          config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+          chip: str | None = "A2") -> Finding:
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip) as ctx:
+        return serving_flags(ctx)
+
+
+def test_torchair_on_qwen3_moe_before_v0_10_1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#2266: Qwen3-235B-A22B on v0.10.0rc1 with EP, DP and
+    --additional-config enabling the Ascend scheduler and torchair graph mode fails at start."""
+    args = ["--enable-expert-parallel", "-tp", "4", "--additional-config", TORCHAIR]
+    finding = flags(tmp_path, args, release="0.10.0rc1", config=QWEN3_MOE)
+    assert finding.status == "fail" and finding.rules == ("torchair-deepseek-only",)
+    assert any(e.startswith("rule torchair-deepseek-only:") and "#2266" in e
+               for e in finding.evidence)
+
+
+def test_torchair_on_deepseek_before_v0_10_1_is_quiet(tmp_path: Path) -> None:
+    args = ["-tp", "8", "--additional-config", TORCHAIR]
+    finding = flags(tmp_path, args, release="0.10.0rc1", config=DEEPSEEK_V3)
+    assert finding.status == "pass", finding.summary
+
+
+def test_torchair_and_the_ascend_scheduler_after_their_removal_fail(tmp_path: Path) -> None:
+    """Release notes v0.12.0rc1: torchair graph mode and the Ascend scheduler are removed;
+    their --additional-config keys no longer work."""
+    args = ["-tp", "8", "--additional-config", TORCHAIR]
+    finding = flags(tmp_path, args, release="0.13.0", config=DEEPSEEK_V3)
+    assert finding.status == "fail"
+    assert finding.rules == ("torchair-removed", "ascend-scheduler-removed")
+
+
+def test_the_scheduler_key_disabled_is_quiet(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#6371: v0.13.0rc1 with `ascend_scheduler_config.enabled: false`
+    and HCCL_OP_EXPANSION_MODE=AIV on A2/A3: neither is a problem there."""
+    extra = '{"enable_cpu_binding": true, "ascend_scheduler_config": {"enabled": false}}'
+    env = {"HCCL_OP_EXPANSION_MODE": "AIV", "TASK_QUEUE_ENABLE": "0", "CPU_AFFINITY_CONF": "2",
+           "HCCL_DEBUG_NOTE": "token=abc123"}  # a variable no rule reads: its value not shown
+    finding = flags(tmp_path, ["-tp", "4", "--additional-config", extra], release="0.13.0rc1",
+                    config=QWEN3, env=env)
+    assert finding.status == "pass", finding.summary
+    assert ("environment: CPU_AFFINITY_CONF=2, HCCL_DEBUG_NOTE, HCCL_OP_EXPANSION_MODE=AIV, "
+            "TASK_QUEUE_ENABLE=0") in finding.evidence
+    assert "abc123" not in " ".join(finding.evidence)
+    assert "--additional-config: keys enable_cpu_binding, ascend_scheduler_config" in \
+        finding.evidence
+
+
+def test_aiv_expansion_on_310p_warns(tmp_path: Path) -> None:
+    """CANN 8.5.0 envref_07_0096: the Atlas 300I Duo supports AI_CPU and HOST only."""
+    finding = flags(tmp_path, ["--enforce-eager"], release="0.15.0rc1", config=QWEN3,
+                    env={"HCCL_OP_EXPANSION_MODE": "AIV"}, chip="310P")
+    assert finding.status == "warn" and finding.rules == ("hccl-aiv-on-310p",)
+
+
+def test_nz_on_a_float_model_in_v0_12_0rc1_warns_and_nz_off_is_quiet(tmp_path: Path) -> None:
+    """Release notes v0.12.0rc1 (known issue: BF16/FP16 slow with NZ on by default);
+    vllm-project/vllm-ascend#4960 (qwen3-vl-235B bf16 with VLLM_ASCEND_ENABLE_NZ=1 fails,
+    NZ=0 fixes it)."""
+    slow = flags(tmp_path / "a", ["-tp", "2"], release="0.12.0rc1", config=QWEN3,
+                 env={"VLLM_ASCEND_ENABLE_NZ": "1"})
+    off = flags(tmp_path / "b", ["-tp", "2"], release="0.12.0rc1", config=QWEN3,
+                env={"VLLM_ASCEND_ENABLE_NZ": "0"})
+    quantized = flags(tmp_path / "c", ["-tp", "2", "--quantization", "ascend"],
+                      release="0.12.0rc1", config=QWEN3)
+    assert slow.status == "warn" and slow.rules == ("nz-float-0120rc1",)
+    assert off.status == "pass" and quantized.status == "pass", quantized.summary
+
+
+def test_qwen3_next_ep_without_hccl_buffsize_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4051 (Qwen3-Next EP inference failure on the v0.11.0rc1 line);
+    release notes v0.11.0rc1: set HCCL_BUFFSIZE, e.g. 1024, for Qwen3-Next with EP."""
+    args = ["-tp", "4", "--enable-expert-parallel"]
+    unset = flags(tmp_path / "a", args, release="0.11.0rc1", config=QWEN3_NEXT)
+    raised = flags(tmp_path / "b", args, release="0.11.0rc1", config=QWEN3_NEXT,
+                   env={"HCCL_BUFFSIZE": "1024"})
+    assert unset.status == "warn" and unset.rules == ("hccl-buffsize-qwen3-next-ep",)
+    assert raised.status == "pass", raised.summary
+
+
+@dataclass(frozen=True)
+class EnvCase:
+    """A variable the release dropped or renamed, set in the service's environment."""
+
+    rules: tuple[str, ...]
+    env: dict[str, str]
+    removed_in: str  # the first release without it
+    before: str  # a release that still reads it
+
+
+ENV_CASES = [
+    EnvCase(rules=("env-topk-topp-removed",),
+            env={"VLLM_ASCEND_ENABLE_TOPK_TOPP_OPTIMIZATION": "1"},
+            removed_in="0.12.0rc1", before="0.11.0"),
+    EnvCase(rules=("env-dense-optimize-removed",), env={"VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE": "1"},
+            removed_in="0.13.0rc1", before="0.12.0rc1"),
+    EnvCase(rules=("env-fused-experts-allgather-removed",),
+            env={"VLLM_ENABLE_FUSED_EXPERTS_ALLGATHER_EP": "1"},
+            removed_in="0.13.0rc1", before="0.12.0rc1"),
+    EnvCase(rules=("env-llmdd-rpc-port-renamed",), env={"VLLM_LLMDD_RPC_PORT": "5559"},
+            removed_in="0.10.1rc1", before="0.10.0rc1"),
+    EnvCase(rules=("env-moe-all2all-removed",), env={"VLLM_ASCEND_ENABLE_MOE_ALL2ALL_SEQ": "1"},
+            removed_in="0.10.1rc1", before="0.10.0rc1"),
+    # vllm-project/vllm-ascend#6371 sets VLLM_ASCEND_ENABLE_FLASHCOMM1=0 on v0.13.0rc1, where
+    # it is still read
+    EnvCase(rules=("env-flashcomm1-moved",), env={"VLLM_ASCEND_ENABLE_FLASHCOMM1": "0"},
+            removed_in="0.20.2rc1", before="0.13.0rc1"),
+    EnvCase(rules=("env-context-parallel-removed",),
+            env={"VLLM_ASCEND_ENABLE_CONTEXT_PARALLEL": "1"},
+            removed_in="0.21.0rc1", before="0.20.2rc1"),
+    EnvCase(rules=("env-use-optimized-model-removed",), env={"USE_OPTIMIZED_MODEL": "1"},
+            removed_in="0.15.0rc1", before="0.14.0rc1"),
+]
+
+
+@pytest.mark.parametrize("case", ENV_CASES, ids=[c.rules[0] for c in ENV_CASES])
+def test_a_variable_the_release_no_longer_reads_warns(tmp_path: Path, case: EnvCase) -> None:
+    """Release notes of the release named in each rule's source."""
+    args = ["-tp", "2", "--quantization", "ascend"]  # a W8A8 model: the NZ rule stays quiet
+    dropped = flags(tmp_path / "a", args, release=case.removed_in, env=case.env)
+    still = flags(tmp_path / "b", args, release=case.before, env=case.env)
+    assert dropped.status == "warn" and dropped.rules == case.rules
+    assert still.status == "pass", still.summary
+
+
+def test_the_renamed_port_with_its_new_name_is_quiet(tmp_path: Path) -> None:
+    env = {"VLLM_LLMDD_RPC_PORT": "5559", "VLLM_ASCEND_LLMDD_RPC_PORT": "5559"}
+    assert flags(tmp_path, ["-tp", "2"], release="0.11.0", env=env).status == "pass"
+
+
+def test_additional_config_that_is_not_json_warns(tmp_path: Path) -> None:
+    finding = flags(tmp_path, ["--additional-config", "{'torchair_graph_config': 1"],
+                    release="0.11.0")
+    assert finding.status == "warn" and finding.rules == ("json-unreadable",)
+    assert "--additional-config not read: not JSON" in finding.summary
+
+
+def test_a_rule_whose_scope_is_unknown_is_not_judged_and_said(tmp_path: Path) -> None:
+    finding = flags(tmp_path, ["--additional-config", TORCHAIR], release=None)
+    assert finding.status == "pass"
+    assert any(e.startswith("not judged: torchair-removed: no engine release")
+               for e in finding.evidence)
+
+
+def test_a_rule_on_the_model_without_a_model_is_not_judged(tmp_path: Path) -> None:
+    with served(tmp_path, ["-tp", "2"], release="0.12.0rc1") as ctx:
+        ctx.model_dir = None
+        finding = serving_flags(ctx)
+    assert finding.status == "pass"
+    assert any(e.startswith("not judged: nz-float-0120rc1: model unknown")
+               for e in finding.evidence)
+
+
+def test_an_unreadable_environment_skips(tmp_path: Path) -> None:
+    with served(tmp_path, ["-tp", "2"]) as ctx:
+        ctx.target = replace(ctx.target, environment_error="permission denied (run as root)")
+        finding = serving_flags(ctx)
+    assert finding.status == "skip" and finding.rules == ("environment-unreadable",)
+    assert "permission denied" in finding.summary

@@ -1,0 +1,203 @@
+"""serving.support on deployments rebuilt from public incidents: a real `vllm serve` process
+with the user's command line, their vllm_ascend release, their model's config.json and their
+chip's npu-smi table; each incident beside its healthy twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FakeRoot
+from serving_fixtures import QWEN3_MOE, npu_reading, served, write_model
+
+from checks.builtin.serving_support import serving_support
+from checks.context import Context
+from checks.model import Finding
+from checks.policy import load_policy
+from checks.registry import all_checks
+from probes.live import LiveHost
+
+QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+               "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
+              "torch_dtype": "bfloat16"}
+
+
+def support(tmp_path: Path, args: list[str], release: str | None = "0.11.0",
+            config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+            chip: str | None = "A2") -> Finding:
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip) as ctx:
+        return serving_support(ctx)
+
+
+def test_qwen3_5_on_a_release_before_its_support_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8409: Qwen3.5-397B-A17B W8A8 on vllm-ascend 0.13.0 refused
+    (qwen3_5_moe unknown); a maintainer: Qwen3.5 from 0.17.0rc1."""
+    finding = support(tmp_path, ["--quantization", "ascend", "-tp", "16"], release="0.13.0",
+                      config=QWEN3_5_MOE)
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "does not support model type qwen3_5_moe" in finding.summary
+    assert any("qwen3-5-before-0170rc1" in e and "#8409" in e for e in finding.evidence)
+
+
+def test_qwen3_5_on_a_release_that_supports_it_passes(tmp_path: Path) -> None:
+    """The healthy twin of #8409: the same deployment on 0.18.0, where the user succeeded."""
+    finding = support(tmp_path, ["--quantization", "ascend", "-tp", "16"], release="0.18.0",
+                      config=QWEN3_5_MOE)
+    assert finding.status == "pass", finding.summary
+    assert "chips: 8 x 910B4 (910B/A2)" in finding.evidence
+    assert "features: quantization:ascend, graph" in finding.evidence
+
+
+def test_ascend_950_before_its_first_release_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#13086: vllm-ascend 0.14.0rc1 on a 950 (A5): Unsupported
+    soc_version."""
+    finding = support(tmp_path, ["-tp", "4"], release="0.14.0rc1", chip="A5_950")
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "chip family 950" in finding.summary
+
+
+def test_ascend_950_from_its_first_release_passes(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "4"], release="0.17.0rc1", chip="A5_950")
+    assert finding.status == "pass", finding.summary
+
+
+def test_a_first_generation_910_fails(tmp_path: Path) -> None:
+    """vLLM-Ascend FAQ 1 (docs/source/faqs.md): Ascend 910 / 910 Pro B unplanned."""
+    finding = support(tmp_path, ["-tp", "8"], release="0.8.5rc1", chip="A1_910")
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert "chip family 910 (first generation)" in finding.summary
+
+
+def test_a_moe_model_on_310p_before_v0_15_fails_and_from_it_passes(tmp_path: Path) -> None:
+    """Release notes v0.14.0rc1 (310P back: dense and VL models only, eager mode) and
+    v0.15.0rc1 (310P MoE and W8A8, experimental)."""
+    before = support(tmp_path / "a", ["--enforce-eager"], release="0.14.0rc1", chip="310P")
+    after = support(tmp_path / "b", ["--enforce-eager"], release="0.15.0rc1", chip="310P")
+    assert before.status == "fail" and before.rules == ("unsupported",)
+    assert "on 310P, v0.14.0rc1 supports only dense and VL models" in before.summary
+    assert after.status == "pass", after.summary
+
+
+def test_graph_mode_on_310p_in_v0_14_warns(tmp_path: Path) -> None:
+    dense = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+    graph = support(tmp_path / "a", ["-tp", "1"], release="0.14.0rc1", config=dense,
+                    chip="310P")
+    eager = support(tmp_path / "b", ["--enforce-eager"], release="0.14.0rc1", config=dense,
+                    chip="310P")
+    assert graph.status == "warn" and graph.rules == ("known-issue",)
+    assert eager.status == "pass", eager.summary
+
+
+def test_qwen3_6_with_mtp_in_v0_20_2_fails_on_its_known_issue(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#9956: Qwen3.6-35B-A3B shuts down with MTP enabled
+    (numAcceptedTokens exceeds varlen segment length); listed in v0.20.2rc1/v0.21.0rc1."""
+    mtp = ["-tp", "2", "--speculative-config", '{"method": "qwen3_5_mtp", '
+           '"num_speculative_tokens": 3}']
+    crashed = support(tmp_path / "a", mtp, release="0.20.2rc1", config=QWEN3_5_MOE)
+    plain = support(tmp_path / "b", ["-tp", "2"], release="0.20.2rc1", config=QWEN3_5_MOE)
+    assert crashed.status == "fail" and "known-issue" in crashed.rules
+    assert "Qwen3.6-35B-A3B may shut down" in crashed.summary
+    assert plain.status == "pass", plain.summary
+
+
+def test_a_known_issue_of_the_release_fails_its_combination(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4051 (Qwen3-Next EP inference failure); the v0.11.0 release
+    notes: Qwen3-Next does not support expert parallel."""
+    finding = support(tmp_path, ["-tp", "4", "--enable-expert-parallel"], release="0.11.0",
+                      config=QWEN3_NEXT)
+    assert finding.status == "fail" and finding.rules == ("known-issue",)
+    assert "Qwen3-Next does not support expert parallel" in finding.summary
+
+
+def test_the_same_model_without_the_feature_is_quiet(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "4"], release="0.11.0", config=QWEN3_NEXT)
+    assert finding.status == "pass", finding.summary
+    assert any("experimental" in e for e in finding.evidence)
+
+
+def test_a_model_type_no_row_speaks_of_is_not_in_our_data(tmp_path: Path) -> None:
+    config = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe"}
+    finding = support(tmp_path, ["-tp", "8"], release="0.11.0", config=config)
+    assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
+    assert "model type glm4_moe on vllm-ascend 0.11.0: not in our data" in finding.summary
+
+
+def test_qwen3_moe_on_a2_passes(tmp_path: Path) -> None:
+    finding = support(tmp_path, ["-tp", "2", "--reasoning-parser", "qwen3"], release="0.11.0",
+                      config=QWEN3_MOE)
+    assert finding.status == "pass", finding.summary
+    assert "features: reasoning-parser:qwen3, graph" in finding.evidence  # shown, not judged
+
+
+def test_no_engine_no_model_no_npu_skip_with_the_reason(tmp_path: Path) -> None:
+    no_engine = support(tmp_path / "a", [], release=None)
+    no_npu = support(tmp_path / "b", [], chip=None)
+    assert no_engine.status == "skip" and no_engine.rules == ("no-engine",)
+    assert "holds no vllm_ascend" in no_engine.summary
+    assert no_npu.status == "skip" and no_npu.rules == ("no-npu",)
+    with served(tmp_path / "c", []) as ctx:
+        ctx.model_dir = None
+        no_model = serving_support(ctx)
+    assert no_model.status == "skip" and no_model.rules == ("no-model",)
+
+
+def test_registered() -> None:
+    ids = {c.id for c in all_checks()}
+    assert {"serving.support", "serving.flags"} <= ids
+
+
+def test_mindie_has_no_rows_yet_so_its_combination_is_not_in_our_data(
+        tmp_path: Path) -> None:
+    """MindIE's version.info as MindIE writes it (`Ascend-mindie : MindIE 2.1.RC2.B080`); the
+    doctor holds no MindIE support rows yet, so it says so instead of passing."""
+    root = FakeRoot(tmp_path / "root")
+    root.file("/usr/local/Ascend/mindie/latest/version.info",
+              "Ascend-mindie : MindIE 2.1.RC2.B080\n")
+    write_model(root.path / "models" / "m", QWEN3_MOE)
+    ctx = Context(LiveHost(root=str(root.path), env={}), load_policy(None),
+                  model_dir=Path("/models/m"))
+    ctx.know("npu", npu_reading("A2"))
+    finding = serving_support(ctx)
+    assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
+    assert "model type qwen3_moe on mindie 2.1.RC2.B080: not in our data" in finding.summary
+
+
+def test_qwen3_x_with_pd_disaggregation_in_v0_18_0_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8421: Qwen3.x accuracy issue with PD disaggregation
+    (v0.18.0 known issues); the same model without --kv-transfer-config is quiet."""
+    kv = ["--kv-transfer-config", '{"kv_connector": "MooncakeConnectorV1", "kv_role": '
+          '"kv_producer"}']
+    pd = support(tmp_path / "a", ["-tp", "2", *kv], release="0.18.0", config=QWEN3_5_MOE)
+    plain = support(tmp_path / "b", ["-tp", "2"], release="0.18.0", config=QWEN3_5_MOE)
+    assert pd.status == "warn" and pd.rules == ("known-issue",)
+    assert "accuracy issue with prefill/decode disaggregation" in pd.summary
+    assert plain.status == "pass", plain.summary
+
+
+KNOWN = [  # (release, model, shape, its healthy twin, the row): from each release's notes
+    ("0.9.1rc2", QWEN3_MOE, ["-tp", "4", "--enable-expert-parallel"],
+     ["-tp", "4", "--enable-expert-parallel", "--enforce-eager"], "qwen3-moe-aclgraph-ep"),
+    ("0.9.1", QWEN3_MOE, ["-tp", "4", "-pp", "2"], ["-tp", "8"], "pipeline-parallel-091"),
+    ("0.9.2rc1", QWEN3_MOE, ["-pp", "2", "--distributed-executor-backend", "ray"],
+     ["-pp", "2", "--distributed-executor-backend", "ray", "--enforce-eager"],
+     "pipeline-parallel-ray-graph"),
+    ("0.9.1rc3", QWEN3_MOE, ["--compilation-config", '{"full_cuda_graph": true}'],
+     ["--compilation-config", '{"full_cuda_graph": false}'], "full-cuda-graph-a2"),
+    ("0.12.0rc1", {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"},
+     ["--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}'], ["-tp", "1"],
+     "full-decode-only-0120rc1"),
+]
+
+
+@pytest.mark.parametrize("release, config, shape, twin, row", KNOWN,
+                         ids=[k[4] for k in KNOWN])
+def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, release: str, config: dict[str, Any], shape: list[str],
+        twin: list[str], row: str) -> None:
+    hit = support(tmp_path / "a", shape, release=release, config=config)
+    quiet = support(tmp_path / "b", twin, release=release, config=config)
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)

@@ -1,0 +1,73 @@
+"""A deployment for the serving checks, built as a user meets it: a real process named `vllm`
+with the user's command line and environment, a fake site-packages with their vllm_ascend
+release, a model directory with their config.json, and the npu-smi output of their chip
+replayed from the corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from conftest import CORPUS_DIR
+from machines import site_packages
+from target_fixtures import running, write_script
+
+from checks.context import Context
+from checks.inputs import observe
+from checks.options import HostOptions
+from checks.policy import load_policy
+from probes.host import CommandResult
+from probes.inventory import NpuReading, parse_output, unavailable
+
+NPU_SMI = {  # chip family -> a real npu-smi table of that chip
+    "A2": "014-info-25.0.rc1.1-910B4-8cards-noproc.txt",
+    "A3": "055-info-24.1.rc3.7-A3-Ascend910-PARTIAL.txt",
+    "310P": "049-info-25.2.0-300IDuo-310P3-2chips-same-busid-PARTIAL.txt",
+    "A5_950": "constructed/C05-info-25.7.rc1-Ascend950PR-4cards-NPU-ID-column.txt",
+    "A1_910": "003-info-22.0.3.1-910A-atlas800-9010.txt",
+}
+QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+             "torch_dtype": "bfloat16"}
+
+
+def npu_reading(family: str | None) -> NpuReading:
+    if family is None:
+        return unavailable(CommandResult(("npu-smi", "info"), "not_found"), "no NPU driver tools")
+    return parse_output((CORPUS_DIR / "npu-smi" / NPU_SMI[family]).read_text())
+
+
+def write_model(where: Path, config: Mapping[str, Any]) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "config.json").write_text(json.dumps(config))
+    return where
+
+
+@contextmanager
+def served(tmp_path: Path, args: Sequence[str], *, release: str | None = "0.11.0",
+           config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+           chip: str | None = "A2") -> Iterator[Context]:
+    """`vllm serve MODEL ARGS...` running with `env`, vllm_ascend `release` installed (None:
+    not installed), the model's config.json `config`, on `chip`; yields the run's Context."""
+    packages = {"torch": "2.7.1", "vllm": "0.11.0"}
+    if release is not None:
+        packages["vllm_ascend"] = release
+    site = site_packages(tmp_path / "site", packages)
+    model = write_model(tmp_path / "models" / "m", config or QWEN3_MOE)
+    script = write_script(tmp_path / "bin", "vllm", _python())
+    full_env = {"PATH": "/usr/bin:/bin", **(env or {}), "PYTHONPATH": site}
+    with running([str(script), "serve", str(model), *args], full_env) as pid:
+        observed = observe(HostOptions(pid=pid), npu_smi=False)
+        model_dir = observed.target.serving.model_dir
+        ctx = Context(observed.host, load_policy(None), target=observed.target,
+                      model_dir=Path(model_dir.value) if model_dir else None)
+        ctx.know("npu", npu_reading(chip))
+        yield ctx
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
