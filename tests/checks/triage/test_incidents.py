@@ -162,6 +162,12 @@ def test_roles_are_cause_or_consequence() -> None:
     assert {sig.row.role for sig in signatures().values()} <= {"cause", "consequence"}
 
 
+def test_docs_list_every_incident_thread() -> None:
+    listing = (ROOT / "docs" / "incidents.md").read_text(encoding="utf-8")
+    missing = [i.id for i in incidents() if f"`{i.id}`" not in listing or i.url not in listing]
+    assert not missing, f"docs/incidents.md does not list {missing}"
+
+
 def test_every_pattern_compiles_and_matches_no_empty_line() -> None:
     for sig in signatures().values():
         assert sig.patterns, sig.row.id
