@@ -158,6 +158,15 @@ def test_every_cause_signature_matches_a_real_excerpt() -> None:
     assert not untaught, untaught
 
 
+def test_signature_ids_playbooks_and_refines_are_sound() -> None:
+    books = {b.id for b in _loader.load_dir(PLAYBOOK_DIR)}
+    for sid, sig in signatures().items():
+        assert re.fullmatch(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+", sid), sid
+        assert not sid.startswith("core."), f"{sid}: the core. prefix belongs to the engine's rows"
+        assert sig.row.playbook in books, (sid, sig.row.playbook)
+        assert set(sig.row.refines) <= set(signatures()) - {sid}, (sid, sig.row.refines)
+
+
 def test_roles_are_cause_or_consequence() -> None:
     assert {sig.row.role for sig in signatures().values()} <= {"cause", "consequence"}
 
