@@ -49,7 +49,10 @@ class DataError(ValueError):
 
 # topic -> "module:RowType": the row type each topic is read as; a topic file without an entry
 # here fails the data test
-ROW_TYPES: dict[str, str] = {}
+ROW_TYPES: dict[str, str] = {
+    "error_codes": "checks.triage.rows:ErrorCode",
+    "signatures": "checks.triage.rows:Signature",
+}
 
 
 def row_type(topic: str) -> type:
