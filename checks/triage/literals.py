@@ -12,6 +12,8 @@ searched over the input on its own (slower; the data should avoid such patterns)
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 try:  # Python 3.11+
@@ -96,6 +98,19 @@ def _inner(op: Any, av: Any) -> list[frozenset[bytes]]:
         if all(branches):
             return [frozenset().union(*branches)]  # type: ignore[arg-type]
     return []
+
+
+def anchored(words: Iterable[bytes], sample: bytes) -> list[bytes]:
+    """Each word cut to start at its rarest byte in `sample` (keeping at least
+    MIN_LITERAL_BYTES): a piece of a required literal is still required, and a search whose
+    candidates start with rare bytes skips most of the input without entering the pattern."""
+    counts = Counter(sample)
+    cut = []
+    for word in words:
+        last = max(1, len(word) - MIN_LITERAL_BYTES + 1)
+        start = min(range(last), key=lambda i: counts.get(word[i], 0))
+        cut.append(word[start:])
+    return cut
 
 
 def trie_pattern(words: list[bytes]) -> re.Pattern[bytes]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from checks.triage.literals import required_literals, trie_pattern
+from checks.triage.literals import anchored, required_literals, trie_pattern
 from checks.triage.model import Evidence, Limits
 from checks.triage.rows import Signature
 from probes.textsafe import one_line
@@ -36,6 +36,7 @@ NUMERIC_TRIGGERS = (b"error code", b"error_code", b"errorcode", b"err code", b"e
 GENERIC_TRIGGERS = (b"error", b"exception", b"failed", "错误".encode(), "失败".encode(),
                     "报错".encode())
 GENERIC_SAMPLE = 40
+SAMPLE_BYTES = 256 * 1024  # of the first block: how often each byte occurs in this input
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,7 @@ class Compiled:
 class Matcher:
     signatures: tuple[Signature, ...]
     patterns: tuple[Compiled, ...]
-    prefilter: re.Pattern[bytes]
-    prefilter_generic: re.Pattern[bytes]
+    words: frozenset[bytes]  # every gating literal and the triggers of numeric codes
     ungated: tuple[tuple[re.Pattern[bytes], int], ...]  # (bytes pattern, index in patterns)
     code_names: dict[str, str]  # ACL symbol -> code
 
@@ -68,9 +68,15 @@ class Matcher:
         words = {w for c in compiled if c.literals for w in c.literals} | set(NUMERIC_TRIGGERS)
         ungated = tuple((re.compile(c.regex.pattern.encode("utf-8"), re.IGNORECASE), i)
                         for i, c in enumerate(compiled) if c.literals is None)
-        return cls(tuple(signatures), tuple(compiled), trie_pattern(sorted(words)),
-                   trie_pattern(sorted(words | set(GENERIC_TRIGGERS))), ungated,
+        return cls(tuple(signatures), tuple(compiled), frozenset(words), ungated,
                    dict(code_names))
+
+    def prefilters(self, sample: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+        """(the literal search, the same with the generic error words), tuned to `sample`,
+        lowered input (checks.triage.literals.anchored)."""
+        plain = sorted(set(anchored(self.words, sample)))
+        generic = sorted(set(anchored(self.words | set(GENERIC_TRIGGERS), sample)))
+        return trie_pattern(plain), trie_pattern(generic)
 
 
 @dataclass
@@ -89,6 +95,7 @@ class Tally:
     keys: dict[str, KeyTally] = field(default_factory=dict)
     required_seen: set[int] = field(default_factory=set)  # indices into Matcher.patterns
     generic: list[str] = field(default_factory=list)
+    prefilters: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
 
     def add(self, key: str, order: tuple[int, int], evidence: Evidence,
             context: Callable[[], tuple[str, ...]]) -> None:
@@ -104,8 +111,10 @@ def scan_block(matcher: Matcher, tally: Tally, block: bytes, source: int, name: 
                first_line: int) -> None:
     """Every hit of `block` (whole lines; its first line is `first_line`) into `tally`."""
     lowered = block.lower()
-    prefilter = (matcher.prefilter_generic if len(tally.generic) < GENERIC_SAMPLE
-                 else matcher.prefilter)
+    if tally.prefilters is None:
+        tally.prefilters = matcher.prefilters(lowered[:SAMPLE_BYTES])
+    plain, generic = tally.prefilters
+    prefilter = generic if len(tally.generic) < GENERIC_SAMPLE else plain
     spans = _spans(prefilter, lowered)
     spans |= _code_spans(block)
     forced: dict[int, set[int]] = {}

@@ -55,6 +55,7 @@ def rank(matcher: Matcher, book: CodeBook, tally: Tally) -> tuple[Finding, ...]:
         if kind == "sig" and required_ok[int(value)]:
             merged[int(value)] = _join(merged.get(int(value)), entry)
     codes: dict[str, KeyTally] = {}
+    explained: dict[int, list[str]] = {}
     for key, entry in tally.keys.items():
         kind, _, code = key.partition(":")
         if kind != "code":
@@ -64,8 +65,10 @@ def rank(matcher: Matcher, book: CodeBook, tally: Tally) -> tuple[Finding, ...]:
             codes[code] = entry
         else:
             merged[owner] = _join(merged.get(owner), entry)
+            explained.setdefault(owner, []).append(_label(book, code))
     _absorb_refined(sigs, merged)
-    found = [(_tier(sigs[i].role), e.order, -sigs[i].weight, _from_signature(sigs[i], e))
+    found = [(_tier(sigs[i].role), e.order, -sigs[i].weight,
+              _from_signature(sigs[i], e, explained.get(i, [])))
              for i, e in merged.items()]
     for code, entry in codes.items():
         finding = _from_code(book, code, entry)
@@ -116,8 +119,15 @@ def _absorb_refined(sigs: Sequence[Signature], merged: dict[int, KeyTally]) -> N
                 merged[index] = _join(merged[index], merged.pop(other))
 
 
-def _from_signature(sig: Signature, entry: KeyTally) -> Finding:
+def _label(book: CodeBook, code: str) -> str:
+    row = book.codes.get(code)
+    return f"{code} ({row.name})" if row is not None and row.name else code
+
+
+def _from_signature(sig: Signature, entry: KeyTally, codes: Sequence[str]) -> Finding:
     cause = sig.meaning.strip()
+    if codes:
+        cause = f"Error code {', '.join(sorted(codes))}. {cause}"
     if sig.causes:
         cause += " Known causes: " + "; ".join(sig.causes) + "."
     if sig.tell_apart:

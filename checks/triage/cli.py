@@ -1,0 +1,161 @@
+"""`ascend-doctor triage [FILE ...|-] [--pid PID] [--since DURATION] [--json]`.
+
+Exit codes: 0 nothing recognised (the output says what was read and the closest playbooks),
+1 something recognised, 3 the input could not be read (no file readable, no log directory).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from checks.errors import EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
+from checks.triage.model import Finding, TriageReport
+
+EXIT_RECOGNISED = EXIT_WARN  # 1
+SHOWN_IN_FULL = 5
+WIDTH = 100
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class TriageOptions:
+    inputs: tuple[str, ...] = ()  # files, directories, "-" for stdin
+    pid: int | None = None
+    since_s: float | None = None
+    json: bool = False
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `30m`, `2h`, `1d` -> seconds. Raises UsageError."""
+    found = _DURATION.match(text)
+    if not found or float(found.group(1)) <= 0:
+        raise UsageError(f"--since {text!r}: give a duration such as 90s, 30m, 2h or 1d")
+    return float(found.group(1)) * _UNIT_S[found.group(2)]
+
+
+def run(options: TriageOptions, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
+    from checks.triage import logdirs
+    from checks.triage.engine import Run
+
+    out = out or sys.stdout
+    engine = Run()
+    if options.inputs:
+        _read_inputs(engine, options, stdin or sys.stdin)
+    else:
+        try:
+            found = logdirs.for_process(options.pid)
+        except logdirs.TargetError as exc:
+            raise UsageError(str(exc)) from None
+        engine.notes.extend(found.notes)
+        for directory in found.directories:
+            engine.read_directory(directory, options.since_s)
+    report = engine.report()
+    if not report.read.files:
+        print(_unreadable(report), file=sys.stderr)
+        return EXIT_USAGE
+    if options.json:
+        from checks.triage.report import to_json
+        from probes.textsafe import json_text
+
+        print(json_text(json.dumps(to_json(report), indent=2, ensure_ascii=False)), file=out)
+    else:
+        print(render(report), file=out)
+    return EXIT_RECOGNISED if report.findings else EXIT_OK
+
+
+def _read_inputs(engine: object, options: TriageOptions, stdin: TextIO) -> None:
+    from checks.triage.engine import Run
+
+    assert isinstance(engine, Run)
+    if options.pid is not None:
+        raise UsageError("--pid reads the process's log directories: give files or --pid, "
+                         "not both")
+    for item in options.inputs:
+        if item == "-":
+            engine.read_stream("<stdin>", stdin.buffer if hasattr(stdin, "buffer") else
+                               _encoded(stdin))
+        elif Path(item).is_dir():
+            engine.read_directory(Path(item), options.since_s)
+        else:
+            engine.read_path(Path(item))
+
+
+def _encoded(stream: TextIO):  # type: ignore[no-untyped-def]
+    import io
+
+    return io.BytesIO(stream.read().encode("utf-8", errors="replace"))
+
+
+def _unreadable(report: TriageReport) -> str:
+    from probes.textsafe import one_line
+
+    why = [f"{s.path}: {s.reason}" for s in report.read.skipped] or list(report.read.notes)
+    detail = "; ".join(why[:3]) or "no input"
+    return one_line(f"ascend-doctor triage: nothing could be read ({detail}); give log files, "
+                    "a directory, - for stdin, or --pid PID")
+
+
+# -- the terminal view ---------------------------------------------------------------------
+
+
+def render(report: TriageReport) -> str:
+    lines = [_read_line(report)]
+    lines += [f"  skipped {s.path}: {s.reason}" for s in report.read.skipped[:10]]
+    if len(report.read.skipped) > 10:
+        lines.append(f"  ... and {len(report.read.skipped) - 10} more skipped")
+    lines += [f"  note: {n}" for n in report.read.notes[:10]]
+    if not report.findings:
+        closest = ", ".join(report.closest_playbooks) or "none"
+        lines += ["", f"Nothing recognised. Closest playbooks: {closest} "
+                  "(`ascend-doctor explain ID`)."]
+        return "\n".join(lines)
+    lines.append("")
+    for rank, finding in enumerate(report.findings, 1):
+        lines += (_full(rank, finding) if rank <= SHOWN_IN_FULL else [_short(rank, finding)])
+    return "\n".join(lines)
+
+
+def _read_line(report: TriageReport) -> str:
+    read = report.read
+    span = (f", {read.first_time} .. {read.last_time}" if read.first_time and read.last_time
+            else "")
+    return (f"Read {len(read.files)} input(s), {read.lines:,} lines, "
+            f"{read.bytes / 1048576:.1f} MB{span}.")
+
+
+def _full(rank: int, finding: Finding) -> list[str]:
+    times = f", {finding.count}x" if finding.count > 1 else ""
+    tag = "" if finding.role == "cause" else " [consequence]"
+    out = [f"{rank}. {finding.title}{tag} ({finding.id}{times})"]
+    out += _wrapped("cause", finding.cause)
+    out += _wrapped("fix", finding.fix)
+    out.append(f"   playbook: {finding.playbook} (ascend-doctor explain {finding.playbook})")
+    where = ", ".join(f"{e.file}:{e.line}" for e in finding.evidence[:3])
+    out.append(f"   at: {where}")
+    out += [f"     | {line}" for line in finding.context]
+    out.append("")
+    return out
+
+
+def _short(rank: int, finding: Finding) -> str:
+    first = finding.evidence[0] if finding.evidence else None
+    where = f" at {first.file}:{first.line}" if first else ""
+    return f"{rank}. {finding.title} ({finding.id}){where}"
+
+
+def _wrapped(label: str, text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=f"   {label}: ",
+                         subsequent_indent=" " * (len(label) + 5)) or [f"   {label}:"]
+
+
+def options_from(inputs: Sequence[str], pid: int | None, since: str | None,
+                 as_json: bool) -> TriageOptions:
+    return TriageOptions(tuple(inputs), pid, parse_duration(since) if since else None, as_json)
