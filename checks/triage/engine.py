@@ -75,6 +75,10 @@ class Run:
         if self.budget.left_bytes <= 0:
             self.skipped.append(Skipped(shown, "not read: the total byte cap was reached"))
             return
+        if not reading.is_regular(path):
+            self.skipped.append(Skipped(shown, "not a regular file (a FIFO, device or socket "
+                                        "would block or never end)"))
+            return
         try:
             stream, limit, _kind = reading.open_file(path)
         except OSError as exc:

@@ -109,6 +109,15 @@ def _counted(body: bytes, read: FileRead) -> bytes:
     return body
 
 
+def is_regular(path: Path) -> bool:
+    """True for a regular file (after links) and for a path that cannot be stat'ed (its open
+    then says why); False for FIFOs, devices and sockets, whose reads may block forever."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return True
+
+
 def is_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_PROBE_BYTES]
 
