@@ -33,6 +33,7 @@ __all__ = [
     "Skipped",
     "TriageReport",
     "to_json",
+    "triage_logs",
     "triage_paths",
     "triage_text",
 ]
@@ -56,4 +57,19 @@ def triage_paths(paths: Sequence[Path], since_s: float | None = None,
             run.read_directory(path, since_s)
         else:
             run.read_path(path)
+    return run.report()
+
+
+def triage_logs(pid: int | None = None, since_s: float | None = None,
+                limits: Limits | None = None) -> TriageReport:
+    """Triage of a process's CANN log directories (checks.triage.logdirs): process `pid`, or
+    the serving process found the way the doctor finds its target. Raises
+    logdirs.TargetError for a process that cannot be read."""
+    from checks.triage import logdirs
+
+    found = logdirs.for_process(pid)
+    run = Run(limits or Limits())
+    run.notes.extend(found.notes)
+    for directory in found.directories:
+        run.read_directory(directory, since_s)
     return run.report()

@@ -52,6 +52,7 @@ _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
 REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
 # how long the doctor screen waits for the target beyond npu-smi's own timeout
 TARGET_WAIT_S = 30.0
+TRIAGE_SINCE_S = 24 * 3600.0  # the triage screen reads the logs written in the last day
 
 
 class ConsoleApp(App[int]):
@@ -64,6 +65,7 @@ class ConsoleApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "escape", "cancel / leave prompt", show=True),
         Binding("d", "doctor", "doctor"),
+        Binding("t", "triage", "triage"),
         Binding("slash", "playbooks", "playbooks"),
         Binding("question_mark", "help", "help"),
         Binding("r", "toggle_record", "record"),
@@ -303,6 +305,19 @@ class ConsoleApp(App[int]):
 
         return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
                               or "", api_key(endpoint, os.environ))
+
+    def action_triage(self) -> None:
+        from console.ui.screens.triage import TriageScreen
+
+        self.push_screen(TriageScreen(self.triage_logs))
+
+    def triage_logs(self) -> Any:
+        """What the triage screen reads (in its worker): the CANN logs of the last day of this
+        console's target process, or of the serving process found as the doctor finds it."""
+        from checks.triage import triage_logs
+
+        process = self.target.process if self.target_known.is_set() else None
+        return triage_logs(process.pid if process else None, since_s=TRIAGE_SINCE_S)
 
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
