@@ -6,6 +6,7 @@ Exit codes: 0 nothing recognised (the output says what was read and the closest 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -13,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from checks.errors import EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.triage.model import Finding, TriageReport
@@ -42,22 +43,9 @@ def parse_duration(text: str) -> float:
 
 
 def run(options: TriageOptions, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
-    from checks.triage import logdirs
-    from checks.triage.engine import Run
-
     out = out or sys.stdout
-    engine = Run()
-    if options.inputs:
-        _read_inputs(engine, options, stdin or sys.stdin)
-    else:
-        try:
-            found = logdirs.for_process(options.pid)
-        except logdirs.TargetError as exc:
-            raise UsageError(str(exc)) from None
-        engine.notes.extend(found.notes)
-        for directory in found.directories:
-            engine.read_directory(directory, options.since_s)
-    report = engine.report()
+    report = (_read_inputs(options, stdin or sys.stdin) if options.inputs
+              else _read_target(options))
     if not report.read.files:
         print(_unreadable(report), file=sys.stderr)
         return EXIT_USAGE
@@ -71,13 +59,22 @@ def run(options: TriageOptions, stdin: TextIO | None = None, out: TextIO | None 
     return EXIT_RECOGNISED if report.findings else EXIT_OK
 
 
-def _read_inputs(engine: object, options: TriageOptions, stdin: TextIO) -> None:
+def _read_target(options: TriageOptions) -> TriageReport:
+    from checks.triage import logdirs, triage_logs
+
+    try:
+        return triage_logs(options.pid, options.since_s)
+    except logdirs.TargetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _read_inputs(options: TriageOptions, stdin: TextIO) -> TriageReport:
     from checks.triage.engine import Run
 
-    assert isinstance(engine, Run)
     if options.pid is not None:
         raise UsageError("--pid reads the process's log directories: give files or --pid, "
                          "not both")
+    engine = Run()
     for item in options.inputs:
         if item == "-":
             engine.read_stream("<stdin>", stdin.buffer if hasattr(stdin, "buffer") else
@@ -86,11 +83,11 @@ def _read_inputs(engine: object, options: TriageOptions, stdin: TextIO) -> None:
             engine.read_directory(Path(item), options.since_s)
         else:
             engine.read_path(Path(item))
+    return engine.report()
 
 
-def _encoded(stream: TextIO):  # type: ignore[no-untyped-def]
-    import io
-
+def _encoded(stream: TextIO) -> BinaryIO:
+    """A text stream without a byte buffer (a test's StringIO) as bytes."""
     return io.BytesIO(stream.read().encode("utf-8", errors="replace"))
 
 
