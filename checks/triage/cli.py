@@ -22,6 +22,8 @@ from checks.triage.model import Finding, TriageReport
 EXIT_RECOGNISED = EXIT_WARN  # 1
 SHOWN_IN_FULL = 5
 WIDTH = 100
+BRIEF_CHARS = 280
+CONTEXT_CHARS = 160
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -116,7 +118,9 @@ def render(report: TriageReport) -> str:
         return "\n".join(lines)
     lines.append("")
     for rank, finding in enumerate(report.findings, 1):
-        lines += (_full(rank, finding) if rank <= SHOWN_IN_FULL else [_short(rank, finding)])
+        full = rank <= SHOWN_IN_FULL and finding.role == "cause"
+        lines += _full(rank, finding) if full else [_short(rank, finding)]
+    lines += ["", "Every detail: --json; a playbook: ascend-doctor explain ID."]
     return "\n".join(lines)
 
 
@@ -130,22 +134,42 @@ def _read_line(report: TriageReport) -> str:
 
 def _full(rank: int, finding: Finding) -> list[str]:
     times = f", {finding.count}x" if finding.count > 1 else ""
-    tag = "" if finding.role == "cause" else " [consequence]"
-    out = [f"{rank}. {finding.title}{tag} ({finding.id}{times})"]
-    out += _wrapped("cause", finding.cause)
-    out += _wrapped("fix", finding.fix)
+    out = [f"{rank}. {finding.title} ({finding.id}{times})"]
+    out += _wrapped("cause", _brief(finding.cause))
+    out += _wrapped("fix", _brief(finding.fix))
     out.append(f"   playbook: {finding.playbook} (ascend-doctor explain {finding.playbook})")
-    where = ", ".join(f"{e.file}:{e.line}" for e in finding.evidence[:3])
-    out.append(f"   at: {where}")
-    out += [f"     | {line}" for line in finding.context]
+    out.append(f"   at: {_places(finding)}")
+    out += [f"     | {_cut(line, CONTEXT_CHARS)}" for line in finding.context]
     out.append("")
     return out
+
+
+def _places(finding: Finding) -> str:
+    """file:line of the first hits, the file named once: `plog.log:2, 3, 4`."""
+    by_file: dict[str, list[str]] = {}
+    for evidence in finding.evidence[:5]:
+        by_file.setdefault(evidence.file, []).append(str(evidence.line))
+    more = f" (+{finding.count - len(finding.evidence)} more)" if finding.count > 5 else ""
+    return "; ".join(f"{name}:{', '.join(lines)}" for name, lines in by_file.items()) + more
+
+
+def _brief(text: str) -> str:
+    """The first sentences of `text`, up to BRIEF_CHARS (the JSON holds all of it)."""
+    if len(text) <= BRIEF_CHARS:
+        return text
+    end = text.rfind(". ", 0, BRIEF_CHARS)
+    return text[: end + 1] if end > 0 else _cut(text, BRIEF_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _short(rank: int, finding: Finding) -> str:
     first = finding.evidence[0] if finding.evidence else None
     where = f" at {first.file}:{first.line}" if first else ""
-    return f"{rank}. {finding.title} ({finding.id}){where}"
+    times = f", {finding.count}x" if finding.count > 1 else ""
+    return f"{rank}. {finding.title} ({finding.id}{times}){where}"
 
 
 def _wrapped(label: str, text: str) -> list[str]:

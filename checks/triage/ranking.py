@@ -154,7 +154,7 @@ def _from_code(book: CodeBook, code: str, entry: KeyTally) -> Finding:
     cause = f"code {code} from {component}, not in our data"
     if family:
         cause += f" ({family.id}: {family.meaning})"
-    return Finding(id=code, title=f"{code} ({component}, not in our data)",
+    return Finding(id=code, title=f"{code}, not in our data ({component})",
                    playbook=family.playbook if family else "symptom.cann-error-code",
                    cause=cause,
                    fix=(family.fix if family and family.fix else
