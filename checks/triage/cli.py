@@ -120,7 +120,9 @@ def render(report: TriageReport) -> str:
     for rank, finding in enumerate(report.findings, 1):
         full = rank <= SHOWN_IN_FULL and finding.role == "cause"
         lines += _full(rank, finding) if full else [_short(rank, finding)]
-    lines += ["", "Every detail: --json; a playbook: ascend-doctor explain ID."]
+    if lines[-1]:
+        lines.append("")
+    lines.append("Every detail: --json; a playbook: ascend-doctor explain ID.")
     return "\n".join(lines)
 
 
