@@ -23,15 +23,17 @@ from probes.textsafe import one_line
 SHOWN_CHARS = 300
 # CANN's codes: level E, a component character, four digits (CANN error-code reference)
 LETTER_CODE = re.compile(rb"E[0-9A-Z][0-9]{4}")
+# MindIE's codes: MIE, a two-digit component, the level E, six hexadecimal digits (MindIE
+# error-code reference, "usage instruction")
+MINDIE_CODE = re.compile(rb"MIE[0-9]{2}E[0-9A-F]{6}")
 _WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 NUMERIC_CODE = re.compile(
-    r"(?:error[ _]?code|err[ _]?code|errcode|ret(?:urn)?[ _]?code|retcode|\bret|\bstatus"
-    r"|\bresult|aclError)\s*(?:is|=|:)?\s*[\[(]?\s*(\d{6})(?!\d)", re.IGNORECASE)
+    r"(?:error[ _]?code|err[ _]?code|errcode|ret(?:urn)?[ _]?code|retcode|\bret|aclError)"
+    r"\s*(?:is|=|:)?\s*[\[(]?\s*(\d{6})(?!\d)", re.IGNORECASE)
 SYMBOL = re.compile(r"\b(ACL_ERROR_[A-Z0-9_]+|ACLNN_ERR_[A-Z0-9_]+)\b")
 NUMERIC_TRIGGERS = (b"error code", b"error_code", b"errorcode", b"err code", b"err_code",
                     b"errcode", b"ret=", b"ret =", b"ret:", b"ret is", b"return code",
-                    b"retcode", b"ret code", b"status=", b"status:", b"status is", b"result=",
-                    b"result:", b"aclerror", b"acl_error_", b"aclnn_err_")
+                    b"retcode", b"ret code", b"aclerror", b"acl_error_", b"aclnn_err_")
 # lines that look like an error, sampled for the closest playbooks when nothing is recognised
 GENERIC_TRIGGERS = (b"error", b"exception", b"failed", "错误".encode(), "失败".encode(),
                     "报错".encode())
@@ -202,8 +204,8 @@ def _signature_keys(matcher: Matcher, tally: Tally, text: str, low: bytes,
 
 def _code_keys(matcher: Matcher, text: str) -> list[str]:
     raw = text.encode("utf-8", errors="replace")
-    codes = [m.group(0).decode() for m in LETTER_CODE.finditer(raw)
-             if _bounded(raw, m.start(), m.end())]
+    codes = [m.group(0).decode() for regex in (LETTER_CODE, MINDIE_CODE)
+             for m in regex.finditer(raw) if _bounded(raw, m.start(), m.end())]
     codes += [m.group(1) for m in NUMERIC_CODE.finditer(text)]
     codes += [matcher.code_names[m.group(1)] for m in SYMBOL.finditer(text)
               if m.group(1) in matcher.code_names]

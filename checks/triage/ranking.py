@@ -43,6 +43,8 @@ class CodeBook:
         return {r.name: r.id for r in self.codes.values() if r.name}
 
     def family(self, code: str) -> ErrorCode | None:
+        if code.startswith("MIE"):
+            return self.families.get(code[:5])
         return self.families.get(code[:2] if code[0].isalpha() else code[:3])
 
 

@@ -43,10 +43,18 @@ def test_a_code_not_in_the_data_says_so_with_its_component() -> None:
     assert not any(f.known for f in report.findings)
 
 
+def test_mindie_codes_are_recognised_by_their_component() -> None:
+    report = triage_text("MIE05E040000 config check failed\n[ERROR] MIE04E13030A backend\n")
+    by_id = {f.id: f for f in report.findings}
+    assert by_id["MIE05E040000"].known and "npuDeviceIds" in by_id["MIE05E040000"].fix
+    assert by_id["MIE04E13030A"].cause.startswith("code MIE04E13030A from MindIE Server, not in")
+
+
 def test_negative_controls_hold_no_codes() -> None:
     assert ids("address 0xE10035 mapped\nvalue=FEE12345\nline 507035 of the file\n"
                "E10035X is an id\nthroughput 507035 tokens\n") == []
     assert ids("HCCL init ok, socket connected in 3 s\nno out of memory seen\n") == []
+    assert ids("status: 100000 tokens\nresult: 200000 rows\nXMIE04E13030A\n") == []
 
 
 def test_a_signature_absorbs_the_codes_it_explains() -> None:
