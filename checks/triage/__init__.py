@@ -5,6 +5,7 @@ was found, the earliest cause first, each finding citing its lines.
 
 model.py     the frozen results: TriageReport, ReadSummary, Finding, Evidence; Limits
 reading.py   streaming reads: blocks of whole lines, caps, gzip, binary probe, directory walk
+archive.py   a .tar.gz (asys collect --tar=True) read member by member, bounded first
 literals.py  the literal prefilter that lets one pass serve every pattern
 matching.py  one block -> hits per signature and error code (Tally)
 ranking.py   hits -> findings: combined evidence, refinements, codes, order

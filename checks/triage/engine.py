@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+import tarfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,7 @@ class Run:
         self.budget = reading.Budget(self.limits.max_total_bytes)
 
     def read_stream(self, name: str, stream: BinaryIO, limit_bytes: int | None = None) -> None:
+        name = one_line(name)  # a file or member name is outside text too
         try:
             stream, head = reading.peekable(stream)
         except OSError as exc:
@@ -80,12 +83,40 @@ class Run:
                                         "would block or never end)"))
             return
         try:
-            stream, limit, _kind = reading.open_file(path)
+            stream, limit, kind = reading.open_file(path)
         except OSError as exc:
             self.skipped.append(Skipped(shown, _reason(exc)))
             return
         with stream:
-            self.read_stream(shown, stream, limit)
+            if kind == "gzip" and self._is_tar(stream):
+                self._read_archive(path, shown)
+            else:
+                self.read_stream(shown, stream, limit)
+
+    @staticmethod
+    def _is_tar(stream: BinaryIO) -> bool:
+        from checks.triage.archive import is_tar
+
+        try:
+            head = stream.read(512)
+            stream.seek(0)
+        except (OSError, EOFError, zlib.error):
+            return False
+        return is_tar(head)
+
+    def _read_archive(self, path: Path, name: str) -> None:
+        from checks.triage import archive
+
+        why = archive.refusal(path, self.limits)
+        if why:
+            self.skipped.append(Skipped(name, one_line(why)))
+            return
+        try:
+            _, notes = archive.read_members(path, name, self.read_stream, self.limits)
+        except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:
+            self.skipped.append(Skipped(name, one_line(f"archive read stopped: {exc}")))
+            return
+        self.notes.extend(notes)
 
     def read_directory(self, root: Path, since_s: float | None) -> None:
         planned, walked = reading.plan_directory(root, self.limits, since_s)

@@ -164,3 +164,40 @@ def test_timestamps_give_the_time_span() -> None:
     report = triage_text("[ERROR] X(1,p):2026-12-07-10:11:12.1 a\nmid\n2026-12-07 10:15:00 b\n")
     assert (report.read.first_time, report.read.last_time) == ("2026-12-07 10:11:12",
                                                                "2026-12-07 10:15:00")
+
+
+def _tar_gz(path: Path, members: dict[str, bytes]) -> None:
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def test_an_asys_tar_gz_is_read_member_by_member(tmp_path: Path) -> None:
+    archive = tmp_path / "asys_output_20261207.tar.gz"
+    _tar_gz(archive, {"asys_output/software_info.txt": b"CANN 8.5.0\n",
+                      "asys_output/dfx/log/host/cann/plog-1_1.log": f"ok\n{OOM}\n".encode(),
+                      "asys_output/dfx/data-dump/dump.txt": f"{OOM}\n".encode(),
+                      "asys_output/dfx/log/\x1b[2Jbad.log": b"fine\n"})
+    report = triage_paths([archive])
+    assert f"{archive}:asys_output/dfx/log/host/cann/plog-1_1.log" in report.read.files
+    assert not any("data-dump" in f for f in report.read.files)
+    assert any("\\x1b[2J" in f for f in report.read.files)
+    assert not any("\x1b" in f for f in report.read.files)
+    oom = report.findings[0]
+    assert oom.count == 1 and oom.evidence[0].line == 2
+    assert oom.evidence[0].file.endswith(":asys_output/dfx/log/host/cann/plog-1_1.log")
+    assert any("1 members under asys's binary folders left out" in n for n in report.read.notes)
+
+
+def test_a_cut_tar_gz_is_refused_with_a_reason(tmp_path: Path) -> None:
+    whole = tmp_path / "whole.tar.gz"
+    _tar_gz(whole, {f"m{i}.log": os.urandom(2000).hex().encode() for i in range(20)})
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    report = triage_paths([cut])
+    assert not report.read.files
+    assert report.read.skipped[0].reason.startswith("a tar.gz archive refused:")
