@@ -87,6 +87,7 @@ class KeyTally:
     count: int = 0
     evidence: list[Evidence] = field(default_factory=list)
     context: tuple[str, ...] = ()
+    time: str = ""  # the first hit line's timestamp, "YYYY-MM-DD HH:MM:SS", when it has one
 
 
 @dataclass
@@ -103,7 +104,8 @@ class Tally:
             context: Callable[[], tuple[str, ...]]) -> None:
         entry = self.keys.get(key)
         if entry is None:
-            entry = self.keys[key] = KeyTally(order, context=context())
+            entry = self.keys[key] = KeyTally(order, context=context(),
+                                              time=line_time(evidence.text))
         entry.count += 1
         if len(entry.evidence) < self.limits.evidence_per_finding:
             entry.evidence.append(evidence)
@@ -210,6 +212,16 @@ def _code_keys(matcher: Matcher, text: str) -> list[str]:
     codes += [matcher.code_names[m.group(1)] for m in SYMBOL.finditer(text)
               if m.group(1) in matcher.code_names]
     return [f"code:{c}" for c in codes]
+
+
+_LINE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[ T-](\d{2}:\d{2}:\d{2})")
+
+
+def line_time(text: str) -> str:
+    """The date and time a log line carries (plog `2026-12-07-09:14:07.1`, ISO-like), or ''.
+    Stamps without a year (vLLM's `12-07 09:14:07`) cannot be compared across files: ''."""
+    found = _LINE_TIME.search(text)
+    return f"{found.group(1)} {found.group(2)}" if found else ""
 
 
 def shown(text: str) -> str:

@@ -11,12 +11,14 @@ Correlation rules (checks.triage.rows.Signature says what the fields mean):
   "code X from component Y, not in our data" when only its family is known, or from an
   unknown component when not even that.
 Order: causes (signatures and known codes) first, then codes not in the data, then
-consequences; within each, the earliest first hit first (inputs in the order read, lines in
-order), then the signature's weight.
+consequences; within each, the earliest first hit first, then the signature's weight. In one
+input "earliest" is the line order; across inputs it is the time the first hit lines carry
+when both carry a full date and time, else the order the inputs were read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,14 +71,31 @@ def rank(matcher: Matcher, book: CodeBook, tally: Tally) -> tuple[Finding, ...]:
             merged[owner] = _join(merged.get(owner), entry)
             explained.setdefault(owner, []).append(_label(book, code))
     _absorb_refined(sigs, merged)
-    found = [(_tier(sigs[i].role), e.order, -sigs[i].weight,
+    found = [(_tier(sigs[i].role), e, -sigs[i].weight,
               _from_signature(sigs[i], e, explained.get(i, [])))
              for i, e in merged.items()]
     for code, entry in codes.items():
         finding = _from_code(book, code, entry)
-        found.append((0 if finding.known else 1, entry.order, 0, finding))
-    found.sort(key=lambda item: item[:3])
+        found.append((0 if finding.known else 1, entry, 0, finding))
+    found.sort(key=functools.cmp_to_key(_compare))
     return tuple(item[3] for item in found)
+
+
+Ranked = tuple[int, KeyTally, int, Finding]
+
+
+def _compare(a: Ranked, b: Ranked) -> int:
+    if a[0] != b[0]:
+        return a[0] - b[0]
+    first = _earlier(a[1], b[1])
+    return first if first else a[2] - b[2]
+
+
+def _earlier(a: KeyTally, b: KeyTally) -> int:
+    """-1 when `a` came first, 1 when `b` did, 0 when at the same place."""
+    if a.order[0] != b.order[0] and a.time and b.time and a.time != b.time:
+        return -1 if a.time < b.time else 1
+    return (a.order > b.order) - (a.order < b.order)
 
 
 def _tier(role: str) -> int:
@@ -92,12 +111,14 @@ def _required_ok(matcher: Matcher, tally: Tally) -> list[bool]:
 
 def _join(into: KeyTally | None, entry: KeyTally) -> KeyTally:
     if into is None:
-        return KeyTally(entry.order, entry.count, list(entry.evidence), entry.context)
-    first = entry if entry.order < into.order else into
-    evidence = sorted({(e.file, e.line, e.text): e for e in (*into.evidence, *entry.evidence)}
-                      .values(), key=lambda e: (e.file, e.line))
+        return KeyTally(entry.order, entry.count, list(entry.evidence), entry.context,
+                        entry.time)
+    first = entry if _earlier(entry, into) < 0 else into
+    later = into if first is entry else entry
+    evidence = list({(e.file, e.line, e.text): e
+                     for e in (*first.evidence, *later.evidence)}.values())
     return KeyTally(first.order, into.count + entry.count, evidence[:max(5, len(into.evidence))],
-                    first.context)
+                    first.context, first.time)
 
 
 def _owner(sigs: Sequence[Signature], code: str, merged: Mapping[int, KeyTally],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from checks.triage import triage_text
+from pathlib import Path
+
+from checks.triage import triage_paths, triage_text
 from checks.triage.literals import required_literals
 from checks.triage.matching import Matcher, Tally, scan_block
 from checks.triage.model import Limits
@@ -141,3 +143,17 @@ def test_required_literals_are_in_every_match() -> None:
 def test_chinese_lines_match() -> None:
     chinese = _sig("t.zh", r"显存不足")
     assert _run([chinese], "错误：显存不足，请减小批大小\n") == ["t.zh"]
+
+
+def test_across_files_the_earliest_time_ranks_first(tmp_path: Path) -> None:
+    service = tmp_path / "service.log"
+    service.write_text("[ERROR] 2026-12-07 09:14:09 RuntimeError: NPU out of memory. Tried to "
+                       "allocate 2.00 GiB\n")
+    plog = tmp_path / "plog-1_1.log"
+    plog.write_text("[ERROR] RUNTIME(1,python):2026-12-07-09:14:07.120.008 there is an aivec "
+                    "error\n")
+    ranked = [f.id for f in triage_paths([service, plog]).findings]
+    assert ranked == ["core.aicore-error", "core.npu-out-of-memory"]
+    service.write_text("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
+    ranked = [f.id for f in triage_paths([service, plog]).findings]
+    assert ranked == ["core.npu-out-of-memory", "core.aicore-error"]  # no time: read order
