@@ -6,6 +6,9 @@ environment-variable reference, pages envref_07_0120 and envref_07_0007;
 probes.environment.resolve_log_dir): host logs in {debug,run}/plog, device logs collected to
 the host in {debug,run}/device-<id> (MindCluster fault-diag guide, "CANN App Logs"). A process
 in a container sees that path in its own mount namespace, so it is read under /proc/PID/root.
+A MindIE service writes its own logs to $HOME/mindie/log/debug by default (Ascend/MindIE-LLM
+docs/zh/faq/faq.md @ 1c18b4b7b907b07025a79f9868c32a0f98c2a8a4): read too when it is there
+(MINDIE_LOG_PATH, which moves them per component, is not interpreted).
 Without a pid, the serving process is discovered the way the doctor finds its target
 (probes.target); with none found, this shell's environment is used.
 """
@@ -20,6 +23,7 @@ from pathlib import Path
 from probes.environment import resolve_log_dir
 
 LOG_SUBDIRS = ("debug/plog", "run/plog")
+MINDIE_LOGS = "mindie/log/debug"  # under $HOME
 DEVICE_PARENTS = ("debug", "run")
 
 
@@ -77,7 +81,19 @@ def from_environment(env: Mapping[str, str], root: str, whose: str) -> LogDirs:
         found += sorted(p for p in _children(base / parent) if p.name.startswith("device-"))
     if not found:
         notes.append(f"{whose}: none of {base}/{{debug,run}}/{{plog,device-*}} exists")
+    mindie = _mindie_logs(env, root)
+    if mindie is not None:
+        found.append(mindie)
+        notes.append(f"{whose}: MindIE logs in {mindie}")
     return LogDirs(tuple(found), tuple(notes))
+
+
+def _mindie_logs(env: Mapping[str, str], root: str) -> Path | None:
+    home = env.get("HOME")
+    if not home or not home.startswith("/"):
+        return None
+    directory = _under(root, f"{home.rstrip('/')}/{MINDIE_LOGS}")
+    return directory if directory.is_dir() else None
 
 
 def _under(root: str, path: str) -> Path:
