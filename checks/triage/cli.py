@@ -106,11 +106,14 @@ def _unreadable(report: TriageReport) -> str:
 
 
 def render(report: TriageReport) -> str:
+    """The terminal view; every path, note and line in it has passed the neutraliser."""
+    from probes.textsafe import one_line
+
     lines = [_read_line(report)]
-    lines += [f"  skipped {s.path}: {s.reason}" for s in report.read.skipped[:10]]
+    lines += [one_line(f"  skipped {s.path}: {s.reason}") for s in report.read.skipped[:10]]
     if len(report.read.skipped) > 10:
         lines.append(f"  ... and {len(report.read.skipped) - 10} more skipped")
-    lines += [f"  note: {n}" for n in report.read.notes[:10]]
+    lines += [one_line(f"  note: {n}") for n in report.read.notes[:10]]
     if not report.findings:
         closest = ", ".join(report.closest_playbooks) or "none"
         lines += ["", f"Nothing recognised. Closest playbooks: {closest} "

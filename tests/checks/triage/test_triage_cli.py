@@ -101,3 +101,13 @@ def test_hostile_bytes_on_stdin_end_cleanly(payload: bytes) -> None:
                           capture_output=True, timeout=120, env=full_env, cwd=ROOT)
     assert done.returncode in (0, 3)
     assert b"Traceback" not in done.stderr
+
+
+def test_hostile_file_names_are_shown_not_obeyed(tmp_path: Path) -> None:
+    bad = tmp_path / "evil\x1b[2J\u202e.log"
+    bad.write_text(f"{OOM}\n")
+    (tmp_path / "gone\x1b]0;x\x07.log").symlink_to(tmp_path / "nowhere")
+    done = triage(str(tmp_path))
+    assert done.returncode == 1
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    assert "evil\\x1b[2J\\u202e.log:1" in done.stdout
