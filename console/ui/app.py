@@ -65,7 +65,7 @@ class ConsoleApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "escape", "cancel / leave prompt", show=True),
         Binding("d", "doctor", "doctor"),
-        Binding("t", "triage", "triage"),
+        Binding("t", "triage", "triage", show=False),
         Binding("slash", "playbooks", "playbooks"),
         Binding("question_mark", "help", "help"),
         Binding("r", "toggle_record", "record"),
