@@ -11,6 +11,7 @@ matching.py  one block -> hits per signature and error code (Tally)
 ranking.py   hits -> findings: combined evidence, refinements, codes, order
 engine.py    one run over the inputs
 logdirs.py   a process's CANN log directories (--pid)
+watch.py     following logs: the signatures new since the last look (the console's alert)
 report.py    the ascend-triage/1 JSON document
 cli.py       `ascend-doctor triage`
 """

@@ -163,7 +163,20 @@ class ConsoleApp(App[int]):
         elif self.options.sample_live:
             self.telemetry.tick()
             self.set_interval(self.options.interval_s, self.telemetry.tick, name="telemetry")
+        if self._find_target is None:
+            self.watch_target_logs()
         self.main_widget(ChatPane).focus_prompt()
+
+    def watch_target_logs(self) -> None:
+        """Follow the target process's CANN logs: a toast when a new error signature appears
+        (console.ui.screens.triage.LogWatcher). Nothing to follow without a process."""
+        process = self.target.process
+        if process is None or self.options.replay is not None:
+            return
+        from checks.triage import logdirs
+        from console.ui.screens.triage import LogWatcher
+
+        LogWatcher(self, lambda: logdirs.for_process(process.pid).directories).start()
 
     def set_subtitle(self) -> None:
         parts = [self.chat.label]
@@ -197,6 +210,7 @@ class ConsoleApp(App[int]):
         self.target_known.set()  # after host and target: the doctor's worker reads them
         with suppress(NoMatches):
             self.main_widget(HostPanel).show_target(self.target_line())
+        self.watch_target_logs()
 
     def on_target_failed(self, message: msg.TargetFailed) -> None:
         self.target_error = message.reason

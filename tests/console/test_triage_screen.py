@@ -12,7 +12,7 @@ from textual.widgets import OptionList, Static, TextArea
 from checks.triage import TriageReport, triage_paths
 from console.ui.app import ConsoleApp
 from console.ui.screens.playbook import PlaybookScreen
-from console.ui.screens.triage import TriageScreen
+from console.ui.screens.triage import LogWatcher, TriageScreen
 
 SIZE = (120, 40)
 OOM = "RuntimeError: NPU out of memory. Tried to allocate 20.00 MiB (NPU 0; 60.96 GiB total)"
@@ -75,3 +75,25 @@ async def test_a_paste_is_triaged_and_a_failed_read_is_shown() -> None:
 def test_the_console_binds_t_to_triage() -> None:
     keys = {binding.key: binding.action for binding in ConsoleApp.BINDINGS}  # type: ignore[union-attr]
     assert keys["t"] == "triage"
+
+
+async def test_a_new_error_in_the_watched_logs_raises_a_toast(tmp_path: Path) -> None:
+    log = tmp_path / "plog-1_1.log"
+    log.write_text(f"old: {OOM}\n")
+    app = Host()
+    toasts: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        app.notify = lambda message, **_: toasts.append(message)  # type: ignore[method-assign]
+        watcher = LogWatcher(app, lambda: [tmp_path], interval_s=0.05)
+        watcher.start()
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert toasts == []  # what was there before the console looked is not news
+        with log.open("a") as out:
+            out.write("EZ1001: Parameter validation failed\n")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if toasts:
+                break
+        assert toasts and "new in the target's log: EZ1001" in toasts[0]
+        assert "Press t to triage" in toasts[0]

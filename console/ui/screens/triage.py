@@ -1,14 +1,17 @@
 """Triage screen: the ranked findings of the target's logs (read in a thread worker) or of a
-pasted log; the highlighted finding's cause, fix and lines below; Enter opens its playbook."""
+pasted log; the highlighted finding's cause, fix and lines below; Enter opens its playbook.
+`LogWatcher` follows the target's logs while the console runs and raises a toast when a new
+error signature appears in them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
@@ -150,3 +153,43 @@ class TriageScreen(Screen[None]):
 
     def action_close(self) -> None:
         self.dismiss()
+
+
+# -- watching the target's logs while the console runs ----------------------------------------
+
+WATCH_INTERVAL_S = 30.0
+
+
+class LogWatcher:
+    """Polls the target's log directories (checks.triage.watch) in a thread worker every
+    `interval_s` and raises a toast when an error signature appears that was not there before;
+    `t` then shows the findings."""
+
+    def __init__(self, app: App[Any], directories: Callable[[], Sequence[Path]],
+                 interval_s: float = WATCH_INTERVAL_S) -> None:
+        from checks.triage.watch import LogWatch
+
+        self.app = app
+        self.watch = LogWatch(directories)
+        self.interval_s = interval_s
+
+    def start(self) -> None:
+        self.app.set_interval(self.interval_s, self._tick, name="triage-watch")
+        self._tick()
+
+    def _tick(self) -> None:
+        self.app.run_worker(self._poll, thread=True, group="triage-watch", exclusive=True,
+                            exit_on_error=False)
+
+    def _poll(self) -> None:
+        try:
+            new = self.watch.poll()
+        except Exception:  # a target gone or unreadable: nothing to report this time
+            return
+        if new:
+            self.app.call_from_thread(self._alert, new)
+
+    def _alert(self, new: tuple[Finding, ...]) -> None:
+        titles = "; ".join(f.title for f in new[:3])
+        safe.notify(self.app, f"new in the target's log: {titles}. Press t to triage.",
+                    title="triage", severity="warning", timeout=20)
