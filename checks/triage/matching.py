@@ -152,16 +152,15 @@ def _spans(regex: re.Pattern[bytes], data: bytes) -> set[tuple[int, int]]:
 
 def _code_spans(block: bytes) -> set[tuple[int, int]]:
     spans: set[tuple[int, int]] = set()
-    pos = 0
-    while True:
-        found = LETTER_CODE.search(block, pos)
-        if found is None:
-            return spans
-        pos = found.end()
-        if _bounded(block, found.start(), found.end()):
-            start = block.rfind(b"\n", 0, found.start()) + 1
-            end = block.find(b"\n", found.end())
-            spans.add((start, len(block) if end < 0 else end))
+    for regex in (LETTER_CODE, MINDIE_CODE):
+        pos = 0
+        while (found := regex.search(block, pos)) is not None:
+            pos = found.end()
+            if _bounded(block, found.start(), found.end()):
+                start = block.rfind(b"\n", 0, found.start()) + 1
+                end = block.find(b"\n", found.end())
+                spans.add((start, len(block) if end < 0 else end))
+    return spans
 
 
 def _bounded(data: bytes, start: int, end: int) -> bool:
