@@ -156,6 +156,8 @@ EPILOG = """commands:
                     without an NPU)
   bench             micro-benchmarks of --model's hot operators at its real shapes,
                     against this device's measured copy bandwidth and matmul peak
+  triage [FILE|-]   read logs (files, .gz, directories, stdin, or --pid PID's CANN
+                    log directories) and rank the error signatures and codes found
 
 exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
             3 the doctor itself could not run (bad arguments, unreadable policy)
@@ -178,7 +180,8 @@ class _RunParser(_Parser):
         raise _NeedsCommands("help")
 
 
-COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline", "ops", "bench")
+COMMANDS = ("list", "explain", "playbooks", "npu", "bundle", "baseline", "ops", "bench",
+            "triage")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -230,7 +233,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_baseline_parser(sub)
     _add_ops_parser(sub)
     _add_bench_parser(sub)
+    _add_triage_parser(sub)
     return parser
+
+
+def _add_triage_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    triage = sub.add_parser(
+        "triage", help="read logs and rank the error signatures and codes in them",
+        description="Read logs (pasted text on stdin with -, vLLM/MindIE service logs, CANN "
+        "plogs and device logs, .gz files, directories) in bounded memory and rank what is "
+        "recognised, the earliest cause first, citing file:line. Without FILE it reads the "
+        "CANN log directories of --pid PID, or of the serving process it finds. Exit 0: "
+        "nothing recognised; 1: something recognised; 3: the input could not be read.")
+    triage.add_argument("inputs", nargs="*", metavar="FILE",
+                        help="log files, .gz files or directories; - reads stdin")
+    triage.add_argument("--pid", type=_pid, metavar="PID",
+                        help="read this process's CANN log directories (its environment, "
+                        "HOME and root)")
+    triage.add_argument("--since", metavar="DURATION",
+                        help="only files written within DURATION (90s, 30m, 2h, 1d)")
+    triage.add_argument("--json", action="store_true",
+                        help="print the ascend-triage/1 JSON document")
 
 
 def _add_ops_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
@@ -468,6 +491,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return commands.cmd_ops(ops_options(args))
     if args.command == "bench":
         return commands.cmd_bench(bench_options(args))
+    if args.command == "triage":
+        return commands.cmd_triage(args.inputs, args.pid, args.since, args.json)
     return commands.cmd_run(run_options(args))
 
 

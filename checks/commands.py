@@ -270,3 +270,9 @@ def cmd_bench(options: BenchOptions) -> int:
         if comparison is not None:
             render_comparison(comparison, console)
     return EXIT_WARN if comparison is not None and comparison.slower else EXIT_OK
+
+
+def cmd_triage(inputs: list[str], pid: int | None, since: str | None, as_json: bool) -> int:
+    from checks.triage import cli
+
+    return cli.run(cli.options_from(inputs, pid, since, as_json))

@@ -53,6 +53,7 @@ ROW_TYPES: dict[str, str] = {
     "support": "checks.builtin.serving_rows:SupportRow",
     "known_issues": "checks.builtin.serving_rows:KnownIssueRow",
     "flags": "checks.builtin.serving_rows:FlagRow",
+    "error_codes": "checks.triage.rows:ErrorCode",
     "signatures": "checks.triage.rows:Signature",
 }
 

@@ -42,7 +42,8 @@ class ErrorCode:
 
     `id` is the code (`507035`, `EZ1001`) or, for a family, its prefix with `kind: family`
     (`EZ`, the component letter of CANN's error-code scheme). `name` is the symbol the vendor's
-    headers give it (`ACL_ERROR_RT_AICORE_EXCEPTION`), empty when there is none.
+    headers give it (`ACL_ERROR_RT_AICORE_EXCEPTION`), empty when there is none. `fix`, when
+    given, is the first step its owner's documentation names (a family's applies to its codes).
     """
 
     id: str
@@ -52,3 +53,4 @@ class ErrorCode:
     playbook: str
     sources: tuple[str, ...]
     name: str = ""
+    fix: str = ""

@@ -52,6 +52,7 @@ _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
 REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
 # how long the doctor screen waits for the target beyond npu-smi's own timeout
 TARGET_WAIT_S = 30.0
+TRIAGE_SINCE_S = 24 * 3600.0  # the triage screen reads the logs written in the last day
 
 
 class ConsoleApp(App[int]):
@@ -64,6 +65,7 @@ class ConsoleApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "escape", "cancel / leave prompt", show=True),
         Binding("d", "doctor", "doctor"),
+        Binding("t", "triage", "triage", show=False),
         Binding("slash", "playbooks", "playbooks"),
         Binding("question_mark", "help", "help"),
         Binding("r", "toggle_record", "record"),
@@ -161,7 +163,20 @@ class ConsoleApp(App[int]):
         elif self.options.sample_live:
             self.telemetry.tick()
             self.set_interval(self.options.interval_s, self.telemetry.tick, name="telemetry")
+        if self._find_target is None:
+            self.watch_target_logs()
         self.main_widget(ChatPane).focus_prompt()
+
+    def watch_target_logs(self) -> None:
+        """Follow the target process's CANN logs: a toast when a new error signature appears
+        (console.ui.screens.triage.LogWatcher). Nothing to follow without a process."""
+        process = self.target.process
+        if process is None or self.options.replay is not None:
+            return
+        from checks.triage import logdirs
+        from console.ui.screens.triage import LogWatcher
+
+        LogWatcher(self, lambda: logdirs.for_process(process.pid).directories).start()
 
     def set_subtitle(self) -> None:
         parts = [self.chat.label]
@@ -195,6 +210,7 @@ class ConsoleApp(App[int]):
         self.target_known.set()  # after host and target: the doctor's worker reads them
         with suppress(NoMatches):
             self.main_widget(HostPanel).show_target(self.target_line())
+        self.watch_target_logs()
 
     def on_target_failed(self, message: msg.TargetFailed) -> None:
         self.target_error = message.reason
@@ -305,6 +321,19 @@ class ConsoleApp(App[int]):
 
         return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
                               or "", api_key(endpoint, os.environ))
+
+    def action_triage(self) -> None:
+        from console.ui.screens.triage import TriageScreen
+
+        self.push_screen(TriageScreen(self.triage_logs))
+
+    def triage_logs(self) -> Any:
+        """What the triage screen reads (in its worker): the CANN logs of the last day of this
+        console's target process, or of the serving process found as the doctor finds it."""
+        from checks.triage import triage_logs
+
+        process = self.target.process if self.target_known.is_set() else None
+        return triage_logs(process.pid if process else None, since_s=TRIAGE_SINCE_S)
 
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
