@@ -32,7 +32,7 @@ def test_error_codes_of_every_documented_shape_are_recognised() -> None:
     assert "operator binary package" in by_id["561003"].cause
     assert by_id["207001"].playbook == "symptom.memory-above-plan"
     # EI0006 is the code the HCCL socket-timeout signature explains: it makes that finding
-    assert by_id["core.hccl-socket-timeout"].playbook == "symptom.training-hangs"
+    assert by_id["hccl.socket-timeout"].playbook == "symptom.training-hangs"
 
 
 def test_a_code_not_in_the_data_says_so_with_its_component() -> None:
@@ -80,7 +80,7 @@ def test_causes_rank_above_consequences_and_repeats_merge() -> None:
     ))
     report = triage_text(log)
     assert [f.id for f in report.findings] == [
-        "core.npu-out-of-memory", "core.python-traceback", "core.engine-core-init-failed"]
+        "torch-npu.out-of-memory", "core.python-traceback", "vllm.engine-core-init-failed"]
     oom = report.findings[0]
     assert oom.count == 2 and [e.line for e in oom.evidence] == [4, 5]
     assert oom.context[0].startswith("Traceback") and len(oom.context) == 4
@@ -88,7 +88,7 @@ def test_causes_rank_above_consequences_and_repeats_merge() -> None:
 
 def test_the_earliest_cause_comes_first() -> None:
     report = triage_text("EZ1001: bad argument\nlater: getting socket times out\n")
-    assert [f.id for f in report.findings] == ["EZ1001", "core.hccl-socket-timeout"]
+    assert [f.id for f in report.findings] == ["EZ1001", "hccl.socket-timeout"]
 
 
 def _run(signatures: list[Signature], text: str) -> list[str]:
@@ -154,7 +154,7 @@ def test_across_files_the_earliest_time_ranks_first(tmp_path: Path) -> None:
     plog.write_text("[ERROR] RUNTIME(1,python):2026-12-07-09:14:07.120.008 there is an aivec "
                     "error\n")
     ranked = [f.id for f in triage_paths([service, plog]).findings]
-    assert ranked == ["core.aicore-error", "core.npu-out-of-memory"]
+    assert ranked == ["core.aicore-error", "torch-npu.out-of-memory"]
     service.write_text("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
     ranked = [f.id for f in triage_paths([service, plog]).findings]
-    assert ranked == ["core.npu-out-of-memory", "core.aicore-error"]  # no time: read order
+    assert ranked == ["torch-npu.out-of-memory", "core.aicore-error"]  # no time: read order

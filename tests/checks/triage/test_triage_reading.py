@@ -21,7 +21,7 @@ def test_gzip_files_are_read_by_their_content_not_their_name(tmp_path: Path) -> 
     path = tmp_path / "service.log.1"  # gzip without a .gz name
     path.write_bytes(gzip.compress(f"INFO start\n{OOM}\n".encode()))
     report = triage_paths([path])
-    assert [f.id for f in report.findings] == ["core.npu-out-of-memory"]
+    assert [f.id for f in report.findings] == ["torch-npu.out-of-memory"]
     assert report.findings[0].evidence[0].line == 2
     assert report.read.lines == 2
 
@@ -43,7 +43,7 @@ def test_a_truncated_gzip_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
     path = tmp_path / "cut.gz"
     path.write_bytes(data[: len(data) // 2])
     report = triage_paths([path])
-    assert report.findings and report.findings[0].id == "core.npu-out-of-memory"
+    assert report.findings and report.findings[0].id == "torch-npu.out-of-memory"
 
 
 def test_binary_files_are_skipped_with_a_note(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_a_line_past_the_cap_is_cut_and_the_next_line_still_read(tmp_path: Path)
         out.write(b"x" * (6 * 1024 * 1024) + b"\n" + OOM.encode() + b"\n")
     limits = Limits(max_line_bytes=64 * 1024, chunk_bytes=256 * 1024)
     report = triage_paths([path], limits=limits)
-    assert [f.id for f in report.findings] == ["core.npu-out-of-memory"]
+    assert [f.id for f in report.findings] == ["torch-npu.out-of-memory"]
     assert report.findings[0].evidence[0].line == 2
     assert any("cut at 65536" in note for note in report.read.notes)
 

@@ -23,7 +23,7 @@ def test_new_signatures_appended_after_the_first_poll_are_reported_once(tmp_path
         out.write("EZ1001: again\n")
     assert watch.poll() == ()
     (tmp_path / "plog-2_2.log").write_text(f"{OOM}\n")  # a new file is read from its start
-    assert [f.id for f in watch.poll()] == ["core.npu-out-of-memory"]
+    assert [f.id for f in watch.poll()] == ["torch-npu.out-of-memory"]
 
 
 def test_a_truncated_log_is_read_from_its_start(tmp_path: Path) -> None:
@@ -32,4 +32,4 @@ def test_a_truncated_log_is_read_from_its_start(tmp_path: Path) -> None:
     watch = LogWatch(lambda: [tmp_path])
     watch.poll()
     log.write_text("EI0006: Getting socket times out\n")  # rotated: shorter than before
-    assert [f.id for f in watch.poll()] == ["core.hccl-socket-timeout"]
+    assert [f.id for f in watch.poll()] == ["hccl.socket-timeout"]
