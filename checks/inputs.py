@@ -128,7 +128,7 @@ def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -
         from probes.target.envfile import EnvFileError
 
         try:
-            return resolve.from_env_file(options.env_file)
+            return resolve.from_env_file(options.env_file, options.root or "/")
         except EnvFileError as exc:
             raise UsageError(f"--env-file {exc}") from None
     if options.pid is None:

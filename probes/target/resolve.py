@@ -145,13 +145,20 @@ def _chosen(index: int, candidates: Sequence[Candidate]) -> str:
             f"--pid picks another ({others})")
 
 
-def from_env_file(path: str) -> Resolved:
-    """`--env-file FILE`. Raises EnvFileError naming the file."""
+def from_env_file(path: str, files_root: str = "/") -> Resolved:
+    """`--env-file FILE`. Raises EnvFileError naming the file. The file holds an environment
+    only: the files the checks read are this machine's (under `files_root`), not those of
+    the image or host the service will run in, and the target says so."""
     from probes.target.envfile import read_env_file
 
     found = read_env_file(path)
+    whose = ("this machine's files under /" if files_root == "/" else
+             f"the files under --root {files_root}")
+    files = (f"files read: {whose}, not those of the container image or host the service "
+             "will run in" + (" (name that root with --root DIR)" if files_root == "/" else ""))
     target = Target(kind="env_file", label=f"environment file {path}",
-                    chosen=f"--env-file {path}", environment=f"{path} ({found.shape})",
+                    chosen=f"--env-file {path}",
+                    environment=f"{path} ({found.shape}); {files}",
                     env_file=path, problems=found.notes)
     return Resolved(target, found.env)
 

@@ -332,7 +332,16 @@ def test_env_file_judges_a_service_not_running(tmp_path: Path,
     shell = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ASCEND_GLOBAL_LOG_LEVEL": "3"}
     _, doc = run(shell, ["--env-file", str(unit), "--json", "--only", "logging.level"], capsys)
     assert doc["target"]["kind"] == "env_file"
-    assert doc["target"]["environment"] == f"{unit} (EnvironmentFile lines)"
+    assert doc["target"]["environment"] == (
+        f"{unit} (EnvironmentFile lines); files read: this machine's files under /, not those "
+        "of the container image or host the service will run in (name that root with --root "
+        "DIR)")
+    script = tmp_path / "start.sh"
+    script.write_text("#!/bin/sh\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\n"
+                      "exec vllm serve /m\n")
+    assert main(["--env-file", str(script), "--only", "cann.environment"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"--env-file {script}: line 1: `#!/bin/sh`" in err
     assert "level 0 (DEBUG)" in doc["results"][0]["summary"]
 
 
