@@ -446,3 +446,16 @@ def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     handle = tar.extractfile(member)
     assert handle is not None
     return handle.read()
+
+
+def test_a_container_with_some_devices_is_not_matched_to_host_rows(
+        tmp_path: Path, fake_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree, shell = container(tmp_path)
+    for n in (0, 1, 2, 3, 5, 6):  # the container was given /dev/davinci4 and davinci7 only
+        (tree.path / "dev" / f"davinci{n}").unlink()
+    _, doc = run(shell, ["--pid", str(PID), "--json", "--only", "pcie.contention"], capsys)
+    result = doc["results"][0]
+    assert "far from" not in result["summary"]  # npu-smi rows 0 and 1 are not its chips
+    assert any("ASCEND_RT_VISIBLE_DEVICES=0,1 inside a container indexes the container's own "
+               "devices (it sees /dev/davinci4, /dev/davinci7), not the rows of the host's "
+               "npu-smi table" in line for line in result["evidence"])
