@@ -49,7 +49,9 @@ class DataError(ValueError):
 
 # topic -> "module:RowType": the row type each topic is read as; a topic file without an entry
 # here fails the data test
-ROW_TYPES: dict[str, str] = {}
+ROW_TYPES: dict[str, str] = {
+    "tokenizer_families": "checks.builtin.tokenizer_families:TokenizerFamily",
+}
 
 
 def row_type(topic: str) -> type:

@@ -459,3 +459,20 @@ def test_a_container_with_some_devices_is_not_matched_to_host_rows(
     assert any("ASCEND_RT_VISIBLE_DEVICES=0,1 inside a container indexes the container's own "
                "devices (it sees /dev/davinci4, /dev/davinci7), not the rows of the host's "
                "npu-smi table" in line for line in result["evidence"])
+
+
+def test_tokenizer_checks_read_a_containers_model(tmp_path: Path, fake_proc: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("transformers")
+    from tests.tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
+
+    tree, shell = container(tmp_path)
+    # a Qwen3 tokenizer shipped with a Qwen3.5/3.6-sized embedding, inside the container
+    write_qwen3_model_dir(tree.path / "models" / "qwen",
+                          config=qwen3_moe_config(vocab_size=248320))
+    _, doc = run(shell, ["--pid", str(PID), "--json", "--only", "tokenizer.token-ids"], capsys)
+    result = doc["results"][0]
+    assert result["status"] == "fail" and result["rules"] == ["foreign-tokenizer"]
+    assert result["summary"].startswith("a Qwen3 tokenizer (151669 ids) on a Qwen3.5/3.6")
+    assert f"as process {PID} sees them: its mount namespace, read through " \
+        f"{fake_proc}/{PID}/root" in result["evidence"]
