@@ -99,7 +99,7 @@ def cmd_run(options: RunOptions) -> int:
                          endpoint=endpoint, requested=frozenset(options.only),
                          tensor_parallel=options.tp)
     run = run_checks(checks, ctx)
-    ctx.target = inputs.still_there(observed)
+    ctx.target = inputs.still_there(observed, run)
     info = inputs.host_info(ctx, options.model, policy.source)
     if options.json:
         print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))

@@ -31,7 +31,6 @@ from checks.builtin.tokenizer_load import (
     TokenizerFiles,
     TokenizerUnavailable,
     load_files,
-    local_path,
     tokenizer_files,
 )
 from checks.context import Context
@@ -121,9 +120,6 @@ def files_of(ctx: Context) -> TokenizerFiles:
     if ctx.model_dir is None:
         raise TokenizerUnavailable(NO_MODEL)
     model_dir = Path(ctx.model_dir)
-    if local_path(ctx.host, model_dir) is None:
-        raise TokenizerUnavailable("tokenizer checks need the model's files on this machine "
-                                   "(a recording carries no loadable tokenizer)")
     return ctx.fact("tokenizer-files", lambda: tokenizer_files(model_dir, ctx.host))
 
 

@@ -319,8 +319,9 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"the tokenizers library is not installed ({exc})") from exc
+    opened = _opened(host, path)
     try:
-        tokenizer = Tokenizer.from_file(_opened(host, path))
+        tokenizer = Tokenizer.from_file(opened)
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
@@ -338,9 +339,9 @@ def _load_transformers(files: TokenizerFiles, host: Host) -> Loaded:
         from transformers import AutoTokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"transformers is not installed ({exc})") from exc
+    opened = _opened(host, files.directory)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(_opened(host, files.directory),
-                                                  local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(opened, local_files_only=True)
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: "
