@@ -127,3 +127,16 @@ def test_the_verdict_names_its_processes_and_the_rank_that_disagrees(
     assert f"ranks disagree: process {odd_worker}" in result["summary"]
     assert "ranks-disagree" in result["rules"]
     assert any(f"covers process {server}" in line for line in result["evidence"])
+
+
+def test_cann_environment_flags_a_rank_with_another_environment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = {**ENV, "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest"}
+    with running(_server(tmp_path), env) as server:
+        (engine,) = _children(server)
+        _, odd_worker = _children(engine)
+        doc = _json(["--pid", str(server), "--only", "cann.environment", "--json"], capsys)
+    (result,) = doc["results"]
+    assert "ranks-disagree" in result["rules"]
+    assert f"ranks disagree: process {odd_worker}" in result["summary"]
+    assert "ASCEND_GLOBAL_LOG_LEVEL" in result["summary"]
