@@ -87,6 +87,11 @@ def _models(ctx: Context) -> tuple[list[str], str]:
     return ctx.fact("endpoint.models", read)
 
 
+def served_models(ctx: Context) -> tuple[list[str], str]:
+    """The endpoint's model ids (read once per run), or why none: for other checks."""
+    return _models(ctx)
+
+
 def _remedy(error: str) -> str:
     if "TLS" in error:
         return "trust the server's CA (SSL_CERT_FILE) or use the scheme the server speaks"

@@ -97,6 +97,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "spare-embedding-rows": "warn",
         "foreign-tokenizer": "fail",
         "template-unfinished": "warn",
+        "served-ids-differ": "fail",
     },
 }
 Problem = tuple[str, str]  # (rule, one line)
@@ -133,6 +134,7 @@ class Observed:
     batch: Batch  # PROBE_BATCH, padded
     batch_vocabulary: str  # vocabulary_problem over the batch's short prompt
     ids: IdObservation
+    plain_ids: tuple[int, ...] = ()  # PROBE_PLAIN encoded: what --endpoint's ids are held to
 
 
 def observe(files: TokenizerFiles, host: Host) -> Observed:
@@ -143,7 +145,8 @@ def observe(files: TokenizerFiles, host: Host) -> Observed:
     vocab_size = config_vocab_size(files.model_config)
     vocabulary = vocabulary_problem(loaded, vocab_size, observe_batch(batch).real_tokens)
     return Observed(loaded.library, files, batch, vocabulary,
-                    observe_ids(loaded, render_probe(files)))
+                    observe_ids(loaded, render_probe(files)),
+                    tuple(loaded.encode(PROBE_PLAIN)))
 
 
 def prefetch(ctx: Context) -> None:
@@ -614,6 +617,24 @@ def tokenizer_token_ids(ctx: Context) -> Finding:
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
     note = library_note(ctx, seen_all.library)
-    finding = judge_token_ids(seen_all.ids)
+    finding = _served(ctx, seen_all, judge_token_ids(seen_all.ids))
     return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence,
                                                  *facts.files_seen(ctx))), note)
+
+
+def _served(ctx: Context, seen: Observed, finding: Finding) -> Finding:
+    """With --endpoint, the served ids of PROBE_PLAIN against the local ones."""
+    if ctx.endpoint is None or not seen.plain_ids:
+        return finding
+    from checks.builtin.tokenizer_live import judge_round_trip, served_ids
+
+    problem, line = judge_round_trip(seen.plain_ids, served_ids(ctx, PROBE_PLAIN))
+    if not problem:
+        return replace(finding, evidence=(*finding.evidence, line))
+    if finding.status == "fail":
+        return replace(finding, summary=f"{finding.summary}; {problem}",
+                       evidence=(*finding.evidence, line),
+                       rules=(*finding.rules, "served-ids-differ"))
+    return failed(problem, "serve the checkpoint's own tokenizer (vllm serve --tokenizer) and "
+                  f"keep ids int32/int64 end to end; {IDS_PLAYBOOK}", *finding.evidence, line,
+                  rules=("served-ids-differ",))
