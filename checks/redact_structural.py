@@ -22,7 +22,10 @@ import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any
 
-JSON_NAMES = frozenset({"config.json", "generation_config.json", "tokenizer_config.json",
+from probes.checkpoint import CONFIG_FILE, GENERATION_CONFIG_FILE
+
+# the model directory's JSON files (their names as the one model-directory reader spells them)
+JSON_NAMES = frozenset({CONFIG_FILE, GENERATION_CONFIG_FILE, "tokenizer_config.json",
                         "special_tokens_map.json", "preprocessor_config.json",
                         "quant_model_description.json"})
 
