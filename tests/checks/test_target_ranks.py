@@ -62,6 +62,14 @@ def _children(pid: int) -> list[int]:
     return sorted(found)
 
 
+def _workers(engine: int) -> tuple[int, int]:
+    """(the worker that overwrote its environment, the one that kept it), by their titles."""
+    kids = _children(engine)
+    blank = [k for k in kids if ProcReader().cmdline(k) == ("VLLM::Worker_TP0",)]
+    assert len(kids) == 2 and len(blank) == 1, kids
+    return blank[0], next(k for k in kids if k != blank[0])
+
+
 def _server(tmp_path: Path) -> list[str]:
     blank = tmp_path / "blank.py"
     blank.write_text(BLANK)
@@ -90,14 +98,14 @@ def test_an_overwritten_environment_is_unreadable(tmp_path: Path) -> None:
 def test_a_worker_is_judged_through_its_serving_parent(tmp_path: Path) -> None:
     with running(_server(tmp_path), ENV) as server:
         (engine,) = _children(server)
-        blank_worker, odd_worker = _children(engine)
+        blank_worker, odd_worker = _workers(engine)
         resolved = from_pid(ProcReader(), blank_worker, [], False)
     target = resolved.target
     assert target.pid == server and resolved.env["ASCEND_GLOBAL_LOG_LEVEL"] == "1"
     assert target.chosen.startswith(f"--pid {blank_worker}: its environment area was "
                                      f"overwritten (setproctitle), so its serving parent "
                                      f"{server} is judged")
-    assert [r.pid for r in target.ranks] == [server, engine, blank_worker, odd_worker]
+    assert [r.pid for r in target.ranks] == [server, *sorted((engine, blank_worker, odd_worker))]
     states = {r.pid: (r.environment, r.differs) for r in target.ranks}
     assert states[blank_worker] == ("overwritten (setproctitle)", ())
     assert states[odd_worker] == ("read", ("ASCEND_GLOBAL_LOG_LEVEL",))
@@ -119,7 +127,7 @@ def test_the_verdict_names_its_processes_and_the_rank_that_disagrees(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with running(_server(tmp_path), ENV) as server:
         (engine,) = _children(server)
-        blank_worker, odd_worker = _children(engine)
+        blank_worker, odd_worker = _workers(engine)
         doc = _json(["--pid", str(blank_worker), "--only", "logging.level", "--json"], capsys)
     (result,) = doc["results"]
     assert doc["target"]["pid"] == server
@@ -134,7 +142,7 @@ def test_cann_environment_flags_a_rank_with_another_environment(
     env = {**ENV, "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest"}
     with running(_server(tmp_path), env) as server:
         (engine,) = _children(server)
-        _, odd_worker = _children(engine)
+        _, odd_worker = _workers(engine)
         doc = _json(["--pid", str(server), "--only", "cann.environment", "--json"], capsys)
     (result,) = doc["results"]
     assert "ranks-disagree" in result["rules"]
