@@ -348,10 +348,13 @@ def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
         redacted = redact_recording(fit_commands(recorder.snapshot()),
                                     options.redact_hostnames)
         target = redact_target(ctx.target, redacted.redactor)
+        # the model this run judged (--model, or the target's), so a replay judges it too
+        target["run_model"] = (redacted.redactor.path(str(ctx.model_dir), "target.json")
+                               if ctx.model_dir is not None else None)
         redacted = dataclasses.replace(
             redacted, recording=dataclasses.replace(redacted.recording, target=target))
         report = redacted.redactor.value(to_json(run, info), "report.json")
-        report["target"] = target
+        report["target"] = {k: v for k, v in target.items() if k != "run_model"}
         detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
                       else "nothing secret-looking found")
     return redacted, run, report, plog, metrics

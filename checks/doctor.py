@@ -64,5 +64,5 @@ def run(observed: inputs.Observed, policy: Policy, request: Request) -> Judged:
                          requested=frozenset(request.only),
                          tensor_parallel=request.tensor_parallel)
     result = run_checks(checks, ctx)
-    ctx.target = inputs.still_there(observed)
+    ctx.target = inputs.still_there(observed, result)
     return Judged(result, ctx, inputs.host_info(ctx, request.model, policy.source))

@@ -128,7 +128,7 @@ def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -
         from probes.target.envfile import EnvFileError
 
         try:
-            return resolve.from_env_file(options.env_file)
+            return resolve.from_env_file(options.env_file, options.root or "/")
         except EnvFileError as exc:
             raise UsageError(f"--env-file {exc}") from None
     if options.pid is None:
@@ -172,10 +172,35 @@ def recorded_target(host: Host) -> Target:
         raise UsageError(f"--from {getattr(host, 'path', '')}: target.json: {exc}") from None
 
 
-def still_there(observed: Observed) -> Target:
+def recorded_model(host: Host) -> str | None:
+    """The model directory the recorded run judged (target.json `run_model`), if any."""
+    recording = getattr(host, "recording", None)
+    doc = getattr(recording, "target", None)
+    value = doc.get("run_model") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) and value.startswith("/") else None
+
+
+def unreproduced(host: Host, results: Any) -> list[str]:
+    """One line per verdict of a recording's run that this replay did not give again (a
+    tokenizer the recording could not carry, a fact it never recorded)."""
+    recording = getattr(host, "recording", None)
+    recorded = getattr(recording, "verdicts", None)
+    if not recorded:
+        return []
+    lines = [f"replay: {r.id} was {recorded[r.id]} in the recorded run, {r.status} here"
+             for r in results if r.id in recorded and recorded[r.id] != r.status]
+    return lines
+
+
+def still_there(observed: Observed, run: Any = None) -> Target:
     """The target after the run; a process that exited meanwhile is said, or, when its files
-    were read through /proc/PID/root (which went with it), the run is refused."""
+    were read through /proc/PID/root (which went with it), the run is refused. A replay
+    (`run` given) adds the recorded verdicts it did not reproduce to the target's problems."""
     host, target = observed.host, observed.target
+    if run is not None:
+        lines = unreproduced(host, run.results)
+        if lines:
+            target = replace(target, problems=(*target.problems, *lines))
     alive = getattr(host, "alive", None)
     if alive is None or alive():
         return target
@@ -201,8 +226,12 @@ def policy(path: Path | None) -> Policy:
 def model_dir(model: str | None, options: HostOptions, host: Host,
               target: Target | None = None) -> Path | None:
     """The --model directory, a path on the observed machine (under --root, in a recording);
-    without --model, the directory the target's command line serves, when it names one."""
+    without --model, the one a recording's run judged, else the directory the target's
+    command line serves, when it names one."""
     if not model:
+        recorded = recorded_model(host) if options.from_path else None
+        if recorded is not None:
+            return Path(recorded)
         found = target.serving.model_dir if target is not None else None
         return Path(found.value) if found is not None else None
     from probes.checkpoint import locate_model
@@ -220,12 +249,34 @@ def model_dir(model: str | None, options: HostOptions, host: Host,
     return Path(path)
 
 
+def _model_host(host: Host, model: str | None, options: HostOptions
+                ) -> tuple[Host, str | None]:
+    """A replay's host and model, with `--model DIR` read from this machine (as an absolute
+    path) when the recording does not hold that directory and this machine does
+    (probes.recording_overlay)."""
+    if not (options.from_path and model):
+        return host, model
+    try:
+        host.kind(model)
+        return host, model  # the recording answers for it
+    except NotRecorded:
+        pass
+    except Exception:
+        return host, model
+    local = os.path.abspath(model)
+    if not os.path.isdir(local):
+        return host, model
+    from probes.recording_overlay import ModelOverlay
+
+    return ModelOverlay(host, local), local
+
+
 def context(observed: Observed, policy: Policy, model: str | None, options: HostOptions,
             **extra: Any) -> Context:
     """The run's Context: the observed host and target, the model (--model, else the
     target's), and the npu-smi reading discovery already made."""
-    ctx = Context(observed.host, policy,
-                  model_dir(model, options, observed.host, observed.target),
+    host, model = _model_host(observed.host, model, options)
+    ctx = Context(host, policy, model_dir(model, options, host, observed.target),
                   timeout_s=options.timeout_s, target=observed.target, **extra)
     if observed.npu is not None:
         ctx.know("npu", observed.npu)
@@ -246,7 +297,12 @@ def host_info(ctx: Context, model: str | None, policy_source: str) -> HostInfo:
                    "packages read without running it)")
     shown = model
     found = ctx.target.serving.model_dir
-    if not model and found is not None:
+    recorded = None if model else recorded_model(ctx.host)
+    if not model and found is not None and (recorded is None or found.value == recorded):
+        shown = f"{found.value} (from {found.source})"
+    elif recorded is not None and ctx.model_dir is not None and str(ctx.model_dir) == recorded:
+        shown = f"{recorded} (the model the recorded run judged)"
+    elif not model and found is not None:
         shown = f"{found.value} (from {found.source})"
     return HostInfo(ctx.host.description, python, policy_source, shown, ctx.target)
 

@@ -13,8 +13,9 @@ What happens to each part (what is and is not guaranteed: docs/snapshot-format.m
   (checks/pseudonyms.py) everywhere, paths, keys and listings included, so a replay of the
   bundle still finds every answer under the redacted path.
 
-Byte ranges (`read_bytes` answers: plog tails, safetensors headers) are masked in place with
-masks of the same length, so offsets and sizes in the recording stay true.
+Byte ranges (`read_bytes` answers: plog tails) are masked in place with masks of the same
+length, so offsets and sizes in the recording stay true. Structural files (safetensors
+headers, shard indexes, model configs) are data: checks/redact_structural.py.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from typing import Any
 from checks.env_allow import WITHHELD, value_allowed
 from checks.pseudonyms import Fit, Pseudonyms
 from checks.redact_rules import Span, merge, raw_spans, secret_spans
+from checks.redact_structural import (
+    is_safetensors,
+    is_structural,
+    is_structural_json,
+    json_values,
+    redact_json,
+)
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
@@ -116,6 +124,15 @@ class Redactor:
         # latin-1 maps each byte to one character and back, so lengths and offsets hold
         text = data.decode("latin-1")
         out = self._redact(text, where, _same_length, _fit_same_length, as_latin1=True)
+        return out.encode("latin-1") if out != text else data
+
+    def known_only(self, data: bytes, where: str) -> bytes:
+        """Bytes with only the secret values learned elsewhere masked, same length (a
+        safetensors header: tensor names are data, never scanned)."""
+        text = data.decode("latin-1")
+        kinds: set[str] = set()
+        out = self._literals(text, _same_length, kinds, as_latin1=True)
+        self.redactions |= {Redaction(kind, where) for kind in kinds}
         return out.encode("latin-1") if out != text else data
 
     def path(self, path: str, where: str = "") -> str:
@@ -237,7 +254,12 @@ def _texts(recording: Recording) -> Iterable[str]:
         yield " ".join(record.result.argv)
         yield record.result.stdout
         yield record.result.stderr
-    for entry in recording.files.values():
+    for path, entry in recording.files.items():
+        if is_structural(path):
+            # data: learn from its string values alone, never from tensor names and offsets
+            if isinstance(entry.text, str) and not is_safetensors(path):
+                yield from json_values(entry.text)
+            continue
         if isinstance(entry.text, str):
             yield entry.text
         for rng in entry.ranges:
@@ -324,7 +346,12 @@ def _error(error: RecordedError, redactor: Redactor, where: str) -> RecordedErro
 def _file(path: str, entry: FileRecord, redactor: Redactor) -> FileRecord:
     where = f"file {redactor.path(path)}"
     text = entry.text
-    if isinstance(text, str):
+    structural = is_structural(path)
+    as_data = redact_json(text, lambda v: redactor.text(v, where)) \
+        if isinstance(text, str) and is_structural_json(path) else None
+    if as_data is not None:
+        text = as_data
+    elif isinstance(text, str):
         text = redactor.text(text, where)
     elif isinstance(text, RecordedError):
         text = _error(text, redactor, where)
@@ -334,10 +361,13 @@ def _file(path: str, entry: FileRecord, redactor: Redactor) -> FileRecord:
                   else entry.realpath),
         listing=(tuple(redactor.path(n) for n in entry.listing)
                  if isinstance(entry.listing, tuple) else entry.listing),
-        ranges=tuple(_range(r, redactor, where) for r in entry.ranges))
+        ranges=tuple(_range(r, redactor, where, structural) for r in entry.ranges))
 
 
-def _range(record: RangeRecord, redactor: Redactor, where: str) -> RangeRecord:
+def _range(record: RangeRecord, redactor: Redactor, where: str,
+           structural: bool = False) -> RangeRecord:
+    if record.data is not None and structural:
+        return replace(record, data=redactor.known_only(record.data, where))
     if record.data is not None:
         return replace(record, data=redactor.data(record.data, where))
     if record.error is not None:

@@ -74,9 +74,10 @@ BUILTIN: tuple[Check, ...] = (
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
            "npu:npu_health"),
-    _check("npu.temperature", "NPU temperature and power", "npu",
+    _check("npu.temperature", "NPU temperature", "npu",
            "thermal alarm codes (-t health), HBM temperature (-t memory) against the HBM "
-           "alarm, each chip against the median of the others; power where printed",
+           "alarm, each chip against the median of the others; power shown where printed, "
+           "not judged",
            "npu:npu_temperature"),
     _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
            "weights (safetensors headers, the index's total_size, or estimated from "
@@ -92,7 +93,8 @@ BUILTIN: tuple[Check, ...] = (
            "directory size and free space", "logging:logging_level"),
     _check("pcie.contention", "PCIe links of the NPUs", "pcie",
            "link speed/width vs the lower of the device and upstream port capability, "
-           "non-NPU devices sharing an uplink, AER counters; NUMA node shown",
+           "non-NPU devices sharing an uplink, AER counters; the target's CPUs against its "
+           "NPUs' NUMA nodes",
            "pcie:pcie_contention"),
     _check("devices.nodes", "NPU device nodes", "devices",
            "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
@@ -110,9 +112,9 @@ BUILTIN: tuple[Check, ...] = (
            "the ids, dtypes and mask values the --model tokenizer returns for a padded "
            "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
            "tokenizer:tokenizer_dtype", needs=("model",), prefetch="tokenizer:prefetch"),
-    _check("tokenizer.token-ids", "Token ids fit the embedding and survive int32", "tokenizer",
+    _check("tokenizer.token-ids", "Token ids fit the model's embedding", "tokenizer",
            "the largest id the --model tokenizer produces (chat template run inside a "
-           "budget) vs config.json vocab_size",
+           "budget) vs config.json vocab_size; another model family's tokenizer",
            "tokenizer:tokenizer_token_ids", needs=("model",),
            prefetch="tokenizer:prefetch"),
     _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",

@@ -139,6 +139,8 @@ class Recording:
     files: Mapping[str, FileRecord] = field(default_factory=dict)
     # the target the recording judged (probes.target.model.to_json), as a JSON object
     target: Mapping[str, Any] | None = None
+    # check id -> status of the recorded run (a bundle's report.json), for a replay to compare
+    verdicts: Mapping[str, str] | None = None
 
 
 # -- recording ----------------------------------------------------------------------------
@@ -684,9 +686,10 @@ def read_directory(path: Path, limits: BundleLimits) -> Recording:
     commands = _checked(path, "commands.json", budget, _parse_commands) or ()
     blobs = _BlobReader(path / "blobs", limits)
     files = _checked(path, "files.json", budget, lambda raw: _parse_files(raw, blobs)) or {}
+    verdicts = _checked(path, "report.json", budget, _parse_verdicts)
     assert manifest is not None  # required=True
     return Recording(manifest=manifest, env=env, python=python, commands=commands, files=files,
-                     target=target)
+                     target=target, verdicts=verdicts)
 
 
 _STRUCTURE = (b",", b":", b"[", b"{")
@@ -817,6 +820,16 @@ def _parse_manifest(raw: Any) -> Manifest:
         tool_version=_expect(raw.get("tool_version", ""), str, "tool_version"),
         source=_expect(raw.get("source", ""), str, "source"),
     )
+
+
+def _parse_verdicts(raw: Any) -> dict[str, str]:
+    """report.json's results as check id -> status (a bundle member beside the snapshot)."""
+    results = raw.get("results") if isinstance(raw, dict) else None
+    if not isinstance(results, list):
+        return {}  # not a report this replay can compare with: nothing is listed
+    return {r["id"]: r["status"] for r in results
+            if isinstance(r, dict) and isinstance(r.get("id"), str)
+            and isinstance(r.get("status"), str)}
 
 
 def _parse_target(raw: Any) -> dict[str, Any]:

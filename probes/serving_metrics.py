@@ -8,13 +8,17 @@ hidden a release later: docs.vllm.ai "Production Metrics"; vllm-project/vllm
 its management port (hiascend.com MindIE Service "服务监控指标查询接口（普罗格式）"). The first
 name found wins; a logical metric with none is "not exported", never zero.
 
-Pure reading: sums over label sets (engines, models), no judgement.
+Pure reading, no judgement. Counts (requests, tokens) are summed over label sets (engines,
+models); a gauge that is a ratio (the KV cache's share in use) is not a count: summing two
+data-parallel engines at 48 % and 47 % would say 95 %. A ratio is kept per engine (vLLM's
+`engine` label: PrometheusStatLogger in vllm/v1/metrics/loggers.py labels each engine index),
+and its reading is the largest engine's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from probes.prometheus import Exposition, Sample
@@ -41,6 +45,9 @@ HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
             "time_per_output_token_seconds"),
 }
+# gauges that are ratios: max over engines, never summed
+RATIOS = frozenset({"kv_cache_usage"})
+ENGINE_LABEL = "engine"
 LOGICAL = (*GAUGES, *COUNTERS, "aborted_requests", *HISTOGRAMS)
 # what ascend-console's serving panel and `endpoint.metrics` need at the least
 REQUIRED = ("running", "waiting", "kv_cache_usage", "ttft", "itl", "prompt_tokens",
@@ -68,6 +75,9 @@ class ServingReading:
     counters: Mapping[str, float]
     histograms: Mapping[str, Histogram]
     names: Mapping[str, str]  # logical metric -> the sample name it was read from
+    # ratio gauge -> (engine, value) per engine, in the order exported ("" without a label)
+    engines: Mapping[str, tuple[tuple[str, float], ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -77,7 +87,10 @@ class ServingReading:
 
 def read_serving(expo: Exposition) -> ServingReading:
     names: dict[str, str] = {}
-    gauges = {m: v for m, c in GAUGES.items() if (v := _summed(expo, c, m, names)) is not None}
+    engines = {m: e for m in RATIOS if (e := _per_engine(expo, GAUGES[m], m, names))}
+    gauges = {m: v for m, c in GAUGES.items() if m not in RATIOS
+              and (v := _summed(expo, c, m, names)) is not None}
+    gauges.update({m: max(v for _, v in e) for m, e in engines.items()})
     counters = {m: v for m, c in COUNTERS.items()
                 if (v := _summed(expo, c, m, names)) is not None}
     aborted = _aborts(expo, names)
@@ -85,12 +98,14 @@ def read_serving(expo: Exposition) -> ServingReading:
         counters["aborted_requests"] = aborted
     if "kv_cache_usage" in gauges and names["kv_cache_usage"] == "npu_cache_usage_perc":
         # MindIE's help text says 1 means 100 %, its published samples show 30: normalise
-        value = gauges["kv_cache_usage"]
-        gauges["kv_cache_usage"] = value / 100 if value > 1 else value
+        engines["kv_cache_usage"] = tuple((e, v / 100 if v > 1 else v)
+                                          for e, v in engines["kv_cache_usage"])
+        gauges["kv_cache_usage"] = max(v for _, v in engines["kv_cache_usage"])
     histograms = {m: h for m, c in HISTOGRAMS.items()
                   if (h := _histogram(expo, c, m, names)) is not None}
     return ServingReading(_server(expo), MappingProxyType(gauges), MappingProxyType(counters),
-                          MappingProxyType(histograms), MappingProxyType(names))
+                          MappingProxyType(histograms), MappingProxyType(names),
+                          MappingProxyType(engines))
 
 
 def _server(expo: Exposition) -> str:
@@ -111,6 +126,22 @@ def _summed(expo: Exposition, candidates: tuple[str, ...], logical: str,
             names[logical] = name
             return sum(s.value for s in samples)
     return None
+
+
+def _per_engine(expo: Exposition, candidates: tuple[str, ...], logical: str,
+                names: dict[str, str]) -> tuple[tuple[str, float], ...]:
+    """(engine, value) of the first candidate exported: the largest value per engine label
+    (an engine may export one sample per model name)."""
+    for name in candidates:
+        samples = expo.named(name)
+        if samples:
+            names[logical] = name
+            found: dict[str, float] = {}
+            for sample in samples:
+                engine = sample.label(ENGINE_LABEL) or ""
+                found[engine] = max(found.get(engine, sample.value), sample.value)
+            return tuple(found.items())
+    return ()
 
 
 def _aborts(expo: Exposition, names: dict[str, str]) -> float | None:

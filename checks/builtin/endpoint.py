@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from probes.http import EndpointTarget
 
 SMOKE_PROMPT = "Reply with the single word: ready"
+# The delta fields that carry text: the answer, and the thinking a reasoning parser splits
+# off (vLLM's `--reasoning-parser` streams it as `reasoning_content`, newer releases also as
+# `reasoning`: docs.vllm.ai "Reasoning Outputs"), so a Qwen3 model's first tokens count.
+TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 SMOKE_TOKENS = 8
 START_HINT = "start the server (vllm serve ...), or fix --endpoint"
 
@@ -83,6 +87,11 @@ def _models(ctx: Context) -> tuple[list[str], str]:
     return ctx.fact("endpoint.models", read)
 
 
+def served_models(ctx: Context) -> tuple[list[str], str]:
+    """The endpoint's model ids (read once per run), or why none: for other checks."""
+    return _models(ctx)
+
+
 def _remedy(error: str) -> str:
     if "TLS" in error:
         return "trust the server's CA (SSL_CERT_FILE) or use the scheme the server speaks"
@@ -137,7 +146,7 @@ def endpoint_smoke(ctx: Context) -> Finding:
 def _stream(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, Any]:
     """Read one streamed completion: text, TTFT, and every way the stream was malformed."""
     out: dict[str, Any] = {"text": "", "ttft_s": None, "problems": [], "done": False,
-                           "finish": None, "status": None, "error": ""}
+                           "finish": None, "status": None, "error": "", "fields": []}
     start = time.perf_counter()
     with client.stream("POST", url, json=body) as response:
         out["status"] = response.status_code
@@ -177,11 +186,15 @@ def _take(data: str, out: dict[str, Any], start: float) -> bool:
     if "error" in doc:
         out["problems"].append(f"error event: {http.error_message(data) or 'no message'}")
         return False
-    content = (choice.get("delta") or {}).get("content")
-    if content:
-        if out["ttft_s"] is None:
-            out["ttft_s"] = time.perf_counter() - start
-        out["text"] += content
+    delta = choice.get("delta") or {}
+    for field in TEXT_FIELDS:
+        content = delta.get(field) if isinstance(delta, dict) else None
+        if isinstance(content, str) and content:
+            if out["ttft_s"] is None:
+                out["ttft_s"] = time.perf_counter() - start
+            if field not in out["fields"]:
+                out["fields"].append(field)
+            out["text"] += content
     out["finish"] = choice.get("finish_reason") or out["finish"]
     return False
 
@@ -190,8 +203,10 @@ def _judge_smoke(outcome: dict[str, Any], url: str, model: str, budget_s: float)
     if outcome["error"]:
         return failed(outcome["error"], _remedy(outcome["error"]), rules=UNREACHABLE)
     ttft = outcome["ttft_s"]
+    fields = outcome.get("fields") or []
     evidence = [f"model {model}, {SMOKE_TOKENS} greedy tokens",
-                f"reply: {one_line(outcome['text'])[:120]!r}"]
+                f"reply: {one_line(outcome['text'])[:120]!r}",
+                "text arrived in: " + (", ".join(f"delta.{f}" for f in fields) or "nothing")]
     if ttft is not None:
         evidence.append(f"time to first token {ttft * 1000:.0f} ms (budget {budget_s:g} s)")
     problems = list(outcome["problems"])
@@ -211,7 +226,8 @@ def _judge_smoke(outcome: dict[str, Any], url: str, model: str, budget_s: float)
                       "warm the server up, or look at its queue (endpoint.metrics)", *evidence,
                       rules=("slow-first-token",))
     first = "" if ttft is None else f" ({ttft * 1000:.0f} ms to the first token)"
-    return passed(f"a short greedy completion streamed text, well-formed{first}", *evidence)
+    kind = "text" if fields == ["content"] else f"text ({', '.join(fields)})"
+    return passed(f"a short greedy completion streamed {kind}, well-formed{first}", *evidence)
 
 
 # --- metrics --------------------------------------------------------------------------------
@@ -233,8 +249,20 @@ def endpoint_metrics(ctx: Context) -> Finding:
     return _judge_metrics(ctx, reading, target.metrics_url)
 
 
+def _per_engine(reading: ServingReading, logical: str) -> str:
+    """`engine 0 48%, engine 1 47%` for a ratio read per engine; "" for one engine."""
+    engines = reading.engines.get(logical, ())
+    if len(engines) < 2:
+        return ""
+    return ", ".join(f"engine {e or '?'} {v:.0%}" for e, v in engines)
+
+
 def _judge_metrics(ctx: Context, reading: ServingReading, url: str) -> Finding:
     evidence = [f"{name} <- {source}" for name, source in sorted(reading.names.items())]
+    each = _per_engine(reading, "kv_cache_usage")
+    if each:
+        evidence.append(f"KV cache in use per engine: {each} (a share per engine: the "
+                        "largest is judged, never the sum)")
     missing = [m for m in REQUIRED if m not in reading.names]
     if len(missing) == len(REQUIRED):
         return warned(f"{url} exports none of the serving metrics the console reads",
@@ -245,8 +273,10 @@ def _judge_metrics(ctx: Context, reading: ServingReading, url: str) -> Finding:
     kv_limit = float(ctx.policy.get("endpoint", "kv_cache_usage_warn_ratio"))
     waiting_limit = float(ctx.policy.get("endpoint", "waiting_warn_requests"))
     load = []
+    shown_kv = "" if kv is None else f"KV cache {kv:.0%}" + (
+        f" on the fullest engine ({each})" if each else "")
     if kv is not None and kv >= kv_limit:
-        load.append(f"KV cache {kv:.0%} in use (warn at {kv_limit:.0%})")
+        load.append(f"{shown_kv} in use (warn at {kv_limit:.0%})")
     if waiting is not None and waiting > waiting_limit:
         load.append(f"{waiting:g} requests waiting (warn above {waiting_limit:g})")
     if load:
@@ -259,7 +289,7 @@ def _judge_metrics(ctx: Context, reading: ServingReading, url: str) -> Finding:
                       "(see the playbook)", *evidence, rules=("metrics-missing",))
     summary = f"{reading.server} exports what the console reads"
     if kv is not None:
-        summary += f"; KV cache {kv:.0%}"
+        summary += f"; {shown_kv}"
     if waiting is not None:
         summary += f", {waiting:g} waiting"
     return passed(summary, *evidence)

@@ -34,8 +34,11 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "driver-libs-not-on-path": "warn",  # judge_driver_libs
         "libascendcl-not-found": "warn",  # judge_libascendcl
         "visible-devices": "fail",  # judge_visible_devices
+        "ranks-disagree": "warn",  # judge_ranks
     },
 }
+# the variables this check judges; a process of the same server that differs on one is named
+RANK_VARIABLES = ("ASCEND_", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME")
 
 
 def _exists(host: Host, path: str) -> bool | None:
@@ -185,4 +188,18 @@ def cann_environment(ctx: Context) -> Finding:
     judge_driver_libs(ctx, facts.environment(ctx).ld_library_path, j)
     judge_libascendcl(ctx, env, j)
     judge_visible_devices(ctx, j)
+    judge_ranks(ctx, j)
     return facts.about_target(ctx, j.finding("the CANN toolkit environment is complete"))
+
+
+def judge_ranks(ctx: Context, j: Judgement) -> None:
+    """A process of the same server (an EngineCore, a worker) whose own environment can be
+    read and differs on a variable this check judges (probes.target.ranks)."""
+    ranks = ctx.target.ranks
+    for rank in ranks[1:]:
+        names = [n for n in rank.differs if n.startswith(RANK_VARIABLES)]
+        if names:
+            j.add("warn", f"ranks disagree: process {rank.pid} ({rank.role}) differs from "
+                  f"process {ranks[0].pid} on {', '.join(names)}",
+                  "start every process of the server with the same CANN environment",
+                  rules=("ranks-disagree",))

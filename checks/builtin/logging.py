@@ -1,10 +1,12 @@
-"""logging.level: ASCEND_GLOBAL_LOG_LEVEL with its real meaning, and where logs go.
+"""logging.level: ASCEND_GLOBAL_LOG_LEVEL with its real meaning, the per-module levels over
+it, MindIE's own logging, and where logs go.
 
-CANN caps the logs of each running process (at most ASCEND_HOST_LOG_FILE_NUM files of 20 MB
-in plog/ and in device-<id>/, the oldest deleted: hiascend envref_07_0126), but nothing
-removes the logs of processes that have ended, so restarts and many workers accumulate them.
-The check therefore also measures the resolved log directory (bounded walk) and the free
-space of the file system holding it.
+CANN caps the logs per process (at most ASCEND_HOST_LOG_FILE_NUM files of 20 MB in plog/ and
+in device-<id>/, the oldest deleted: hiascend envref_07_0126); each process writes its own
+`plog-<pid>_...` files, so many processes (restarts, many workers) leave many sets. The check
+therefore counts the plog files per process id, measures the resolved log directory (bounded
+walk) and the free space of the file system holding it. Every rank of a multi-process server
+is named, and a rank that logs differently is flagged (probes.target.ranks).
 """
 
 from __future__ import annotations
@@ -13,6 +15,14 @@ import posixpath
 from dataclasses import dataclass
 
 from checks.builtin import facts
+from checks.builtin.log_settings import (
+    count_plogs,
+    describe_mindie,
+    describe_module_levels,
+    describe_plogs,
+    parse_mindie_logging,
+    parse_module_levels,
+)
 from checks.context import Context
 from checks.model import Finding, passed, warned
 from probes.environment import LOG_FILE_MAX_MB, LOG_LEVEL_NAMES, LogDir, LogFileNum
@@ -32,8 +42,21 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "log-dir-not-a-directory": "warn",  # _size_part
         "log-dir-too-large": "warn",  # _size_part, policy logging.max_log_dir_mb
         "low-free-disk": "warn",  # _free_part, policy logging.min_free_disk_mb
+        "module-level-illegal": "warn",  # log_settings.parse_module_levels
+        "module-verbose-in-production": "warn",  # _module_part, policy logging.production
+        "mindie-level-illegal": "warn",  # log_settings.parse_mindie_logging
+        "mindie-debug": "warn",  # _mindie_part
+        "many-process-logs": "warn",  # _plog_part, MAX_PLOG_PIDS
+        "ranks-disagree": "warn",  # _ranks_part
     },
 }
+# More process ids than this with plog files in one directory is a warning: a project
+# default (not a vendor figure), well above the processes one server starts per chip.
+MAX_PLOG_PIDS = 64
+# The variables that decide where and how much a process logs (ranks that differ on one)
+LOG_VARIABLES = ("ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_MODULE_LOG_LEVEL",
+                 "ASCEND_SLOG_PRINT_TO_STDOUT", "ASCEND_PROCESS_LOG_PATH", "ASCEND_WORK_PATH",
+                 "ASCEND_HOST_LOG_FILE_NUM", "MINDIE_LOG_LEVEL", "MINDIE_LOG_PATH")
 # The walk of the log directory stops after this many entries or below this depth.
 MAX_ENTRIES = 20000
 MAX_DEPTH = 8
@@ -41,10 +64,14 @@ MAX_DEPTH = 8
 LEVEL_REMEDY = ("for production set ASCEND_GLOBAL_LOG_LEVEL=3 (ERROR, the default) or 2 "
                 "(WARNING) and unset ASCEND_SLOG_PRINT_TO_STDOUT")
 FILE_NUM_REMEDY = "set ASCEND_HOST_LOG_FILE_NUM to an integer 1..1000, or unset it (10)"
-DISK_REMEDY = ("CANN deletes a running process's oldest logs beyond ASCEND_HOST_LOG_FILE_NUM "
-               "but never the logs of processes that have ended: delete or archive old "
-               "plog/device logs (e.g. `find DIR -name '*.log' -mtime +7 -delete`), or point "
-               "ASCEND_PROCESS_LOG_PATH at a file system with room")
+DISK_REMEDY = ("CANN caps the files of each process, not of the directory: delete or archive "
+               "old plog/device logs (e.g. `find DIR -name '*.log' -mtime +7 -delete`), or "
+               "point ASCEND_PROCESS_LOG_PATH at a file system with room")
+PLOG_REMEDY = ("many process ids left plog files: look for a restart loop (the service "
+               "manager's restart count, `journalctl -u SERVICE`) and archive the old files")
+MINDIE_REMEDY = "set MINDIE_LOG_LEVEL to info (MindIE's default) or higher for production"
+RANKS_REMEDY = ("start every process of the server with the same log settings (they inherit "
+                "the launcher's environment unless something sets them per rank)")
 # The vendor's words (envref_07_0122) are only that DEBUG may cost performance through log
 # volume; "production runs at WARNING or above" is this project's default (policy
 # logging.production), and the summary says so.
@@ -61,12 +88,15 @@ def logging_level(ctx: Context) -> Finding:
     log_dir = env.log_dir
     where = (f"log directory {log_dir.path} (from {log_dir.source})" if log_dir.path
              else "log directory unknown")
-    disk = log_disk(ctx, log_dir)
+    production = bool(ctx.policy.get("logging", "production"))
+    parts = [_module_part(ctx, production), _mindie_part(ctx), _plog_part(ctx, log_dir),
+             _ranks_part(ctx), log_disk(ctx, log_dir)]
     evidence = (f"{shown}: level {level.level} = {name}", where, *log_dir.notes,
-                describe_file_cap(env.log_file_num), *disk.evidence)
+                describe_file_cap(env.log_file_num),
+                *(line for part in parts for line in part.evidence))
     level_problems = list(level.problems)
     rules = ["level-illegal"] if level.problems else []
-    if bool(ctx.policy.get("logging", "production")) and level.level in (0, 1):
+    if production and level.level in (0, 1):
         level_problems.append(_verbose_problem(level.level, name))
         rules.append("verbose-in-production")
     if ctx.host.env.get("ASCEND_SLOG_PRINT_TO_STDOUT") == "1":
@@ -74,16 +104,88 @@ def logging_level(ctx: Context) -> Finding:
         rules.append("print-to-stdout")
     if env.log_file_num.problems:
         rules.append("file-num-illegal")
-    problems = [*level_problems, *env.log_file_num.problems, *disk.problems]
+    extra = [p for part in parts for p in part.problems]
+    problems = [*level_problems, *env.log_file_num.problems, *extra]
+    unknown = "; ".join(part.unknown for part in parts if part.unknown)
     if problems:
         remedy = "; ".join(([LEVEL_REMEDY] if level_problems else []) +
                            ([FILE_NUM_REMEDY] if env.log_file_num.problems else []) +
-                           ([DISK_REMEDY] if disk.problems else []))
+                           [part.remedy for part in parts if part.problems and part.remedy])
         return facts.about_target(
-            ctx, warned(_with_unknown("; ".join(problems), disk), remedy, *evidence,
-                        rules=(*rules, *disk.rules)))
+            ctx, warned(_with_unknown("; ".join(problems), unknown), remedy, *evidence,
+                        rules=(*rules, *(r for part in parts for r in part.rules))))
     summary = f"log level {level.level} ({name}); {where}"
-    return facts.about_target(ctx, passed(_with_unknown(summary, disk), *evidence))
+    return facts.about_target(ctx, passed(_with_unknown(summary, unknown), *evidence))
+
+
+def _module_part(ctx: Context, production: bool) -> LogDisk:
+    levels = parse_module_levels(ctx.host.env.get("ASCEND_MODULE_LOG_LEVEL"))
+    line = describe_module_levels(levels)
+    if levels.problem:
+        return LogDisk((levels.problem,), (line,), rules=("module-level-illegal",),
+                       remedy="write ASCEND_MODULE_LOG_LEVEL as MODULE=LEVEL pairs joined "
+                       "by `:` (e.g. RUNTIME=3:GE=3), or unset it")
+    verbose = levels.verbose()
+    if production and verbose:
+        shown = ", ".join(f"{n}={lv} ({LOG_LEVEL_NAMES[lv]})" for n, lv in verbose)
+        problem = (f"ASCEND_MODULE_LOG_LEVEL sets {shown}, {PRODUCTION_FLOOR}, whatever "
+                   "the global level says")
+        return LogDisk((problem,), (line,), rules=("module-verbose-in-production",),
+                       remedy="unset ASCEND_MODULE_LOG_LEVEL (or raise those modules to 2 "
+                       "or 3) for production")
+    return LogDisk(evidence=(line,))
+
+
+def _mindie_part(ctx: Context) -> LogDisk:
+    env = ctx.host.env
+    if ctx.target.serving.server != "mindie" and not any(
+            k in env for k in ("MINDIE_LOG_LEVEL", "MINDIE_LOG_PATH")):
+        return LogDisk()
+    log = parse_mindie_logging(env.get("MINDIE_LOG_LEVEL"), env.get("MINDIE_LOG_PATH"))
+    line = describe_mindie(log)
+    if log.problems:
+        return LogDisk(log.problems, (line,), rules=("mindie-level-illegal",),
+                       remedy=MINDIE_REMEDY)
+    debug = log.debug()
+    if debug:
+        problem = f"MINDIE_LOG_LEVEL: {', '.join(debug)} at DEBUG"
+        return LogDisk((problem,), (line,), rules=("mindie-debug",), remedy=MINDIE_REMEDY)
+    return LogDisk(evidence=(line,))
+
+
+def _plog_part(ctx: Context, log_dir: LogDir) -> LogDisk:
+    if not log_dir.path or not log_dir.path.startswith("/"):
+        return LogDisk()
+    problems: list[str] = []
+    evidence: list[str] = []
+    for sub in ("debug/plog", "run/plog"):
+        directory = posixpath.join(log_dir.path, sub)
+        try:
+            names = ctx.host.list_dir(directory)
+        except NotRecorded:
+            evidence.append(f"{directory}: not recorded")
+            continue
+        except HostError:
+            continue  # not there: nothing written yet
+        count = count_plogs(directory, names)
+        evidence.append(describe_plogs(count))
+        if count.pids > MAX_PLOG_PIDS:
+            problems.append(f"{count.pids} process ids left plog files in {directory} "
+                            f"(over {MAX_PLOG_PIDS}, a project default): a restart loop "
+                            "or many short-lived workers")
+    return LogDisk(tuple(problems), tuple(evidence),
+                   rules=("many-process-logs",) if problems else (), remedy=PLOG_REMEDY)
+
+
+def _ranks_part(ctx: Context) -> LogDisk:
+    odd = [r for r in ctx.target.ranks[1:] if set(r.differs) & set(LOG_VARIABLES)]
+    if not odd:
+        return LogDisk()
+    head = ctx.target.ranks[0].pid
+    lines = tuple(f"ranks disagree: process {r.pid} ({r.role}) differs from process {head} "
+                  f"on {', '.join(sorted(set(r.differs) & set(LOG_VARIABLES)))}"
+                  for r in odd)
+    return LogDisk(lines, rules=("ranks-disagree",), remedy=RANKS_REMEDY)
 
 
 def _verbose_problem(level: int, name: str) -> str:
@@ -96,13 +198,13 @@ def describe_file_cap(num: LogFileNum) -> str:
     """What CANN keeps per process, and what it does not clean (envref_07_0126)."""
     shown = f"ASCEND_HOST_LOG_FILE_NUM={num.raw}" if num.raw else "ASCEND_HOST_LOG_FILE_NUM unset"
     return (f"{shown}: each process keeps at most {num.count} files of {LOG_FILE_MAX_MB} MB in "
-            "plog/ and in each device-<id>/ (its oldest are deleted); the logs of processes "
-            "that have ended stay until someone removes them")
+            "plog/ and in each device-<id>/ (its oldest are deleted); the cap is per process, "
+            "not per directory")
 
 
-def _with_unknown(summary: str, disk: LogDisk) -> str:
+def _with_unknown(summary: str, unknown: str) -> str:
     """A part that could not be measured is said in the summary, never passed over."""
-    return f"{summary}; {disk.unknown}" if disk.unknown else summary
+    return f"{summary}; {unknown}" if unknown else summary
 
 
 # -- the log directory on disk --------------------------------------------------------------
@@ -130,6 +232,7 @@ class LogDisk:
     evidence: tuple[str, ...] = ()
     unknown: str = ""  # non-empty when a part could not be measured: said in the summary
     rules: tuple[str, ...] = ()  # the rules of `problems` (CHECK_RULES)
+    remedy: str = ""  # what to do about `problems`
 
 
 def log_disk(ctx: Context, log_dir: LogDir) -> LogDisk:
@@ -149,7 +252,7 @@ def log_disk(ctx: Context, log_dir: LogDir) -> LogDisk:
         problems=size.problems + free.problems,
         evidence=size.evidence + free.evidence,
         unknown="; ".join(part for part in (size.unknown, free.unknown) if part),
-        rules=size.rules + free.rules,
+        rules=size.rules + free.rules, remedy=DISK_REMEDY,
     )
 
 

@@ -7,6 +7,11 @@ torch_npu's published operator registry for the torch_npu (or, without one, the 
 installed in the judged interpreter. An operator without a kernel is a warning naming where in
 the model it is called: torch_npu runs it on the CPU or fails.
 
+The operators traced are this project's engine's (engine/: its own implementation of the
+model), never a serving engine's: against a vLLM or MindIE target the check skips, since
+those run their own model code and fused kernels (vllm-ascend's custom operators, MindIE's
+ATB operators), which the trace does not run.
+
 The check loads torch, so it runs only when named (`--only engine.op-coverage`); torch and the
 engine are imported inside the function.
 """
@@ -33,6 +38,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "nothing-to-judge": "skip",
         "engine-cannot-trace": "skip",
         "no-torch-npu": "skip",
+        "serving-engine-target": "skip",
         "operator-without-kernel": "warn",
     },
 }
@@ -41,6 +47,8 @@ REMEDY = ("An operator without an NPU kernel runs through torch_npu's CPU fallba
           "has it, or change the model code that calls it (see `ascend-doctor explain "
           "engine.op-coverage`).")
 SHOWN = 5
+WHOSE = "this project's engine (engine/, its own implementation of the model)"
+SERVERS = {"vllm": "vLLM (vllm-ascend)", "mindie": "MindIE"}
 
 
 def _own_torch_npu() -> str | None:
@@ -101,7 +109,20 @@ def _read_model(ctx: Context) -> tuple[ModelConfig | None, str | None, bool, str
     return config, None, config.quant.is_fp8, ""
 
 
+def _serving_engine(ctx: Context) -> Finding | None:
+    server = SERVERS.get(ctx.target.serving.server)
+    if server is None:
+        return None
+    return skipped(f"the target is a {server} server: the trace is of the operators of "
+                   f"{WHOSE}, not of {server}'s own model code and fused kernels, which it "
+                   "does not run; `ascend-doctor ops --model DIR` shows this project's trace",
+                   f"target: {ctx.target.label}", rules=("serving-engine-target",))
+
+
 def op_coverage(ctx: Context) -> Finding:
+    serving = _serving_engine(ctx)
+    if serving is not None:
+        return serving
     if importlib.util.find_spec("torch") is None:
         return skipped("torch is not installed in the doctor's Python: the trace needs it "
                        "(pip install torch, or run `ascend-doctor ops` where it is)",
@@ -143,8 +164,8 @@ def verdict(document: Mapping[str, Any], how: str, has_npu: bool = True) -> Find
               *[n for n in document.get("notes", []) if str(n).startswith("source:")]]
     if not lacking:
         composite = sum(1 for op in ops if op.get("status") == "composite")
-        found = (f"all {len(ops)} operators of one prefill + decode have NPU kernels "
-                 f"({len(ops) - composite} native, {composite} composite) for {how}")
+        found = (f"all {len(ops)} operators of one prefill + decode of {WHOSE} have NPU "
+                 f"kernels ({len(ops) - composite} native, {composite} composite) for {how}")
         if not has_npu:
             return skipped(f"no torch_npu to judge; {found}", *common, rules=("no-torch-npu",))
         return passed(found, *common)
@@ -153,6 +174,6 @@ def verdict(document: Mapping[str, Any], how: str, has_npu: bool = True) -> Find
     evidence = [f"{op['op']}: {op.get('detail')}; called from {_site(op)}; "
                 f"{op.get('prefill_calls', 0)} calls per prefill, {op.get('decode_calls', 0)} "
                 "per decode step" for op in lacking]
-    return warned(f"{len(lacking)} of {len(ops)} operators have no NPU kernel for {how}: "
-                  f"{names}{more}", REMEDY, *evidence, *common,
+    return warned(f"{len(lacking)} of {len(ops)} operators of {WHOSE} have no NPU kernel "
+                  f"for {how}: {names}{more}", REMEDY, *evidence, *common,
                   rules=("operator-without-kernel",))

@@ -4,8 +4,9 @@ Both load the tokenizer under --model once per run (checks.builtin.tokenizer_loa
 `tokenizer.json` through the `tokenizers` library, transformers only for a model without
 one), with the doctor's own libraries; when those differ from the judged interpreter's the
 evidence and the summary say so. Nothing is imported at module load: importing `checks` must
-load neither transformers nor tokenizers. The model directory must be on this machine: a
-recording or a --root tree does not carry a loadable tokenizer, so those runs skip.
+load neither transformers nor tokenizers. The model's files are read where the other checks
+read them: this machine's `/`, a --root tree, or a container target's /proc/PID/root (the
+evidence says so); a recording carries no loadable tokenizer, so a replay skips.
 
 A tokenizer whose vocabulary did not load (tokenizer_config.json copied without
 tokenizer.json or vocab.json: transformers then builds a 26-token tokenizer) is a failure
@@ -94,7 +95,9 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "config-id-not-special": "warn",
         "no-vocab-size": "warn",
         "spare-embedding-rows": "warn",
+        "foreign-tokenizer": "fail",
         "template-unfinished": "warn",
+        "served-ids-differ": "fail",
     },
 }
 Problem = tuple[str, str]  # (rule, one line)
@@ -117,8 +120,6 @@ def files_of(ctx: Context) -> TokenizerFiles:
     built). Raises TokenizerUnavailable."""
     if ctx.model_dir is None:
         raise TokenizerUnavailable(NO_MODEL)
-    if not on_this_machine(ctx.host):
-        raise TokenizerUnavailable("tokenizer checks need the model directory on this machine")
     model_dir = Path(ctx.model_dir)
     return ctx.fact("tokenizer-files", lambda: tokenizer_files(model_dir, ctx.host))
 
@@ -133,6 +134,7 @@ class Observed:
     batch: Batch  # PROBE_BATCH, padded
     batch_vocabulary: str  # vocabulary_problem over the batch's short prompt
     ids: IdObservation
+    plain_ids: tuple[int, ...] = ()  # PROBE_PLAIN encoded: what --endpoint's ids are held to
 
 
 def observe(files: TokenizerFiles, host: Host) -> Observed:
@@ -143,7 +145,8 @@ def observe(files: TokenizerFiles, host: Host) -> Observed:
     vocab_size = config_vocab_size(files.model_config)
     vocabulary = vocabulary_problem(loaded, vocab_size, observe_batch(batch).real_tokens)
     return Observed(loaded.library, files, batch, vocabulary,
-                    observe_ids(loaded, render_probe(files)))
+                    observe_ids(loaded, render_probe(files)),
+                    tuple(loaded.encode(PROBE_PLAIN)))
 
 
 def prefetch(ctx: Context) -> None:
@@ -365,7 +368,8 @@ def tokenizer_dtype(ctx: Context) -> Finding:
                                      "not padded, so the mask over padding was not seen"]
     finding = judge_dtype([observe_batch(batch)], note.evidence, library_drift(ctx),
                           seen_all.batch_vocabulary)
-    return _with_note(replace(finding, evidence=(*finding.evidence, *extra)), note)
+    return _with_note(replace(finding, evidence=(*finding.evidence, *extra,
+                                                 *facts.files_seen(ctx))), note)
 
 
 def library_drift(ctx: Context) -> list[str]:
@@ -507,6 +511,9 @@ def judge_token_ids(seen: IdObservation) -> Finding:
                          "index past it"))
     fails_c, warns = _config_problems(seen, seen.vocab_size)
     fails += fails_c
+    foreign = _foreign(seen)
+    if foreign:
+        fails.insert(0, foreign)
     if fails:
         return failed(_lines(fails), remedy, *evidence, rules=_rules(fails))
     spare = seen.vocab_size - seen.tokenizer_size
@@ -518,6 +525,20 @@ def judge_token_ids(seen: IdObservation) -> Finding:
     if warns:
         return warned(_lines(warns), remedy, *evidence, rules=_rules(warns))
     return passed(f"largest id {seen.largest_id} < vocab_size {seen.vocab_size}", *evidence)
+
+
+def _foreign(seen: IdObservation) -> Problem | None:
+    """Another family's tokenizer on this embedding (checks/data/tokenizer_families.yaml)."""
+    from checks.builtin.tokenizer_families import families, mismatch
+
+    found = mismatch(seen.tokenizer_size, seen.vocab_size, families())
+    if found is None:
+        return None
+    theirs, model = found
+    return ("foreign-tokenizer",
+            f"a {theirs.family} tokenizer ({theirs.tokenizer_ids} ids) on a {model.family} "
+            f"model (vocab_size {model.vocab_size}): the two vocabularies give other tokens "
+            f"to the same ids, so the output is garbage ({'; '.join(model.sources)})")
 
 
 def config_vocab_size(config: Mapping[str, Any]) -> int | None:
@@ -596,5 +617,24 @@ def tokenizer_token_ids(ctx: Context) -> Finding:
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
     note = library_note(ctx, seen_all.library)
-    finding = judge_token_ids(seen_all.ids)
-    return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence)), note)
+    finding = _served(ctx, seen_all, judge_token_ids(seen_all.ids))
+    return _with_note(replace(finding, evidence=(*finding.evidence, note.evidence,
+                                                 *facts.files_seen(ctx))), note)
+
+
+def _served(ctx: Context, seen: Observed, finding: Finding) -> Finding:
+    """With --endpoint, the served ids of PROBE_PLAIN against the local ones."""
+    if ctx.endpoint is None or not seen.plain_ids:
+        return finding
+    from checks.builtin.tokenizer_live import judge_round_trip, served_ids
+
+    problem, line = judge_round_trip(seen.plain_ids, served_ids(ctx, PROBE_PLAIN))
+    if not problem:
+        return replace(finding, evidence=(*finding.evidence, line))
+    if finding.status == "fail":
+        return replace(finding, summary=f"{finding.summary}; {problem}",
+                       evidence=(*finding.evidence, line),
+                       rules=(*finding.rules, "served-ids-differ"))
+    return failed(problem, "serve the checkpoint's own tokenizer (vllm serve --tokenizer) and "
+                  f"keep ids int32/int64 end to end; {IDS_PLAYBOOK}", *finding.evidence, line,
+                  rules=("served-ids-differ",))

@@ -266,6 +266,31 @@ def _version(module: Any) -> str:
     return str(getattr(module, "__version__", "(version unknown)"))
 
 
+def local_path(host: Host, path: Path) -> str | None:
+    """Where this process opens the observed `path`: the same path on this machine's `/`, or
+    below the root a LiveHost reads (a --root tree, a container's /proc/PID/root; symlinks
+    resolved inside it). None for a recording, which carries no loadable tokenizer."""
+    from probes.live import LiveHost
+
+    inner: object = host
+    while not isinstance(inner, LiveHost) and hasattr(inner, "inner"):
+        inner = inner.inner
+    if not isinstance(inner, LiveHost):
+        return None
+    try:
+        return inner.host_path(str(path))
+    except Exception:  # not resolvable under the root: not loadable
+        return None
+
+
+def _opened(host: Host, path: Path) -> str:
+    found = local_path(host, path)
+    if found is None:
+        raise TokenizerUnavailable(f"{path}: not on this machine (a recording carries no "
+                                   "loadable tokenizer)")
+    return found
+
+
 def load(directory: Path, host: Host) -> Loaded:
     """The tokenizer of a model directory on this machine (`host` reads its own `/`).
     Raises TokenizerUnavailable."""
@@ -294,8 +319,9 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"the tokenizers library is not installed ({exc})") from exc
+    opened = _opened(host, path)
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer = Tokenizer.from_file(opened)
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
@@ -313,8 +339,9 @@ def _load_transformers(files: TokenizerFiles, host: Host) -> Loaded:
         from transformers import AutoTokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"transformers is not installed ({exc})") from exc
+    opened = _opened(host, files.directory)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(files.directory), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(opened, local_files_only=True)
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {files.directory}: {type(exc).__name__}: "

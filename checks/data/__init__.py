@@ -55,6 +55,7 @@ ROW_TYPES: dict[str, str] = {
     "flags": "checks.builtin.serving_rows:FlagRow",
     "error_codes": "checks.triage.rows:ErrorCode",
     "signatures": "checks.triage.rows:Signature",
+    "tokenizer_families": "checks.builtin.tokenizer_families:TokenizerFamily",
 }
 
 

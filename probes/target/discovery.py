@@ -35,7 +35,7 @@ def label(cmdline: Sequence[str], name: str = "") -> str:
     return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
-def _ancestors(reader: ProcReader, pid: int) -> list[int]:
+def ancestors(reader: ProcReader, pid: int) -> list[int]:
     """Parent, grandparent, ... up to pid 1 (or as far as /proc lets us read)."""
     chain: list[int] = []
     current = pid
@@ -72,7 +72,7 @@ def discover(reader: ProcReader, npu_rows: Sequence[NpuUse], own_pid: int | None
              is_secret: SecretName | None = None) -> list[Candidate]:
     """The candidates, best first (module docstring); secret-looking flag values masked."""
     own = os.getpid() if own_pid is None else own_pid
-    exclude = {own, *_ancestors(reader, own)}
+    exclude = {own, *ancestors(reader, own)}
     found = servers(reader, exclude)
     if not found and not npu_rows:
         return []
@@ -101,13 +101,13 @@ def _top_servers(reader: ProcReader, found: dict[int, tuple[tuple[str, ...], str
                  ) -> list[int]:
     """Servers not started by another server."""
     return [pid for pid in sorted(found)
-            if not any(a in found for a in _ancestors(reader, pid))]
+            if not any(a in found for a in ancestors(reader, pid))]
 
 
 def _owner(reader: ProcReader, pid: int, top: Sequence[int]) -> int | None:
     if pid in top:
         return pid
-    return next((a for a in _ancestors(reader, pid) if a in top), None)
+    return next((a for a in ancestors(reader, pid) if a in top), None)
 
 
 def _holding(rows: Sequence[NpuUse]) -> list[str]:
@@ -119,7 +119,7 @@ def _holding(rows: Sequence[NpuUse]) -> list[str]:
 
 def npus_of(reader: ProcReader, pid: int, npu_rows: Sequence[NpuUse]) -> tuple[NpuUse, ...]:
     """The rows of `pid` and of the processes it started."""
-    return tuple(r for r in npu_rows if r.pid == pid or pid in _ancestors(reader, r.pid))
+    return tuple(r for r in npu_rows if r.pid == pid or pid in ancestors(reader, r.pid))
 
 
 def _label_of(reader: ProcReader, pid: int, is_secret: SecretName | None) -> str:

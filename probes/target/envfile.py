@@ -6,7 +6,13 @@ Three shapes, told apart by the first character that is not blank:
   per line; empty lines, lines without `=` and lines starting with `#` or `;` are ignored; a
   value in single or double quotes loses them (backslash escapes inside double quotes); a
   trailing backslash continues the line. Plain `KEY=VALUE` lines are the simplest case of it.
-  A leading `export ` (shell-style env files) is accepted and noted.
+  A leading `export ` (shell-style env files) is accepted and noted; each other line systemd
+  would ignore is named in the notes.
+
+A shell start script is not an environment file: systemd would ignore its `source`, `.` and
+`exec` lines, so what it sets would be read as never set (cann.environment would say
+set_env.sh was not sourced when the script sources it). A file that starts with `#!` or
+holds a shell command line is refused, naming the line; the doctor runs no script.
 """
 
 from __future__ import annotations
@@ -16,6 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_ENV_FILE_BYTES = 1024 * 1024
+# first words of a line that make it a shell command, not an assignment or a comment
+SHELL_WORDS = frozenset({"source", ".", "exec", "if", "then", "else", "fi", "for", "while",
+                         "do", "done", "case", "esac", "cd", "set", "unset", "eval", "exit",
+                         "python", "python3", "vllm", "bash", "sh", "nohup", "function"})
+NOT_AN_ENV_FILE = ("a shell start script, not an environment file (the doctor runs no "
+                   "script, and systemd would ignore this line): give the service's "
+                   "EnvironmentFile or `docker inspect` output, or start the service and "
+                   "name it with --pid")
+SHOWN_LINE_CHARS = 60
 
 
 class EnvFileError(ValueError):
@@ -98,12 +113,33 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _shown(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= SHOWN_LINE_CHARS else line[: SHOWN_LINE_CHARS - 1] + "…"
+
+
+def _shell_line(entry: str) -> bool:
+    words = entry.split()
+    first = words[0] if words else ""
+    return first in SHELL_WORDS or first.endswith(("()", "{")) or \
+        (first == "export" and len(words) > 1 and "=" not in words[1])
+
+
 def _environment_file(text: str) -> EnvFile:
     env: dict[str, str] = {}
     exported = False
+    ignored: list[str] = []
+    if text.startswith("#!"):
+        raise EnvFileError(f"line 1: `{_shown(text.splitlines()[0])}`: {NOT_AN_ENV_FILE}")
     for number, line in _logical_lines(text):
         entry = line.strip()
-        if not entry or entry.startswith(("#", ";")) or "=" not in entry:
+        if not entry or entry.startswith(("#", ";")):
+            continue
+        if _shell_line(entry):
+            raise EnvFileError(f"line {number}: `{_shown(entry)}`: {NOT_AN_ENV_FILE}")
+        if "=" not in entry:
+            ignored.append(f"line {number} ignored (no `=`, as systemd ignores it): "
+                           f"`{_shown(entry)}`")
             continue
         if entry.startswith("export "):
             exported = True
@@ -113,7 +149,8 @@ def _environment_file(text: str) -> EnvFile:
         if not name or any(c.isspace() for c in name):
             raise EnvFileError(f"line {number}: {name!r} is not a variable name")
         env[name] = _unquote(value.strip(), number)
-    notes = ("`export ` prefixes were read as plain assignments",) if exported else ()
+    notes = (("`export ` prefixes were read as plain assignments",) if exported else ()) + \
+        tuple(ignored)
     return EnvFile(env, "EnvironmentFile lines", notes)
 
 

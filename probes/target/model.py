@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from probes.errors import NotRecorded
 
 if TYPE_CHECKING:
-    from probes.target.parts import Candidate, NpuUse, ProcessInfo, Sourced
+    from probes.target.parts import Candidate, NpuUse, ProcessInfo, Rank, Sourced
 
 TargetKind = Literal["process", "env_file", "shell"]
 TARGET_KINDS: tuple[TargetKind, ...] = ("process", "env_file", "shell")
@@ -70,6 +70,7 @@ class Target:
     npus_known: bool = False  # whether npu-smi's process table could be read
     candidates: tuple[Candidate, ...] = ()
     problems: tuple[str, ...] = ()  # facts of it that could not be read, one line each
+    ranks: tuple[Rank, ...] = ()  # a multi-process server's processes, the judged one first
 
     @property
     def pid(self) -> int | None:
@@ -116,6 +117,8 @@ def to_json(target: Target) -> dict[str, Any]:
         "candidates": [{"pid": c.pid, "label": c.label, "why": c.why, "server": c.server,
                         "npus": [_npu_json(n) for n in c.npus]} for c in target.candidates],
         "problems": list(target.problems),
+        "ranks": [{"pid": r.pid, "role": r.role, "environment": r.environment,
+                   "differs": list(r.differs)} for r in target.ranks],
     }
 
 
@@ -169,7 +172,16 @@ def from_json(doc: Any) -> Target:
         npus_known=bool(_opt(obj, "npus_known", bool)),
         candidates=tuple(_candidate(c) for c in _list(obj, "candidates")),
         problems=tuple(_strs(obj, "problems")),
+        ranks=tuple(_rank(r) for r in _list(obj, "ranks")),
     )
+
+
+def _rank(raw: Any) -> Rank:
+    from probes.target.parts import Rank
+
+    obj = _obj(raw, "target.ranks[]")
+    return Rank(_int(obj, "pid"), _str(obj, "role"), _str(obj, "environment"),
+                tuple(_strs(obj, "differs")))
 
 
 def _process(obj: Mapping[str, Any]) -> ProcessInfo:

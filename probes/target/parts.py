@@ -66,3 +66,18 @@ class Candidate:
     why: str  # why it is a candidate
     server: str = ""
     npus: tuple[NpuUse, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One process of a multi-process server (its API server, engine cores, workers) and
+    whether its own environment could be read and agrees with the one judged."""
+
+    pid: int
+    role: str  # its command line or process title, shortened
+    environment: str  # "read", or why it could not be read
+    differs: tuple[str, ...] = ()  # judged variable names whose value differs from the judged
+
+    @property
+    def readable(self) -> bool:
+        return self.environment == "read"

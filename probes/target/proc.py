@@ -41,6 +41,13 @@ class ProcDenied(ProcError):
     """The kernel refuses the read: another user's process, and this one is not root."""
 
 
+class EnvironBlank(ProcError):
+    """/proc/PID/environ holds no NAME=VALUE entry: the process wrote over its environment
+    area (setproctitle does, and vLLM's EngineCore and workers call it: vllm-project/vllm
+    vllm/utils/system_utils.py set_process_title). Its environment cannot be read there;
+    an empty reading is never "nothing set"."""
+
+
 # -- pure parsers ------------------------------------------------------------------------------
 
 
@@ -66,11 +73,22 @@ def parse_environ(data: bytes) -> dict[str, str]:
 
 def parse_cmdline(data: bytes) -> tuple[str, ...]:
     """/proc/PID/cmdline. A process that rewrote its title into argv[0] (setproctitle) has
-    one string with spaces and no NUL: it is split on whitespace, which is how it reads."""
+    one string with spaces and no NUL: it is split on whitespace, which is how it reads; the
+    NUL padding after a title is dropped."""
     args = parse_nul_list(data)
+    end = len(args)
+    while end > 1 and args[end - 1] == "":
+        end -= 1
+    args = args[:end]
     if len(args) == 1 and " " in args[0].strip():
         return tuple(args[0].split())
     return args
+
+
+def blank_reason(size_bytes: int) -> str:
+    what = f"{size_bytes} bytes of padding" if size_bytes else "empty"
+    return (f"no NAME=VALUE entry ({what}): the process wrote over its environment area "
+            "(setproctitle), so its environment is unknown, not empty")
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -192,7 +210,12 @@ class ProcReader:
         return parse_cmdline(self.read(pid, "cmdline"))
 
     def environ(self, pid: int) -> dict[str, str]:
-        return parse_environ(self.read(pid, "environ"))
+        """Raises EnvironBlank when the area holds no NAME=VALUE entry (module docstring)."""
+        data = self.read(pid, "environ")
+        env = parse_environ(data)
+        if not env:
+            raise EnvironBlank(pid, self.path(pid, "environ"), blank_reason(len(data)))
+        return env
 
     def status(self, pid: int) -> Status:
         return parse_status(self.read(pid, "status").decode("utf-8", errors="replace"))

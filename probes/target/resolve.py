@@ -17,7 +17,7 @@ from probes.live import LiveHost
 from probes.target.cmdline import SecretName, display, masked
 from probes.target.discovery import discover, npus_of
 from probes.target.model import Target, shell_target
-from probes.target.proc import ProcDenied, ProcError, ProcGone, ProcReader
+from probes.target.proc import EnvironBlank, ProcDenied, ProcError, ProcGone, ProcReader
 
 if TYPE_CHECKING:
     from probes.target.parts import Candidate, NpuUse
@@ -54,10 +54,17 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
             raise ProcDenied(pid, exc.path, f"permission denied: {_sudo_hint(pid, info.uid)}")\
                 from None
         env_error = f"{exc.path}: permission denied: {_sudo_hint(pid, info.uid)}"
+    except EnvironBlank as exc:
+        env_error = (f"{exc.path}: {exc.reason}; name its serving process with --pid (the "
+                     "server it was started by), or the service's file with --env-file")
     except ProcGone:
         raise ProcGone(pid, reader.path(pid, "environ"),
                        "the process exited while it was being read") from None
+    from probes.target.ranks import coverage, disagreements, ranks_of
     from probes.target.serving import serving_args
+
+    ranks = ranks_of(reader, pid, env) if not env_error else ()
+    covers = coverage(ranks)
 
     files = LiveHost(root=info.files_root, env=env)
     serving = serving_args(info.cmdline, files, env, info.cwd)
@@ -66,9 +73,10 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
     target = Target(
         kind="process", chosen=chosen,
         label=f"process {pid} ({_short(display(info.cmdline) or info.command)})",
-        environment=f"{reader.path(pid, 'environ')}{where}", environment_error=env_error,
-        process=info, serving=serving, npus=npus_of(reader, pid, npu_rows),
-        npus_known=npus_known, candidates=candidates, problems=tuple(problems))
+        environment=f"{reader.path(pid, 'environ')}{where}" + (f"; {covers}" if covers else ""),
+        environment_error=env_error, process=info, serving=serving,
+        npus=npus_of(reader, pid, npu_rows), npus_known=npus_known, candidates=candidates,
+        problems=(*problems, *disagreements(ranks)), ranks=ranks)
     if not reader.alive(pid, info.start_ticks):
         raise ProcGone(pid, reader.path(pid, "stat"),
                        "the process exited while it was being read")
@@ -81,9 +89,30 @@ def _short(command: str, limit: int = 96) -> str:
 
 def from_pid(reader: ProcReader, pid: int, npu_rows: Sequence[NpuUse],
              npus_known: bool, is_secret: SecretName | None = None) -> Resolved:
-    """`--pid PID`. Raises ProcError (ProcGone, ProcDenied) with a message to show."""
-    return read_process(reader, pid, f"--pid {pid}", npu_rows, npus_known, env_required=True,
-                        is_secret=is_secret)
+    """`--pid PID`. Raises ProcError (ProcGone, ProcDenied) with a message to show. A process
+    whose environment area was overwritten (a vLLM EngineCore or worker) is judged through
+    its serving parent (probes.target.ranks), and the target says so."""
+    from probes.target.ranks import blank_environment, serving_parent
+
+    parent = serving_parent(reader, pid) if blank_environment(reader, pid) else None
+    if parent is None:
+        return read_process(reader, pid, f"--pid {pid}", npu_rows, npus_known,
+                            env_required=True, is_secret=is_secret)
+    chosen = (f"--pid {pid}: its environment area was overwritten (setproctitle), so its "
+              f"serving parent {parent} is judged, with every process it started")
+    resolved = read_process(reader, parent, chosen, npu_rows, npus_known, env_required=True,
+                            is_secret=is_secret)
+    note = f"process {pid} named by --pid: {blank_reason_line(reader, pid)}"
+    return replace(resolved, target=replace(
+        resolved.target, problems=(note, *resolved.target.problems)))
+
+
+def blank_reason_line(reader: ProcReader, pid: int) -> str:
+    try:
+        reader.environ(pid)
+    except ProcError as exc:
+        return f"{exc.path}: {exc.reason}"
+    return "its environment reads back"
 
 
 def from_discovery(reader: ProcReader, npu_rows: Sequence[NpuUse], npus_known: bool,
@@ -116,13 +145,20 @@ def _chosen(index: int, candidates: Sequence[Candidate]) -> str:
             f"--pid picks another ({others})")
 
 
-def from_env_file(path: str) -> Resolved:
-    """`--env-file FILE`. Raises EnvFileError naming the file."""
+def from_env_file(path: str, files_root: str = "/") -> Resolved:
+    """`--env-file FILE`. Raises EnvFileError naming the file. The file holds an environment
+    only: the files the checks read are this machine's (under `files_root`), not those of
+    the image or host the service will run in, and the target says so."""
     from probes.target.envfile import read_env_file
 
     found = read_env_file(path)
+    whose = ("this machine's files under /" if files_root == "/" else
+             f"the files under --root {files_root}")
+    files = (f"files read: {whose}, not those of the container image or host the service "
+             "will run in" + (" (name that root with --root DIR)" if files_root == "/" else ""))
     target = Target(kind="env_file", label=f"environment file {path}",
-                    chosen=f"--env-file {path}", environment=f"{path} ({found.shape})",
+                    chosen=f"--env-file {path}",
+                    environment=f"{path} ({found.shape}); {files}",
                     env_file=path, problems=found.notes)
     return Resolved(target, found.env)
 

@@ -562,3 +562,85 @@ def test_command_outputs_full_of_json_marks_still_read_back(tmp_path: Path) -> N
     assert all("trimmed" in c.result.error for c in fitted.commands)
     write_directory(fitted, tmp_path / "fitted")
     assert len(read_directory(tmp_path / "fitted", BundleLimits()).commands) == 3
+
+
+# -- a checkpoint: structural files are data, the replay judges the recorded model -------------
+
+
+def test_a_checkpoint_bundle_replays_the_live_verdicts(fake_root: FakeRoot, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    from fp8_fixtures import fp8_model_tensors, model_config, write_model
+
+    host = build_a2(fake_root, A2())
+    tensors = fp8_model_tensors()
+    assert "model.embed_tokens.weight" in tensors  # the name that looked like a secret
+    write_model(fake_root.path / "models" / "m", tensors, model_config(), shards=2)
+    live_argv = ["--root", str(fake_root.path), "--python", "/usr/bin/python3",
+                 "--model", "/models/m", "--json"]
+    run_cli(host, live_argv)
+    live = json.loads(capsys.readouterr().out)
+    out = tmp_path / "m.tar.gz"
+    assert bundle(fake_root, host, out, "--model", "/models/m") == 0
+    capsys.readouterr()
+    recording = SnapshotHost(out)
+    index = recording.read_text("/models/m/model.safetensors.index.json")
+    assert json.loads(index)["weight_map"]["model.embed_tokens.weight"] == \
+        "model-00001-of-00002.safetensors"  # never rewritten as a "secret assignment"
+    assert index == (fake_root.path / "models/m/model.safetensors.index.json").read_text()
+    main(["--from", str(out), "--json"])  # no --model: the recorded one is judged
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["host"]["model"] == "/models/m (the model the recorded run judged)"
+    statuses = {r["id"]: r["status"] for r in live["results"]}
+    assert {r["id"]: r["status"] for r in replayed["results"]} == statuses
+    assert [s for s in statuses.values() if s == "fail"]  # FP8 on an A2: live FAILs kept
+
+
+def test_a_replay_lists_the_verdicts_it_could_not_reproduce(
+        fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tokenizers")
+    import shutil
+
+    from fp8_fixtures import bf16_model_tensors, model_config, write_model
+    from tokenizer_fixtures import write_qwen3_model_dir
+
+    host = build_a2(fake_root, A2())
+    config = model_config(fp8=False, model_type="qwen3", architecture="Qwen3ForCausalLM")
+    model = write_model(fake_root.path / "models" / "m", bf16_model_tensors(), config,
+                        shards=1)
+    tokenizer = write_qwen3_model_dir(tmp_path / "tok")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer / name, model / name)
+    out = tmp_path / "t.tar.gz"
+    assert bundle(fake_root, host, out, "--model", "/models/m") == 0
+    capsys.readouterr()
+    recorded = {r["id"]: r["status"]
+                for r in json.loads(members(out)["report.json"])["results"]}
+    assert recorded["tokenizer.token-ids"] != "skip"  # loaded live
+    main(["--from", str(out), "--json", "--only", "tokenizer.token-ids,npu.health"])
+    replayed = json.loads(capsys.readouterr().out)
+    assert {r["id"]: r["status"] for r in replayed["results"]}["tokenizer.token-ids"] == "skip"
+    assert replayed["target"]["problems"] == [
+        f"replay: tokenizer.token-ids was {recorded['tokenizer.token-ids']} in the recorded "
+        "run, skip here"]  # npu.health was reproduced: not listed
+
+
+def test_a_local_model_is_planned_against_a_recorded_machine(
+        fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fp8_fixtures import bf16_model_tensors, model_config, write_model
+
+    host = build_a2(fake_root, A2())
+    out = tmp_path / "machine.tar.gz"
+    assert bundle(fake_root, host, out) == 0  # no model on the recorded machine
+    capsys.readouterr()
+    model = write_model(tmp_path / "here" / "m", bf16_model_tensors(),
+                        model_config(fp8=False), shards=1)  # only on this machine
+    main(["--from", str(out), "--model", str(model), "--tp", "2", "--json",
+          "--only", "npu.hbm-fit,checkpoint.format"])
+    doc = json.loads(capsys.readouterr().out)
+    results = {r["id"]: r for r in doc["results"]}
+    assert "not recorded" not in results["npu.hbm-fit"]["summary"]
+    assert results["npu.hbm-fit"]["status"] != "skip", results["npu.hbm-fit"]["summary"]
+    assert doc["host"]["description"].endswith(f"; the model {model} read from this machine")
+    assert str(model) in results["checkpoint.format"]["summary"] + " ".join(
+        results["checkpoint.format"]["evidence"])

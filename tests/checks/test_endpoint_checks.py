@@ -191,3 +191,42 @@ def test_a_stopped_server_fails_each_check_with_one_line() -> None:
         assert finding.status == "fail" and "connection refused" in finding.summary
         assert finding.rules == ("unreachable",)
         assert "\n" not in finding.summary
+
+
+def _chunks(*deltas: dict[str, str]) -> bytes:
+    """An OpenAI chat stream of `deltas`, then a finish_reason and [DONE]."""
+    events = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    return body + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(("deltas", "arrived"), [
+    ([{"role": "assistant", "content": ""}, {"reasoning_content": "Okay, the user"},
+      {"reasoning_content": " wants one word"}], "reasoning_content"),
+    ([{"reasoning": "Okay"}, {"content": "ready"}], "reasoning, content"),
+])
+def test_a_reasoning_model_behind_a_reasoning_parser_passes(
+        server: Callable[[Routes], str], deltas: list[dict[str, str]], arrived: str) -> None:
+    url = server({"/v1/models": ok_json(MODELS), "/v1/chat/completions": sse(_chunks(*deltas))})
+    finding = endpoint_smoke(ctx(url))
+    assert finding.status == "pass", finding.summary
+    assert f"streamed text ({arrived}), well-formed" in finding.summary
+    assert "text arrived in: " + ", ".join(f"delta.{f}" for f in arrived.split(", ")) \
+        in finding.evidence
+    assert finding.rules == ()
+
+
+def test_kv_cache_of_two_engines_is_the_fullest_never_the_sum(
+        server: Callable[[Routes], str]) -> None:
+    one = (SERVING / "vllm_v1_names_a.prom").read_text()
+    line = 'vllm:kv_cache_usage_perc{engine="0",model_name="Qwen/Qwen3-30B-A3B"} 0.21'
+    two = one.replace(line, line.replace("0.21", "0.48") + "\n" +
+                      line.replace('"0"', '"1"').replace("0.21", "0.47"))
+    assert two != one
+    finding = endpoint_metrics(ctx(server(vllm_routes(two.encode()))))
+    assert "95%" not in finding.summary
+    assert "KV cache 48% on the fullest engine (engine 0 48%, engine 1 47%)" in finding.summary
+    assert any(e.startswith("KV cache in use per engine: engine 0 48%, engine 1 47%")
+               for e in finding.evidence)
+    assert finding.status == "pass" and finding.rules == ()  # 48% is under the 90% warning

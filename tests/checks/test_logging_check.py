@@ -76,7 +76,7 @@ def test_verbose_level_says_the_floor_is_a_project_default(fake_root: FakeRoot) 
 def test_per_process_file_cap_is_evidence(fake_root: FakeRoot) -> None:
     unset = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
     assert any(e.startswith("ASCEND_HOST_LOG_FILE_NUM unset: each process keeps at most 10 "
-                            "files of 20 MB") and "processes that have ended stay" in e
+                            "files of 20 MB") and "the cap is per process, not per directory" in e
                for e in unset.evidence)
     set_to = logging_level(ctx_for(fake_root, {"ASCEND_HOST_LOG_FILE_NUM": "50"}))
     assert set_to.status == "pass"
@@ -130,7 +130,8 @@ def test_low_free_space_warns_with_numbers_and_key(fake_root: FakeRoot) -> None:
     assert finding.status == "warn"
     assert "logging.min_free_disk_mb=1000000000 MB" in finding.summary
     assert "MB free on the file system holding /root/ascend/log" in finding.summary
-    assert "never the logs of processes that have ended" in finding.remedy
+    assert "CANN caps the files of each process, not of the directory" in finding.remedy
+    assert "never the logs of processes that have ended" not in finding.remedy  # unsourced
     assert "never rotates" not in finding.remedy  # CANN does cap each running process
     assert "ASCEND_GLOBAL_LOG_LEVEL" not in finding.remedy  # the level is fine
     assert finding.rules == ("low-free-disk",)
@@ -267,3 +268,48 @@ def test_not_recorded_disk_answers_are_said_not_passed(fake_root: FakeRoot,
     assert "log file system free space not recorded" in finding.summary
     assert "log directory /root/ascend/log size: not recorded" in finding.evidence
     assert "free space for /root/ascend/log: not recorded" in finding.evidence
+
+
+# --- module levels, MindIE, plog files per process id ----------------------------------------
+
+@pytest.mark.parametrize(("value", "status", "rule", "words"), [
+    ("RUNTIME=0:GE=0", "warn", "module-verbose-in-production", "RUNTIME=0 (DEBUG), GE=0"),
+    ("RUNTIME=3:GE=2", "pass", "", "RUNTIME 3 (ERROR), GE 2 (WARNING)"),
+    ("RUNTIME=0 GE=0", "warn", "module-level-illegal", "ignores the whole setting"),
+    ("RUNTIME=7", "warn", "module-level-illegal", "'RUNTIME=7' is not MODULE=0..4"),
+])
+def test_module_levels_override_the_global_level(fake_root: FakeRoot, value: str, status: str,
+                                                 rule: str, words: str) -> None:
+    env = {"HOME": "/root", "ASCEND_GLOBAL_LOG_LEVEL": "3", "ASCEND_MODULE_LOG_LEVEL": value}
+    finding = logging_level(ctx_for(fake_root, env))
+    assert finding.status == status
+    assert words in finding.summary + " ".join(finding.evidence)
+    assert finding.rules == ((rule,) if rule else ())
+    assert rule in ("", "module-verbose-in-production", "module-level-illegal")  # rules
+
+
+def test_mindie_logging_is_read_for_a_mindie_target(fake_root: FakeRoot) -> None:
+    env = {"HOME": "/root", "MINDIE_LOG_LEVEL": "info; llm:DEBUG",
+           "MINDIE_LOG_PATH": "/data/mindie-logs"}
+    finding = logging_level(ctx_for(fake_root, env))
+    assert finding.status == "warn" and finding.rules == ("mindie-debug",)
+    assert "MINDIE_LOG_LEVEL: llm at DEBUG" in finding.summary
+    assert any("MINDIE_LOG_PATH=/data/mindie-logs" in e for e in finding.evidence)
+    quiet = logging_level(ctx_for(fake_root, {"HOME": "/root", "MINDIE_LOG_LEVEL": "loud"}))
+    assert quiet.rules == ("mindie-level-illegal",)
+    default = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert not any("MINDIE" in e for e in default.evidence)  # not a MindIE target
+
+
+def test_plog_files_are_counted_per_process_id(fake_root: FakeRoot) -> None:
+    plogs(fake_root, "/root/ascend/log", count=3)
+    root = fake_root
+    root.file("/root/ascend/log/debug/plog/plog-100_20250602.log", "x")
+    few = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert few.status == "pass"
+    assert ("/root/ascend/log/debug/plog: 4 plog files from 3 process ids, name times "
+            "20250601 to 20250602") in few.evidence
+    plogs(fake_root, "/root/ascend/log", count=logging_check.MAX_PLOG_PIDS + 1)
+    many = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert many.status == "warn" and many.rules == ("many-process-logs",)
+    assert "65 process ids left plog files" in many.summary and "restart loop" in many.summary

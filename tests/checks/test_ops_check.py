@@ -53,6 +53,25 @@ def test_predicted_for_the_judged_interpreters_torch_npu(tmp_path: Path) -> None
     assert any("517f2e7d0f202f38b76310706cb977ca2388ad21" in e for e in found.evidence)
 
 
+@pytest.mark.parametrize(("server", "name"), [("vllm", "vLLM (vllm-ascend)"),
+                                              ("mindie", "MindIE")])
+def test_a_serving_engine_target_is_a_skip_saying_whose_operators(
+        tmp_path: Path, server: str, name: str) -> None:
+    from dataclasses import replace
+
+    from probes.target.model import ServingArgs, shell_target
+
+    ctx = context(tmp_path, {"torch": "2.5.1", "torch_npu": "2.5.1"},
+                  write(tmp_path / "m", "llama"))
+    ctx.target = replace(shell_target(), label="process 42 (vllm serve /m)",
+                         serving=ServingArgs(server=server))
+    found = op_coverage(ctx)
+    assert found.status == "skip" and found.rules == ("serving-engine-target",)
+    assert found.summary.startswith(f"the target is a {name} server: the trace is of the "
+                                    "operators of this project's engine")
+    assert "target: process 42 (vllm serve /m)" in found.evidence
+
+
 def test_without_torch_npu_there_is_nothing_to_pass(tmp_path: Path) -> None:
     found = op_coverage(context(tmp_path, {"torch": "2.7.1"}, write(tmp_path / "m", "llama")))
     assert found.status == "skip" and found.summary.startswith("no torch_npu to judge")
@@ -107,7 +126,8 @@ def test_an_operator_without_a_kernel_is_a_warning_naming_where_it_is_called() -
                                         "aten::foo": "fallback", "x::bar": "missing"}),
                              "torch_npu 2.5.1 (predicted)")
     assert found.status == "warn" and found.rules == ("operator-without-kernel",)
-    assert found.summary == ("2 of 4 operators have no NPU kernel for torch_npu 2.5.1 "
+    assert found.summary == ("2 of 4 operators of this project's engine (engine/, its own "
+                             "implementation of the model) have no NPU kernel for torch_npu 2.5.1 "
                              "(predicted): aten::foo, x::bar")
     assert found.evidence[0] == ("aten::foo: aten::foo detail; called from SparseMoe._grouped > "
                                  "swiglu [deltanet+moe x30]; 40 calls per prefill, 40 per "

@@ -118,6 +118,38 @@ def test_a_recording_is_redacted_everywhere_without_touching_the_original() -> N
     assert all("tok-abcdef" not in r.where for r in redacted.redactions)
 
 
+def test_structural_files_are_data_not_text() -> None:
+    import json
+    import struct
+
+    index = json.dumps({"metadata": {"total_size": 1000},
+                        "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.sft",
+                                       "lm_head.weight": "model-00002-of-00002.sft"}})
+    config = json.dumps({"model_type": "qwen3", "hub_token": "hf_" + "a1B2c3D4e5" * 4,
+                         "vocab_size": 151936})
+    header = json.dumps({"model.embed_tokens.weight": {"dtype": "BF16", "shape": [8, 4],
+                                                       "data_offsets": [0, 64]}}).encode()
+    blob = struct.pack("<Q", len(header)) + header
+    secret = "tok-abcdef123"
+    recording = Recording(
+        manifest=Manifest("1", "2025-06-01T00:00:00Z", "h", "/", "t"),
+        env={"HF_TOKEN": secret},
+        files={"/m/model.safetensors.index.json": FileRecord(text=index),
+               "/m/config.json": FileRecord(text=config),
+               "/m/model-00001-of-00002.safetensors": FileRecord(
+                   ranges=(RangeRecord(0, None, data=blob + secret.encode()),)),
+               "/etc/other": FileRecord(text="model-00001-of-00002.sft")})
+    rec = redact_recording(recording).recording
+    assert rec.files["/m/model.safetensors.index.json"].text == index  # byte for byte
+    assert rec.files["/etc/other"].text == "model-00001-of-00002.sft"  # not learned
+    kept = json.loads(str(rec.files["/m/config.json"].text))
+    assert kept["model_type"] == "qwen3" and kept["vocab_size"] == 151936
+    assert kept["hub_token"] == REDACTED  # a secret inside a string value is masked
+    data = rec.files["/m/model-00001-of-00002.safetensors"].ranges[0].data
+    assert data is not None and data[: len(blob)] == blob  # the header is untouched
+    assert secret.encode() not in data and len(data) == len(blob) + len(secret)
+
+
 # -- properties: every spelling, any value -----------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402

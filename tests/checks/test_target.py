@@ -332,7 +332,16 @@ def test_env_file_judges_a_service_not_running(tmp_path: Path,
     shell = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ASCEND_GLOBAL_LOG_LEVEL": "3"}
     _, doc = run(shell, ["--env-file", str(unit), "--json", "--only", "logging.level"], capsys)
     assert doc["target"]["kind"] == "env_file"
-    assert doc["target"]["environment"] == f"{unit} (EnvironmentFile lines)"
+    assert doc["target"]["environment"] == (
+        f"{unit} (EnvironmentFile lines); files read: this machine's files under /, not those "
+        "of the container image or host the service will run in (name that root with --root "
+        "DIR)")
+    script = tmp_path / "start.sh"
+    script.write_text("#!/bin/sh\nsource /usr/local/Ascend/ascend-toolkit/set_env.sh\n"
+                      "exec vllm serve /m\n")
+    assert main(["--env-file", str(script), "--only", "cann.environment"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"--env-file {script}: line 1: `#!/bin/sh`" in err
     assert "level 0 (DEBUG)" in doc["results"][0]["summary"]
 
 
@@ -437,3 +446,33 @@ def _read(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     handle = tar.extractfile(member)
     assert handle is not None
     return handle.read()
+
+
+def test_a_container_with_some_devices_is_not_matched_to_host_rows(
+        tmp_path: Path, fake_proc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree, shell = container(tmp_path)
+    for n in (0, 1, 2, 3, 5, 6):  # the container was given /dev/davinci4 and davinci7 only
+        (tree.path / "dev" / f"davinci{n}").unlink()
+    _, doc = run(shell, ["--pid", str(PID), "--json", "--only", "pcie.contention"], capsys)
+    result = doc["results"][0]
+    assert "far from" not in result["summary"]  # npu-smi rows 0 and 1 are not its chips
+    assert any("ASCEND_RT_VISIBLE_DEVICES=0,1 inside a container indexes the container's own "
+               "devices (it sees /dev/davinci4, /dev/davinci7), not the rows of the host's "
+               "npu-smi table" in line for line in result["evidence"])
+
+
+def test_tokenizer_checks_read_a_containers_model(tmp_path: Path, fake_proc: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("transformers")
+    from tests.tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
+
+    tree, shell = container(tmp_path)
+    # a Qwen3 tokenizer shipped with a Qwen3.5/3.6-sized embedding, inside the container
+    write_qwen3_model_dir(tree.path / "models" / "qwen",
+                          config=qwen3_moe_config(vocab_size=248320))
+    _, doc = run(shell, ["--pid", str(PID), "--json", "--only", "tokenizer.token-ids"], capsys)
+    result = doc["results"][0]
+    assert result["status"] == "fail" and result["rules"] == ["foreign-tokenizer"]
+    assert result["summary"].startswith("a Qwen3 tokenizer (151669 ids) on a Qwen3.5/3.6")
+    assert f"as process {PID} sees them: its mount namespace, read through " \
+        f"{fake_proc}/{PID}/root" in result["evidence"]

@@ -71,11 +71,27 @@ def test_no_model_skips(fn: CheckFn) -> None:
 
 
 @pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
-def test_another_root_skips(fn: CheckFn, tmp_path: Path) -> None:
-    ctx = ctx_for(tmp_path, LiveHost(root=str(tmp_path), env={}))
+def test_another_root_is_read_through_it(fn: CheckFn, healthy: Path, tmp_path: Path) -> None:
+    needs_transformers()
+    shutil.copytree(healthy, tmp_path / "tree" / "models" / "q")
+    ctx = ctx_for(Path("/models/q"), LiveHost(root=str(tmp_path / "tree"), env={}))
     finding = fn(ctx)
+    assert finding.status in ("pass", "warn"), finding
+    assert "not on this machine" not in text_of(finding)
+
+
+@pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
+def test_a_recording_skips(fn: CheckFn, healthy: Path, tmp_path: Path) -> None:
+    from probes.recording import SnapshotHost
+
+    needs_transformers()
+    recorded = RecordingHost(LiveHost(root="/", env={}))
+    assert fn(ctx_for(healthy, recorded)).status == "pass"
+    bundle = tmp_path / "r.tar.gz"
+    recorded.save(bundle)
+    finding = fn(ctx_for(healthy, SnapshotHost(bundle)))
     assert finding.status == "skip"
-    assert "need the model directory on this machine" in finding.summary
+    assert "a recording carries no loadable tokenizer" in finding.summary
 
 
 def test_which_hosts_are_this_machine(tmp_path: Path) -> None:
@@ -165,9 +181,19 @@ def test_vocab_size_under_text_config_is_read(tmp_path: Path) -> None:
     assert tokenizer_token_ids(ctx_for(model)).status == "pass"
 
 
-def test_a_qwen3_tokenizer_on_a_qwen35_embedding_warns(tmp_path: Path) -> None:
+def test_a_qwen3_tokenizer_on_a_qwen35_embedding_fails(tmp_path: Path) -> None:
     needs_transformers()
     model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=248320))
+    finding = tokenizer_token_ids(ctx_for(model))
+    assert finding.status == "fail" and finding.rules == ("foreign-tokenizer",)
+    assert finding.summary.startswith("a Qwen3 tokenizer (151669 ids) on a Qwen3.5/3.6 model "
+                                      "(vocab_size 248320)")
+    assert "huggingface.co/Qwen/Qwen3.6-35B-A3B" in finding.summary
+
+
+def test_an_unknown_gap_still_warns(tmp_path: Path) -> None:
+    needs_transformers()
+    model = write_qwen3_model_dir(tmp_path / "m", config=qwen3_moe_config(vocab_size=200000))
     finding = tokenizer_token_ids(ctx_for(model))
     assert finding.status == "warn" and finding.rules == ("spare-embedding-rows",)
     assert "another model" in finding.summary

@@ -76,3 +76,14 @@ def test_mindie_names_and_its_percent_cache_usage() -> None:
 def test_a_server_without_serving_metrics() -> None:
     reading = read_serving(parse("python_info{version=\"3.11\"} 1\n"))
     assert reading.server == "unknown" and set(reading.missing) >= set(REQUIRED)
+
+
+def test_a_ratio_gauge_is_the_fullest_engine_and_counts_are_summed() -> None:
+    text = "".join(
+        f'vllm:kv_cache_usage_perc{{engine="{e}",model_name="q"}} {kv}\n'
+        f'vllm:num_requests_running{{engine="{e}",model_name="q"}} {running}\n'
+        for e, kv, running in (("0", 0.48, 3), ("1", 0.47, 2)))
+    reading = read_serving(parse(text))
+    assert reading.gauges["kv_cache_usage"] == 0.48  # never 0.95
+    assert reading.engines["kv_cache_usage"] == (("0", 0.48), ("1", 0.47))
+    assert reading.gauges["running"] == 5  # requests are counts: summed over engines

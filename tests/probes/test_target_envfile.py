@@ -33,7 +33,30 @@ def test_environment_file_lines() -> None:
         "LONG": "one two",
         "HCCL_CONNECT_TIMEOUT": "1200",
     }
-    assert found.notes == ("`export ` prefixes were read as plain assignments",)
+    assert found.notes == ("`export ` prefixes were read as plain assignments",
+                           "line 9 ignored (no `=`, as systemd ignores it): "
+                           "`not an assignment`")
+
+
+START_SCRIPT = """#!/bin/bash
+source /usr/local/Ascend/ascend-toolkit/set_env.sh
+export ASCEND_RT_VISIBLE_DEVICES=0,1
+exec vllm serve /models/qwen3 --tensor-parallel-size 2
+"""
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    (START_SCRIPT, "line 1: `#!/bin/bash`"),
+    (START_SCRIPT.partition("\n")[2], "line 1: `source /usr/local/Ascend/ascend-toolkit/"),
+    ("A=1\n. /usr/local/Ascend/ascend-toolkit/set_env.sh\n", "line 2: `. /usr/local"),
+    ("A=1\nexec vllm serve /m --max-model-len=8192\n", "line 2: `exec vllm serve"),
+    ("export PATH\n", "line 1: `export PATH`"),
+])
+def test_a_start_script_is_refused_naming_the_line(text: str, line: str) -> None:
+    with pytest.raises(EnvFileError) as caught:
+        parse_env_file(text)
+    assert str(caught.value).startswith(line)
+    assert "a shell start script, not an environment file" in str(caught.value)
 
 
 def test_docker_inspect_json() -> None:
