@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8
 from checks.builtin.hbm_chips import chips_used, free_bytes, group, names
-from checks.builtin.hbm_inputs import Deployment, Model, deployment, estimated, mb, weights
+from checks.builtin.hbm_inputs import (
+    Deployment,
+    Model,
+    deployment,
+    estimated,
+    for_model,
+    mb,
+    weights,
+)
 from checks.builtin.hbm_plan import engine_plan_lines, kv_not_modelled
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, skipped
@@ -53,6 +61,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "context-does-not-fit": "fail",
         "kv-not-estimated": "warn",
         "little-headroom": "warn",
+        "little-room-outside-pool": "warn",
         "estimate-only": "warn",
     },
 }
@@ -92,7 +101,7 @@ def hbm_fit(ctx: Context) -> Finding:
         return found
     if isinstance(found.weights, str):
         return skipped(found.weights, rules=("weights-unknown",))
-    settings = deployment(ctx)
+    settings = for_model(deployment(ctx), found.config)
     reading = facts.npu(ctx)
     info = None if reading.is_error else reading.info
     if info is None or not info.chips:
@@ -109,12 +118,13 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
         return skipped(f"ASCEND_RT_VISIBLE_DEVICES={visible_ids.raw!r} leaves no chip visible "
                        "(see the environment checks)", rules=("no-chip-visible",))
     if any(free_bytes(c) is None for c in visible):
-        return skipped("no HBM figures in npu-smi", f"chips: {names(visible)} (310P and 310 "
-                       "print none)", rules=("no-hbm-figures",))
+        return skipped("no HBM or Memory-Usage figures in npu-smi", f"chips: {names(visible)}",
+                       rules=("no-hbm-figures",))
     chosen, how = group(ctx, info, visible, settings.chips)
     if len(chosen) < settings.chips:
+        dp = f" x data parallel {settings.dp.value}" if settings.dp.value > 1 else ""
         return failed(f"tensor parallel {settings.tp.value} x pipeline parallel "
-                      f"{settings.pp.value} needs {settings.chips} chips; {len(visible)} "
+                      f"{settings.pp.value}{dp} needs {settings.chips} chips; {len(visible)} "
                       f"visible ({names(visible)})",
                       "use fewer chips per instance or make more visible "
                       "(ASCEND_RT_VISIBLE_DEVICES)", *_setting_lines(settings),

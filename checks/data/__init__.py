@@ -49,7 +49,9 @@ class DataError(ValueError):
 
 # topic -> "module:RowType": the row type each topic is read as; a topic file without an entry
 # here fails the data test
-ROW_TYPES: dict[str, str] = {}
+ROW_TYPES: dict[str, str] = {
+    "engine_memory": "checks.builtin.hbm_engine:EngineDefault",
+}
 
 
 def row_type(topic: str) -> type:
