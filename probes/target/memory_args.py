@@ -67,3 +67,12 @@ def memory_args(cmdline: Sequence[str], env: Mapping[str, str], server: str) -> 
     _, args = program_args(cmdline)
     return MemoryArgs(expert_parallel=bool_flag(args, "--enable-expert-parallel"),
                       enforce_eager=bool_flag(args, "--enforce-eager"))
+
+
+def quantization_flag(cmdline: Sequence[str]) -> Sourced[str] | None:
+    """vLLM's `--quantization` / `-q` as written on the command line (the last one wins)."""
+    from probes.target.serving import flag
+
+    _, args = program_args(cmdline)
+    found = flag(args, ["--quantization", "-q"])
+    return None if found is None else Sourced(found[0], f"`{found[1]}` on the command line")
