@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.compat import (
+    HdkRow,
     compat_data,
     hdk_matches,
     hdk_row,
     listed,
     mindie_pairing,
+    newer_than_all,
     product_of,
+    recommended_driver,
     row_for,
     same,
     vllm_pairing,
@@ -108,7 +111,8 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "version-file-unusable": "warn",  # _describe_file
         "interpreter-not-judged": "warn",  # judge_interpreter
         "firmware-driver-fields": "warn",  # judge_driver_firmware (derived)
-        "driver-hdk-table": "warn/fail",  # _driver_by_table
+        "driver-hdk-table": "warn/fail",  # _driver_by_table, _by_minimum, _outside_declared
+        "recommended-pair": "warn",  # _by_recommended_pair
         "innerversion-family": "warn",  # _driver_by_family (derived)
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
@@ -244,7 +248,7 @@ def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
     d = inst.driver.driver_version if inst.driver else None
     if d is None or inst.cann is None:
         return
-    by_table = _driver_by_table(d, inst.cann, j)
+    by_table = _driver_by_table(inst, d, inst.cann, j)
     by_family = _driver_by_family(inst, j)
     if not by_table and not by_family:
         j.add(unknown, f"driver {d} with CANN {inst.cann} not judged: CANN {inst.cann} has no "
@@ -255,12 +259,17 @@ def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
               rules=("not-in-the-data",))
 
 
-def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
-    """Judge by the CANN->HDK table; False when it has nothing to say."""
+def _driver_by_table(inst: Installed, driver: str, cann: str, j: Judgement) -> bool:
+    """Judge by the CANN->HDK table (or, without a list, the install helper's recommended
+    pair); False when neither has anything to say."""
     row = hdk_row(cann)
+    if (row is None or row.kind == "community") and _by_recommended_pair(driver, cann, j):
+        return True
     if row is None:
         j.evidence.append(f"CANN {cann}: no HDK list in the compatibility data")
         return False
+    if row.kind == "minimum":
+        return _by_minimum(driver, cann, row, j)
     match = next(((h, p) for h, p in row.entries if hdk_matches(driver, h)), None)
     hdks = ", ".join(h + (f" ({p})" if p else "") for h, p in row.entries)
     if match is not None:
@@ -271,9 +280,7 @@ def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
               f"{cann}{product}")
         return True
     if row.kind == "complete":
-        j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
-              f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann),
-              rules=("driver-hdk-table",))
+        _outside_declared(inst, driver, cann, row, hdks, j)
         return True
     if row.kind == "partial":
         j.add("warn", f"driver {driver} is not an HDK paired with CANN {cann} in the data "
@@ -283,6 +290,56 @@ def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
     j.evidence.append(f"driver {driver} is not among the HDKs community reports show with "
                       f"CANN {cann} ({hdks}): not judged by that")
     return False
+
+
+def _outside_declared(inst: Installed, driver: str, cann: str, row: HdkRow, hdks: str,
+                      j: Judgement) -> None:
+    """A driver outside the declared list fails, unless it is newer than every listed HDK and
+    its compatible_version names the toolkit's family: then it warns."""
+    families = inst.driver.compatible_families if inst.driver else ()
+    if (inst.toolkit_family and inst.toolkit_family in families
+            and newer_than_all(driver, [h for h, _ in row.entries])):
+        j.add("warn", f"driver {driver} is newer than the HDKs declared for CANN {cann} "
+              f"({hdks}; {row.source}); its compatible_version lists the toolkit's family "
+              f"{inst.toolkit_family} {DERIVED}", HDK_REMEDY.format(cann=cann),
+              rules=("driver-hdk-table",))
+        return
+    j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
+          f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann),
+          rules=("driver-hdk-table",))
+
+
+def _by_minimum(driver: str, cann: str, row: HdkRow, j: Judgement) -> bool:
+    floor = row.entries[0][0]
+    have, want = try_parse_version(driver), try_parse_version(floor)
+    if have is None or want is None:
+        j.evidence.append(f"driver {driver}: not comparable with HDK {floor}")
+        return False
+    if have >= want or hdk_matches(driver, floor):
+        j.add("pass", f"driver {driver} is at or above HDK {floor}, the minimum declared for "
+              f"CANN {cann}")
+    else:
+        j.add("fail", f"driver {driver} is older than HDK {floor}, the minimum declared for "
+              f"CANN {cann} ({row.source})", HDK_REMEDY.format(cann=cann),
+              rules=("driver-hdk-table",))
+    return True
+
+
+def _by_recommended_pair(driver: str, cann: str, j: Judgement) -> bool:
+    """The install helper's pair, a warning level: its driver passes as the recommended one,
+    another warns (the helper names one driver per CANN, not every compatible one)."""
+    helper = recommended_driver(cann)
+    if helper is None:
+        return False
+    if hdk_matches(driver, helper):
+        j.add("pass", f"driver {driver} is the HDK {helper} the Ascend install helper pairs "
+              f"with CANN {cann}")
+        return True
+    j.add("warn", f"driver {driver} is not the HDK {helper} the Ascend install helper pairs "
+          f"with CANN {cann} (Ascend/docs _static/package_info.js @ b224fcc5f39c); no declared "
+          "HDK list for that CANN is in the data", HDK_REMEDY.format(cann=cann),
+          rules=("recommended-pair",))
+    return True
 
 
 def _driver_by_family(inst: Installed, j: Judgement) -> bool:

@@ -164,7 +164,8 @@ def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
     assert found.status == "warn"
     assert "older but declared compatible" in found.summary
     assert "CANN 8.3.RC1" in found.remedy
-    assert found.rules == ("torch-npu-cann",)
+    # driver 23.0.7 is not the 25.0.rc1 the install helper pairs with 8.2.RC1: a warning too
+    assert found.rules == ("recommended-pair", "torch-npu-cann")
 
 
 def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> None:
@@ -380,3 +381,57 @@ def test_compat_rows_parse(row: dict[str, str]) -> None:
 
     assert torch_base(parse_version(str(row["torch_npu"]))) == str(row["torch"])
     parse_version(str(row["cann"]))
+
+
+# -- HDK tables read as their sources state them ------------------------------------------
+
+
+@pytest.mark.parametrize(("driver", "status"), [("24.1.rc2", "pass"), ("24.1.0", "pass"),
+                                                ("23.0.7", "fail")])
+def test_cann_80rc1_declares_a_minimum_hdk(fake_root: FakeRoot, driver: str,
+                                           status: str) -> None:
+    """Its source says HDK >= 24.1.RC1: 24.1.RC2 is not "undeclared" (the healthy twin of a
+    23.0.x driver, which is older than the minimum)."""
+    install_stack(fake_root, toolkit=toolkit_info("8.0.RC1", "V100R001C17SPC001B100"),
+                  nnal="8.0.RC1", driver=driver_info(driver, None), firmware="")
+    found = run(fake_root, {"torch": "2.1.0", "torch_npu": "2.1.0.post4"})
+    text = "\n".join([found.summary, *found.evidence])
+    if status == "pass":
+        assert f"ok: driver {driver} is at or above HDK 24.1.RC1, the minimum declared for " \
+            "CANN 8.0.RC1" in text
+        assert "driver-hdk-table" not in found.rules
+    else:
+        assert found.status == "fail" and found.rules == ("driver-hdk-table",)
+        assert "older than HDK 24.1.RC1, the minimum declared for CANN 8.0.RC1" in text
+
+
+@pytest.mark.parametrize(("families", "status"), [("[V100R001C29],[V100R001C30]", "warn"),
+                                                  ("[V100R001C29]", "fail")])
+def test_a_newer_driver_declaring_the_toolkits_family_warns(fake_root: FakeRoot, families: str,
+                                                            status: str) -> None:
+    """CANN 9.0.0 declares HDK 26.0.RC1/25.5.2/25.5.1; a later 26.1.0 driver whose
+    compatible_version names the toolkit's C30 family warns, and without it fails."""
+    install_stack(fake_root, toolkit=toolkit_info("9.0.0", "V100R001C30SPC001B100"),
+                  nnal="9.0.0", firmware="", driver=driver_info("26.1.0", families))
+    found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0.post2"})
+    assert found.status == status, found
+    assert "driver-hdk-table" in found.rules
+    if status == "warn":
+        assert found.rules == ("driver-hdk-table",)
+        assert "newer than the HDKs declared for CANN 9.0.0" in found.summary
+
+
+@pytest.mark.parametrize(("driver", "status"), [("24.1.rc2", "pass"), ("24.1.rc1", "warn")])
+def test_the_install_helpers_pair_is_a_warning_level(fake_root: FakeRoot, driver: str,
+                                                     status: str) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.0.0", "V100R001C20SPC001B100"),
+                  nnal="8.0.0", driver=driver_info(driver, None), firmware="")
+    found = run(fake_root, {"torch": "2.4.0", "torch_npu": "2.4.0.post2"})
+    assert found.status == status, found
+    if status == "warn":
+        assert found.rules == ("recommended-pair",)
+        assert "not the HDK 24.1.rc2 the Ascend install helper pairs with CANN 8.0.0" \
+            in found.summary
+    else:
+        assert "ok: driver 24.1.rc2 is the HDK 24.1.rc2 the Ascend install helper pairs with " \
+            "CANN 8.0.0" in found.evidence
