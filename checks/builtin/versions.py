@@ -121,6 +121,10 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
         "vllm-ascend-row": "fail",  # judge_vllm_ascend
         "mindie-cann": "fail",  # judge_mindie
+        # judge_toolchain (checks.builtin.toolchain, checks/data/toolchain.yaml)
+        "nnal-required": "fail",
+        "triton-ascend-required": "fail",
+        "atb-abi": "fail",
     },
 }
 PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "
@@ -531,6 +535,22 @@ def judge_mindie(inst: Installed, j: Judgement, unknown: Status) -> None:
           rules=("mindie-cann",))
 
 
+def judge_toolchain(ctx: Context, inst: Installed, j: Judgement) -> None:
+    """NNAL and Triton-Ascend where the engines need them, and the ATB variant against torch's
+    C++ ABI (checks.builtin.toolchain)."""
+    from checks.builtin.toolchain import Toolchain, judge
+
+    s = stack(ctx)
+    engines = tuple(name for name, there in (("vllm-ascend", inst.packages["vllm_ascend"]),
+                                             ("mindie", s.mindie.value)) if there is not None)
+    found = Toolchain(engines, s.nnal.state != "missing", s.nnal.state != "not_recorded",
+                      facts.python(ctx))
+    said, evidence = judge(ctx, found)
+    j.evidence.extend(evidence)
+    for status, text, remedy, rule in said:
+        j.add(status, text, remedy, rules=(rule,) if rule else ())
+
+
 # ----------------------------------------------------------------------------- the check
 
 
@@ -561,6 +581,7 @@ def versions_parity(ctx: Context) -> Finding:
     judge_torch_npu_cann(inst, j, unknown)
     judge_vllm_ascend(inst, j, unknown)
     judge_mindie(inst, j, unknown)
+    judge_toolchain(ctx, inst, j)
     return j.finding("the installed Ascend stack agrees with itself and the pairing tables")
 
 

@@ -51,6 +51,7 @@ class DataError(ValueError):
 # here fails the data test
 ROW_TYPES: dict[str, str] = {
     "engine_memory": "checks.builtin.hbm_engine:EngineDefault",
+    "toolchain": "checks.builtin.toolchain:ToolchainNeed",
 }
 
 

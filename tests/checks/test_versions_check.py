@@ -435,3 +435,80 @@ def test_the_install_helpers_pair_is_a_warning_level(fake_root: FakeRoot, driver
     else:
         assert "ok: driver 24.1.rc2 is the HDK 24.1.rc2 the Ascend install helper pairs with " \
             "CANN 8.0.0" in found.evidence
+
+
+# -- the toolchain beside CANN: NNAL, Triton-Ascend, the ATB ABI variant ----------------------
+
+
+def context_with(root: FakeRoot, packages: dict[str, str], model: str | None = None,
+                 env: dict[str, str] | None = None) -> Context:
+    """context() with a model directory inside the root and more environment."""
+    ctx = context(root, packages)
+    host = LiveHost(root=str(root.path), env={**ctx.host.env, **(env or {})}, python=PYTHON)
+    return Context(host, load_policy(), model_dir=Path(model) if model else None)
+
+
+def test_vllm_ascend_without_nnal_fails(fake_root: FakeRoot) -> None:
+    """vllm-project/vllm-ascend#152, #10525: libatb.so not found, NNAL never installed."""
+    install_stack(fake_root, nnal=None)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail", found
+    assert "nnal-required" in found.rules
+    assert "no NNAL/ATB installed beside vllm-ascend" in found.summary
+
+
+def test_torch_npu_alone_does_not_need_nnal(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, nnal=None)
+    found = run(fake_root, {"torch": "2.7.1", "torch_npu": "2.7.1.post1"})
+    assert "nnal-required" not in found.rules
+
+
+@pytest.mark.parametrize(("model_type", "triton", "rule"), [
+    ("qwen3_next", None, True),  # vllm-project/vllm-ascend#3212: No module named 'triton'
+    ("qwen3_next", "3.2.1", False),
+    ("qwen3_moe", None, False),  # no Gated DeltaNet layers: nothing to require
+])
+def test_triton_ascend_for_gated_deltanet_models(fake_root: FakeRoot, model_type: str,
+                                                  triton: str | None, rule: bool) -> None:
+    install_stack(fake_root)
+    fake_root.file("/models/m/config.json", f'{{"model_type": "{model_type}"}}')
+    packages = {**HEALTHY_PACKAGES, **({"triton-ascend": triton} if triton else {})}
+    found = versions_parity(context_with(fake_root, packages, model="/models/m"))
+    assert ("triton-ascend-required" in found.rules) is rule, found
+    if rule:
+        assert f"no triton-ascend in {PYTHON} for a qwen3_next model" in found.summary
+    elif triton:
+        assert "ok: triton-ascend 3.2.1 installed for the qwen3_next model" in found.evidence
+
+
+def test_without_a_model_triton_ascend_is_only_reported(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert "triton-ascend-required" not in found.rules
+    assert any(line.startswith("triton-ascend not installed (needed for Qwen3-Next")
+               for line in found.evidence)
+
+
+@pytest.mark.parametrize(("atb_abi", "torch_abi", "status"), [
+    ("0", "1", "fail"), ("1", "1", "pass"), ("0", None, "unknown")])
+def test_atb_variant_against_torchs_abi(fake_root: FakeRoot, tmp_path: Path, atb_abi: str,
+                                        torch_abi: str | None, status: str) -> None:
+    install_stack(fake_root)
+    home = f"{ASCEND}/nnal/atb/latest/atb/cxx_abi_{atb_abi}"
+    ctx = context_with(fake_root, HEALTHY_PACKAGES, env={"ATB_HOME_PATH": home})
+    site = str(fake_root.path.parent / "site")
+    cmake = "# FindTorch\n" + (f'set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={torch_abi}")\n'
+                               if torch_abi else "")
+    fake_root.file(f"{site}/torch/share/cmake/Torch/TorchConfig.cmake", cmake)
+    found = versions_parity(ctx)
+    text = "\n".join([found.summary, *found.evidence])
+    if status == "fail":
+        assert "atb-abi" in found.rules
+        assert f"ATB_HOME_PATH={home} is the cxx_abi_0 build but torch was built with " \
+            "_GLIBCXX_USE_CXX11_ABI=1" in found.summary
+        assert "--cxx_abi=1" in found.remedy
+    elif status == "pass":
+        assert "ok: ATB variant cxx_abi_1 matches torch's C++ ABI" in text
+    else:
+        assert "atb-abi" not in found.rules
+        assert "torch's C++ ABI not readable" in text
