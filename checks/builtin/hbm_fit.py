@@ -62,6 +62,8 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "kv-not-estimated": "warn",
         "little-headroom": "warn",
         "little-room-outside-pool": "warn",
+        "host-ram-swap": "warn/fail",  # checks.builtin.hbm_host
+        "host-ram-offload": "fail",
         "estimate-only": "warn",
     },
 }
@@ -129,9 +131,10 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
                       "use fewer chips per instance or make more visible "
                       "(ASCEND_RT_VISIBLE_DEVICES)", *_setting_lines(settings),
                       rules=("too-few-chips",))
+    from checks.builtin.hbm_host import host_ram, with_host
     from checks.builtin.hbm_verdict import verdict
 
-    return verdict(ctx, model, settings, chosen, how, visible)
+    return with_host(verdict(ctx, model, settings, chosen, how, visible), host_ram(ctx, settings))
 
 
 def need_lines(ctx: Context, model: Model, settings: Deployment) -> tuple[str, ...]:

@@ -76,6 +76,8 @@ class Deployment:
     expert_parallel: Setting[int] | None = None  # 1: experts split over TP x DP chips
     graph_mode: Setting[int] | None = None  # 1: graph capture; None: not known
     engine: str = ""  # vllm, mindie; "" when the target is not a known server
+    swap_space_gib: Setting[float] | None = None  # vLLM --swap-space, host RAM per device
+    cpu_offload_gib: Setting[float] | None = None  # vLLM --cpu-offload-gb, weights per device
 
     @property
     def chips(self) -> int:
@@ -153,7 +155,12 @@ def deployment(ctx: Context) -> Deployment:
         graph_mode=None if eager is None else Setting(1 - eager.value, eager.source,
                                                       eager.origin),
         engine=serving.server if row_known(serving.server) else "",
+        swap_space_gib=_gib(args.swap_space_gib), cpu_offload_gib=_gib(args.cpu_offload_gib),
         notes=(*notes, *serving.notes))
+
+
+def _gib(found: Sourced[float] | None) -> Setting[float] | None:
+    return None if found is None else Setting(float(found.value), found.source, "command line")
 
 
 def row_known(server: str) -> bool:

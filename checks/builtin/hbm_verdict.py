@@ -64,8 +64,11 @@ def chip_weights(model: Model, settings: Deployment, weight_bytes: int) -> int:
     weights = model.weights
     ratio = 0.0 if isinstance(weights, str) else weights.expert_ratio
     split = settings.expert_chips != settings.weight_chips
-    return weight_share_bytes(weight_bytes, settings.weight_chips, ratio,
-                              settings.expert_chips if split else None)
+    share = weight_share_bytes(weight_bytes, settings.weight_chips, ratio,
+                               settings.expert_chips if split else None)
+    offload = settings.cpu_offload_gib
+    # --cpu-offload-gb keeps that many GiB of each device's weights in host RAM
+    return max(share - int(offload.value * 2**30), 0) if offload else share
 
 
 @dataclass(frozen=True)

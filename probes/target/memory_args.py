@@ -28,6 +28,8 @@ class MemoryArgs:
     enforce_eager: Sourced[int] | None = None  # 1: no graph capture
     npu_memory_fraction: Sourced[float] | None = None  # MindIE's env setting
     notes: tuple[str, ...] = ()
+    swap_space_gib: Sourced[float] | None = None  # vLLM --swap-space: host RAM per device
+    cpu_offload_gib: Sourced[float] | None = None  # vLLM --cpu-offload-gb: weights per device
 
 
 def bool_flag(args: Sequence[str], name: str) -> Sourced[int] | None:
@@ -65,8 +67,27 @@ def memory_args(cmdline: Sequence[str], env: Mapping[str, str], server: str) -> 
     if server != "vllm":
         return MemoryArgs()
     _, args = program_args(cmdline)
+    notes: list[str] = []
     return MemoryArgs(expert_parallel=bool_flag(args, "--enable-expert-parallel"),
-                      enforce_eager=bool_flag(args, "--enforce-eager"))
+                      enforce_eager=bool_flag(args, "--enforce-eager"),
+                      swap_space_gib=gib_flag(args, "--swap-space", notes),
+                      cpu_offload_gib=gib_flag(args, "--cpu-offload-gb", notes),
+                      notes=tuple(notes))
+
+
+def gib_flag(args: Sequence[str], name: str, notes: list[str]) -> Sourced[float] | None:
+    """A GiB amount flag (`--swap-space 16`, `--cpu-offload-gb=10`)."""
+    from probes.target.serving import flag
+
+    found = flag(args, [name])
+    if found is None:
+        return None
+    try:
+        value = float(found[0])
+    except ValueError:
+        notes.append(f"`{found[1]}` on the command line: not a number")
+        return None
+    return Sourced(value, f"`{found[1]}` on the command line") if value >= 0 else None
 
 
 def quantization_flag(cmdline: Sequence[str]) -> Sourced[str] | None:

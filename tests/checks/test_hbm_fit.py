@@ -707,3 +707,51 @@ def test_no_memory_figures_at_all_skip(tmp_path: Path) -> None:
     finding = hbm_fit(ctx_for(bf16_model(tmp_path), parse_output(blank), tmp_path))
     assert finding.status == "skip", finding
     assert finding.rules == ("no-hbm-figures",)
+
+
+# -- host RAM, by the rules vLLM applies -------------------------------------------------------
+
+
+def with_host_memory(ctx: Context, total_gib: int, available_gib: int) -> Context:
+    from probes.host_memory import HostMemory
+
+    ctx.fact("host_memory", lambda: HostMemory(total_gib * 2**30, available_gib * 2**30))
+    return ctx
+
+
+@pytest.mark.parametrize(("swap", "status"), [("24", "fail"), ("8", "warn"), ("4", "pass")])
+def test_swap_space_beyond_vllms_share_of_host_ram(tmp_path: Path, swap: str,
+                                                    status: str) -> None:
+    """Ksuriuri/index-tts-vllm#99, vllm-project/vllm#787: "Too large swap space": vLLM refuses
+    swap space x TP above 70% of host memory and warns above 40%."""
+    model = coder(tmp_path)
+    target = vllm(model, tp=4, max_len=32768, switches=("--swap-space", swap))
+    finding = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                               target=target), 64, 60))
+    assert finding.status == status, finding
+    if status != "pass":
+        assert finding.rules == ("host-ram-swap",)
+        assert f"swap space {swap} GiB x tensor parallel 4" in finding.summary
+    assert "host RAM: 64.0 GiB total, 60.0 GiB available (/proc/meminfo)" in text_of(finding)
+
+
+def test_cpu_offload_needs_the_host_ram_and_frees_hbm(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    target = vllm(model, tp=4, max_len=32768, switches=("--cpu-offload-gb", "10"))
+    short = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                             target=target), 64, 30))
+    assert short.status == "fail" and short.rules == ("host-ram-offload",), short
+    assert "CPU offload 10 GiB x tensor parallel 4 = 40.0 GiB" in short.summary
+    roomy = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                             target=target), 256, 200))
+    assert roomy.status == "pass", roomy
+    assert f"per chip {mb(CODER_BYTES / 4 - 10 * 2**30)} weights" in roomy.summary
+
+
+def test_loading_ram_is_said_to_be_not_in_our_data(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    finding = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                               target=vllm(model, tp=4, max_len=32768)),
+                                       64, 60))
+    assert finding.status == "pass", finding
+    assert "host RAM for loading the checkpoint itself: not in our data" in text_of(finding)
