@@ -55,6 +55,8 @@ class Toolchain:
     nnal_found: bool
     nnal_recorded: bool  # False: a recording that does not hold the NNAL files
     python: PythonEnvironment
+    cann: str | None = None
+    toolkit_dir: str | None = None  # the toolkit's version directory (above <arch>-linux)
 
 
 def needs(engines: tuple[str, ...], model_types: tuple[str, ...]) -> list[ToolchainNeed]:
@@ -88,6 +90,7 @@ def judge(ctx: Context, found: Toolchain) -> tuple[list[Said], list[str]]:
             said += _nnal(row, found)
         elif row.component == "triton-ascend":
             said += _triton(row, found, types or ())
+            said += _bisheng(ctx, found)
     if types is None and "vllm-ascend" in found.engines:
         version = found.python.version_of("triton-ascend")
         evidence.append(f"triton-ascend {version or 'not installed'} (needed for Qwen3-Next and "
@@ -115,6 +118,41 @@ def _triton(row: ToolchainNeed, found: Toolchain, types: tuple[str, ...]) -> lis
              f"{row.why}",
              "pip install triton-ascend at the version the vllm-ascend release's installation "
              "guide names.", "triton-ascend-required")]
+
+
+BISHENG_TUTORIAL = ("vllm-project/vllm-ascend docs/source/tutorials/Qwen3-Next.md @ "
+                    "16e9538ce7f7")
+
+
+def _bisheng(ctx: Context, found: Toolchain) -> list[Said]:
+    """Triton-Ascend compiles its kernels with the BiSheng compiler: part of the CANN toolkit
+    from 8.5.0 (cann-bisheng-compiler, https://www.hiascend.com/document/detail/zh/
+    canncommercial/850/releasenote), a separate `bisheng_toolkit` beside older toolkits that
+    the vllm-ascend Qwen3-Next tutorial sources before serving."""
+    from probes.versions import try_parse_version
+
+    version = try_parse_version(found.cann)
+    floor = try_parse_version("8.5.0")
+    if version is None or floor is None or found.toolkit_dir is None:
+        return []
+    if version >= floor:
+        return [("pass", f"BiSheng compiler: part of the CANN {found.cann} toolkit", "", "")]
+    path = posixpath.join(found.toolkit_dir, "bisheng_toolkit")
+    if _exists(ctx, path):
+        return [("pass", f"BiSheng toolkit at {path}", "", "")]
+    return [("warn", f"no BiSheng toolkit at {path}: Triton-Ascend compiles its kernels with it "
+             f"before CANN 8.5.0 ({BISHENG_TUTORIAL})",
+             f"Install the BiSheng toolkit of CANN {found.cann} and source its set_env.sh "
+             "in the serving environment.", "bisheng-not-found")]
+
+
+def _exists(ctx: Context, path: str) -> bool:
+    from probes.errors import HostError
+
+    try:
+        return ctx.host.exists(path)
+    except HostError:
+        return False
 
 
 def torch_abi(ctx: Context, python: PythonEnvironment) -> tuple[int | None, str]:

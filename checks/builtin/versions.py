@@ -125,6 +125,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "nnal-required": "fail",
         "triton-ascend-required": "fail",
         "atb-abi": "fail",
+        "bisheng-not-found": "warn",
     },
 }
 PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "
@@ -544,7 +545,8 @@ def judge_toolchain(ctx: Context, inst: Installed, j: Judgement) -> None:
     engines = tuple(name for name, there in (("vllm-ascend", inst.packages["vllm_ascend"]),
                                              ("mindie", s.mindie.value)) if there is not None)
     found = Toolchain(engines, s.nnal.state != "missing", s.nnal.state != "not_recorded",
-                      facts.python(ctx))
+                      facts.python(ctx), inst.cann,
+                      toolkit_dir(s.toolkit.path) if s.toolkit.value and s.toolkit.path else None)
     said, evidence = judge(ctx, found)
     j.evidence.extend(evidence)
     for status, text, remedy, rule in said:

@@ -512,3 +512,23 @@ def test_atb_variant_against_torchs_abi(fake_root: FakeRoot, tmp_path: Path, atb
     else:
         assert "atb-abi" not in found.rules
         assert "torch's C++ ABI not readable" in text
+
+
+@pytest.mark.parametrize("bisheng", [True, False])
+def test_bisheng_beside_a_pre_85_toolkit_for_triton_models(fake_root: FakeRoot,
+                                                           bisheng: bool) -> None:
+    """The vllm-ascend Qwen3-Next tutorial sources <toolkit>/bisheng_toolkit/set_env.sh before
+    Triton-Ascend can compile its kernels (CANN 8.3.RC2 here)."""
+    install_stack(fake_root)
+    if bisheng:
+        fake_root.file(f"{ASCEND}/ascend-toolkit/latest/bisheng_toolkit/set_env.sh", "\n")
+    fake_root.file("/models/m/config.json", '{"model_type": "qwen3_next"}')
+    found = versions_parity(context_with(fake_root, {**HEALTHY_PACKAGES,
+                                                     "triton-ascend": "3.2.0"}, model="/models/m"))
+    where = f"{ASCEND}/ascend-toolkit/latest/bisheng_toolkit"
+    if bisheng:
+        assert f"ok: BiSheng toolkit at {where}" in found.evidence
+        assert "bisheng-not-found" not in found.rules
+    else:
+        assert "bisheng-not-found" in found.rules
+        assert f"no BiSheng toolkit at {where}" in found.summary
