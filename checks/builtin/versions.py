@@ -114,6 +114,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "driver-hdk-table": "warn/fail",  # _driver_by_table, _by_minimum, _outside_declared
         "recommended-pair": "warn",  # _by_recommended_pair
         "innerversion-family": "warn",  # _driver_by_family (derived)
+        "loaded-driver": "warn",  # judge_loaded_driver
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
         "nnal-equals-cann": "fail",  # judge_nnal
@@ -362,6 +363,26 @@ def _driver_by_family(inst: Installed, j: Judgement) -> bool:
     return True
 
 
+def judge_loaded_driver(ctx: Context, inst: Installed, j: Judgement) -> None:
+    """The driver npu-smi reports (its title's `Version:`) against driver/version.info: two
+    readings of one driver that must agree; when they do not, the installed files changed
+    since the running driver was loaded (an upgrade not yet rebooted) or npu-smi belongs to
+    another installation."""
+    installed = inst.driver.driver_version if inst.driver else None
+    reading = facts.npu(ctx)
+    loaded = None if reading.is_error or reading.info is None else reading.info.driver_version
+    if not installed or not loaded:
+        return
+    if hdk_matches(loaded, installed) or hdk_matches(installed, loaded):
+        j.add("pass", f"npu-smi reports driver {loaded}, as driver/version.info says")
+        return
+    j.add("warn", f"npu-smi reports driver {loaded} but driver/version.info says {installed}: "
+          "the driver files changed since the running driver was loaded (an upgrade not yet "
+          "rebooted), or npu-smi comes from another installation",
+          "Reboot (or reload the driver) after a driver upgrade, and run the npu-smi of the "
+          "installed driver.", rules=("loaded-driver",))
+
+
 def judge_nnal(inst: Installed, j: Judgement) -> None:
     """NNAL (ATB) must be the same release as CANN (vllm-ascend installation.md)."""
     if inst.cann is None or inst.nnal is None:
@@ -578,6 +599,7 @@ def versions_parity(ctx: Context) -> Finding:
     judge_interpreter(inst, j)
     judge_driver_firmware(inst, j)
     judge_driver_cann(inst, j, unknown)
+    judge_loaded_driver(ctx, inst, j)
     judge_nnal(inst, j)
     judge_torch(inst, j)
     judge_torch_npu_cann(inst, j, unknown)

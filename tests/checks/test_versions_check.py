@@ -532,3 +532,25 @@ def test_bisheng_beside_a_pre_85_toolkit_for_triton_models(fake_root: FakeRoot,
     else:
         assert "bisheng-not-found" in found.rules
         assert f"no BiSheng toolkit at {where}" in found.summary
+
+
+@pytest.mark.parametrize(("installed", "status"), [("24.1.rc1", "pass"), ("25.0.rc1.1", "warn")])
+def test_the_loaded_driver_against_the_installed_one(fake_root: FakeRoot, installed: str,
+                                                     status: str) -> None:
+    """npu-smi's title reports the running driver (24.1.rc1.b030 here); version.info the
+    installed files: an upgrade not yet rebooted shows as the two disagreeing."""
+    from probes.inventory import parse_output
+
+    install_stack(fake_root, driver=driver_info(installed, None), firmware="")
+    ctx = context_with(fake_root, HEALTHY_PACKAGES)
+    reading = parse_output(next(CORPUS.glob("048-*")).read_text())
+    ctx.fact("npu", lambda: reading)
+    found = versions_parity(ctx)
+    if status == "pass":
+        assert "ok: npu-smi reports driver 24.1.rc1.b030, as driver/version.info says" \
+            in found.evidence
+        assert "loaded-driver" not in found.rules
+    else:
+        assert "loaded-driver" in found.rules
+        assert "npu-smi reports driver 24.1.rc1.b030 but driver/version.info says 25.0.rc1.1" \
+            in found.summary
