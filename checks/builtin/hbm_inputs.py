@@ -79,10 +79,14 @@ class Deployment:
     swap_space_gib: Setting[float] | None = None  # vLLM --swap-space, host RAM per device
     cpu_offload_gib: Setting[float] | None = None  # vLLM --cpu-offload-gb, weights per device
 
+    dp_local: Setting[int] | None = None  # vLLM --data-parallel-size-local: replicas here
+
     @property
     def chips(self) -> int:
-        """Chips of the whole deployment: every data-parallel replica has its own."""
-        return self.tp.value * self.pp.value * self.dp.value
+        """Chips of the deployment on this node: every data-parallel replica here has its
+        own (all of them unless --data-parallel-size-local says fewer)."""
+        replicas = self.dp_local.value if self.dp_local is not None else self.dp.value
+        return self.tp.value * self.pp.value * replicas
 
     @property
     def weight_chips(self) -> int:
@@ -91,10 +95,10 @@ class Deployment:
 
     @property
     def expert_chips(self) -> int:
-        """Chips the experts are split over: TP x DP with expert parallelism (vLLM's EP size),
-        else those of the other weights."""
+        """Chips the experts are split over: TP x DP x PP with expert parallelism (vLLM's EP
+        size is TP x DP, over every node), else those of the other weights."""
         if self.expert_parallel is not None and self.expert_parallel.value:
-            return self.chips
+            return self.weight_chips * self.dp.value
         return self.weight_chips
 
 
@@ -156,7 +160,14 @@ def deployment(ctx: Context) -> Deployment:
                                                       eager.origin),
         engine=serving.server if row_known(serving.server) else "",
         swap_space_gib=_gib(args.swap_space_gib), cpu_offload_gib=_gib(args.cpu_offload_gib),
+        dp_local=_count(args.data_parallel_local),
         notes=(*notes, *serving.notes))
+
+
+def _count(found: Sourced[float] | None) -> Setting[int] | None:
+    if found is None or found.value < 1 or found.value != int(found.value):
+        return None
+    return Setting(int(found.value), found.source, "command line")
 
 
 def _gib(found: Sourced[float] | None) -> Setting[float] | None:

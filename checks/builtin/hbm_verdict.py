@@ -194,8 +194,11 @@ def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
              f"{settings.pp.value}: weights split over {settings.weight_chips} chip(s), "
              f"{mb(plan.weight_bytes)} per chip"]
     if settings.dp.value > 1:
-        lines.append(f"data parallel {settings.dp.value} ({settings.dp.source}): "
-                     f"{settings.chips} chips, each replica with its own weights and KV cache")
+        here = "" if settings.dp_local is None else \
+            f", {settings.dp_local.value} of them on this node ({settings.dp_local.source})"
+        lines.append(f"data parallel {settings.dp.value} ({settings.dp.source}{here}): "
+                     f"{settings.chips} chips here, each replica with its own weights and KV "
+                     "cache")
     ep = settings.expert_parallel
     if ep is not None and ep.value:
         share = f"{weights.expert_ratio:.0%} of the weights" if weights.expert_bytes else \

@@ -3,7 +3,8 @@ probes.target.serving does not read: expert parallelism, eager (no graph capture
 MindIE's NPU_MEMORY_FRACTION. Pure: a command line and an environment in, settings out.
 
 Sources a reader can open:
-- vLLM `--enable-expert-parallel` (EP size = TP x DP) and `--enforce-eager`:
+- vLLM `--enable-expert-parallel` (EP size = TP x DP), `--enforce-eager`,
+  `--data-parallel-size-local` (the replicas on this node):
   https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment/ and
   https://docs.vllm.ai/en/latest/cli/serve.html (boolean flags; `--no-...` turns one off).
 - MindIE `NPU_MEMORY_FRACTION`: the share of each NPU's memory for weights, KV cache and
@@ -30,6 +31,7 @@ class MemoryArgs:
     notes: tuple[str, ...] = ()
     swap_space_gib: Sourced[float] | None = None  # vLLM --swap-space: host RAM per device
     cpu_offload_gib: Sourced[float] | None = None  # vLLM --cpu-offload-gb: weights per device
+    data_parallel_local: Sourced[float] | None = None  # vLLM --data-parallel-size-local
 
 
 def bool_flag(args: Sequence[str], name: str) -> Sourced[int] | None:
@@ -72,11 +74,12 @@ def memory_args(cmdline: Sequence[str], env: Mapping[str, str], server: str) -> 
                       enforce_eager=bool_flag(args, "--enforce-eager"),
                       swap_space_gib=gib_flag(args, "--swap-space", notes),
                       cpu_offload_gib=gib_flag(args, "--cpu-offload-gb", notes),
+                      data_parallel_local=gib_flag(args, "--data-parallel-size-local", notes),
                       notes=tuple(notes))
 
 
 def gib_flag(args: Sequence[str], name: str, notes: list[str]) -> Sourced[float] | None:
-    """A GiB amount flag (`--swap-space 16`, `--cpu-offload-gb=10`)."""
+    """A number flag (`--swap-space 16`, `--cpu-offload-gb=10` in GiB; a replica count)."""
     from probes.target.serving import flag
 
     found = flag(args, [name])

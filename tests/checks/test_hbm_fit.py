@@ -755,3 +755,12 @@ def test_loading_ram_is_said_to_be_not_in_our_data(tmp_path: Path) -> None:
                                        64, 60))
     assert finding.status == "pass", finding
     assert "host RAM for loading the checkpoint itself: not in our data" in text_of(finding)
+
+
+def test_data_parallel_local_counts_the_replicas_on_this_node(tmp_path: Path) -> None:
+    """--data-parallel-size 4 over two nodes, 2 of them here: 8 chips here, not 16."""
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=4, dp=4, max_len=32768, switches=("--data-parallel-size-local", "2"))))
+    assert finding.status == "pass", finding
+    assert "2 of them on this node" in text_of(finding)
