@@ -55,7 +55,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "modelslim-description-unreadable": "fail",
         "modelslim-tensors-mismatch": "fail",
         "modelslim-conflicting-config": "fail",
-        "modelslim-flag-missing": "fail",
+        "modelslim-flag-missing": "warn/fail",
         "modelslim-no-quant-type": "warn",
     },
 }

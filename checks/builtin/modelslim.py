@@ -185,13 +185,59 @@ def _config_and_flag(ctx: Context, model: ModelDir, found: ModelSlimDescription,
     if ctx.target.serving.server != "vllm" or not found.quantized:
         return
     if given is None:
-        verdict.fails.append(("modelslim-flag-missing", "an msModelSlim checkpoint served by "
-                              "vLLM without --quantization ascend: its int8 weights are not "
-                              "loaded as quantised (vllm-ascend quantization guide)"))
-        verdict.remedies.append("add --quantization ascend to the vllm serve command line")
+        _without_flag(ctx, model, verdict)
     elif given != ASCEND:
         verdict.fails.append(("modelslim-flag-missing", f"{where}: an msModelSlim checkpoint "
                               "needs --quantization ascend"))
         verdict.remedies.append("serve it with --quantization ascend")
     else:
         verdict.evidence.append(f"{where}: the msModelSlim loader")
+
+
+AUTO_DETECT = ("vllm-project/vllm-ascend#6645, vllm-project/vllm-ascend#7111: "
+               "vllm_ascend/quantization/utils.py maybe_auto_detect_quantization")
+
+
+def auto_detects(ctx: Context) -> bool | None:
+    """Does the target's vllm-ascend pick `ascend` itself when quant_model_description.json is
+    there (its quantization utils define maybe_auto_detect_quantization)? None: unknown."""
+    from checks.builtin import facts
+    from probes.errors import HostError
+    from probes.host import normalise_dist_name
+
+    python = facts.python(ctx)
+    location = python.locations.get(normalise_dist_name("vllm-ascend"))
+    if python.error or not location:
+        return None
+    path = f"{location}/vllm_ascend/quantization/utils.py"
+    try:
+        text = ctx.host.read_bytes(path, 0, 512 * 1024).decode("utf-8", "replace")
+    except HostError:
+        return None
+    return "def maybe_auto_detect_quantization" in text
+
+
+def _without_flag(ctx: Context, model: ModelDir, verdict: SlimVerdict) -> None:
+    """No --quantization: fine where vllm-ascend detects the checkpoint itself."""
+    quant = model.config.quantization
+    if quant is not None and not quant.get("quant_method"):
+        verdict.evidence.append("no --quantization: config.json's quantization_config has no "
+                                "quant_method, which vllm-ascend takes as `ascend` "
+                                f"(override_quantization_method, {LOADER})")
+        return
+    detects = auto_detects(ctx)
+    if detects:
+        verdict.evidence.append("no --quantization: the installed vllm-ascend detects "
+                                f"quant_model_description.json itself ({AUTO_DETECT})")
+        return
+    if detects is None:
+        verdict.warns.append(("modelslim-flag-missing", "an msModelSlim checkpoint served by "
+                              "vLLM without --quantization ascend: only vllm-ascend releases "
+                              f"with auto-detection ({AUTO_DETECT}) load it as quantised, and "
+                              "whether the installed one has it could not be read"))
+    else:
+        verdict.fails.append(("modelslim-flag-missing", "an msModelSlim checkpoint served by "
+                              "vLLM without --quantization ascend, and the installed "
+                              "vllm-ascend does not detect it itself: its int8 weights are "
+                              "not loaded as quantised"))
+    verdict.remedies.append("add --quantization ascend to the vllm serve command line")

@@ -623,13 +623,54 @@ def test_a_conflicting_quantization_config_fails(tmp_path: Path) -> None:
     assert "quant_method compressed-tensors" in finding.summary
 
 
-def test_vllm_without_quantization_ascend_fails(tmp_path: Path) -> None:
+def with_vllm_ascend(ctx: Context, site: Path, auto_detect: bool | None) -> Context:
+    """The judged interpreter holds vllm-ascend at `site`; its quantization utils define the
+    auto-detection (True), do not (False), or are not there (None)."""
+    from probes.host import PythonEnvironment
+
+    if auto_detect is not None:
+        utils = site / "vllm_ascend" / "quantization" / "utils.py"
+        utils.parent.mkdir(parents=True, exist_ok=True)
+        utils.write_text("def maybe_auto_detect_quantization(vllm_config):\n    pass\n"
+                         if auto_detect else "def get_quant_method(name):\n    pass\n")
+    env = PythonEnvironment("/usr/bin/python3", "3.11", {"vllm-ascend": "0.11.0"},
+                            locations={"vllm-ascend": str(site)})
+    ctx.fact("python", lambda: env)
+    return ctx
+
+
+@pytest.mark.parametrize(("auto_detect", "status"), [(False, "fail"), (None, "warn"),
+                                                     (True, "pass")])
+def test_vllm_without_quantization_ascend(tmp_path: Path, auto_detect: bool | None,
+                                          status: str) -> None:
+    """Before vllm-project/vllm-ascend#7111 the description is read only under
+    --quantization ascend; a vllm-ascend with maybe_auto_detect_quantization needs no flag."""
     model = slim_model(tmp_path, slim_description(slim_tensors()))
-    finding = checkpoint_format(ctx_for(model, target=vllm_target(model)))
-    assert finding.status == "fail" and finding.rules == ("modelslim-flag-missing",)
-    assert "--quantization ascend" in finding.remedy
+    ctx = with_vllm_ascend(ctx_for(model, target=vllm_target(model)), tmp_path / "site",
+                           auto_detect)
+    finding = checkpoint_format(ctx)
+    assert finding.status == status, finding
+    if status == "pass":
+        assert "detects quant_model_description.json itself" in text_of(finding)
+    else:
+        assert finding.rules == ("modelslim-flag-missing",)
+        assert "--quantization ascend" in finding.remedy
+
+
+def test_another_quantization_method_fails(tmp_path: Path) -> None:
+    model = slim_model(tmp_path, slim_description(slim_tensors()))
     other = checkpoint_format(ctx_for(model, target=vllm_target(model, "-q", "awq")))
     assert other.status == "fail" and "`-q awq` on the command line" in other.summary
+    assert other.rules == ("modelslim-flag-missing",)
+
+
+def test_a_quantization_config_without_quant_method_selects_ascend(tmp_path: Path) -> None:
+    model = slim_model(tmp_path, slim_description(slim_tensors()),
+                       quantization_config={"group_size": 0})
+    finding = checkpoint_format(with_vllm_ascend(ctx_for(model, target=vllm_target(model)),
+                                                 tmp_path / "site", False))
+    assert finding.status == "pass", finding
+    assert "which vllm-ascend takes as `ascend`" in text_of(finding)
 
 
 def test_a_description_without_model_quant_type_warns(tmp_path: Path) -> None:
