@@ -96,7 +96,8 @@ def judge(ctx: Context, found: Toolchain) -> tuple[list[Said], list[str]]:
         evidence.append(f"triton-ascend {version or 'not installed'} (needed for Qwen3-Next and "
                         "Qwen3.5/3.6; no model given, not judged)")
     abi_said, abi_evidence = judge_atb_abi(ctx, found.python)
-    return said + abi_said, evidence + abi_evidence
+    soc_said, soc_evidence = judge_built_soc(ctx, found.python)
+    return said + abi_said + soc_said, evidence + abi_evidence + soc_evidence
 
 
 def _nnal(row: ToolchainNeed, found: Toolchain) -> list[Said]:
@@ -193,3 +194,59 @@ def judge_atb_abi(ctx: Context, python: PythonEnvironment) -> tuple[list[Said], 
              f"with _GLIBCXX_USE_CXX11_ABI={abi} ({where})",
              f"source /usr/local/Ascend/nnal/atb/set_env.sh --cxx_abi={abi} in the serving "
              "environment (or without the option, so it follows torch).", "atb-abi")], []
+
+
+# vllm-ascend's setup.py writes the SOC_VERSION it was built for into vllm_ascend/_build_info.py
+# (vllm-project/vllm-ascend setup.py @ 00305f4ade12, custom_build_info); the values per device
+# are in its installation guide (ascend910b1 for Atlas A2, ascend910_9391 for A3, ascend310p1
+# for 300I, ascend950* for 950: docs/source/installation.md @ 01cf4574e483)
+_BUILT_SOC = re.compile(r"__soc_version__\s*=\s*['\"]([^'\"]+)['\"]")
+_SOC_FAMILIES = (("ascend910b", "A2"), ("ascend910_93", "A3"), ("ascend310p", "310P"),
+                 ("ascend950", "A5_950"))
+
+
+def soc_family(soc: str) -> str | None:
+    """The chip family a build SOC_VERSION targets, or None when the data does not say."""
+    low = soc.strip().lower()
+    return next((family for prefix, family in _SOC_FAMILIES if low.startswith(prefix)), None)
+
+
+def built_soc(ctx: Context, python: PythonEnvironment) -> str | None:
+    """The SOC_VERSION the installed vllm-ascend was built for, or None when not readable."""
+    from probes.errors import HostError
+    from probes.host import normalise_dist_name
+
+    location = python.locations.get(normalise_dist_name("vllm-ascend"))
+    if python.error or not location:
+        return None
+    try:
+        text = ctx.host.read_bytes(posixpath.join(location, "vllm_ascend", "_build_info.py"),
+                                   0, 64 * 1024).decode("utf-8", "replace")
+    except HostError:
+        return None
+    match = _BUILT_SOC.search(text)
+    return match.group(1) if match else None
+
+
+def judge_built_soc(ctx: Context, python: PythonEnvironment) -> tuple[list[Said], list[str]]:
+    """The chip family vllm-ascend was built for against the chips npu-smi shows."""
+    from checks.builtin import facts
+    from checks.builtin.fp8_gate import chip_family
+
+    soc = built_soc(ctx, python)
+    reading = facts.npu(ctx)
+    info = None if reading.is_error else reading.info
+    if soc is None or info is None or not info.chips:
+        return [], []
+    built = soc_family(soc)
+    chips = {chip_family(c.name or "") for c in info.chips}
+    if built is None or None in chips:
+        return [], [f"vllm-ascend built for SOC_VERSION {soc}; chips "
+                    f"{', '.join(sorted({c.name or '?' for c in info.chips}))}: the families "
+                    "are not in our data, not judged"]
+    if chips == {built}:
+        return [("pass", f"vllm-ascend was built for {soc}, the {built} chips here", "", "")], []
+    return [("fail", f"vllm-ascend was built for SOC_VERSION {soc} ({built}) but the chips "
+             f"here are {', '.join(sorted(str(c) for c in chips))}",
+             "Install the vllm-ascend build (or image) for these chips, or rebuild it with "
+             "SOC_VERSION set for them.", "soc-build")], []

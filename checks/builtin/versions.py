@@ -127,6 +127,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "triton-ascend-required": "fail",
         "atb-abi": "fail",
         "bisheng-not-found": "warn",
+        "soc-build": "fail",
     },
 }
 PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "

@@ -554,3 +554,30 @@ def test_the_loaded_driver_against_the_installed_one(fake_root: FakeRoot, instal
         assert "loaded-driver" in found.rules
         assert "npu-smi reports driver 24.1.rc1.b030 but driver/version.info says 25.0.rc1.1" \
             in found.summary
+
+
+@pytest.mark.parametrize(("soc", "status"), [("ascend910b1", "pass"),
+                                             ("ascend910_9391", "fail")])
+def test_the_soc_vllm_ascend_was_built_for(fake_root: FakeRoot, soc: str, status: str) -> None:
+    """An A3 image on an A2 machine: vllm_ascend/_build_info.py names the SOC_VERSION of the
+    build; npu-smi shows 910B4 (A2) chips."""
+    from probes.host import PythonEnvironment
+    from probes.inventory import parse_output
+
+    install_stack(fake_root)
+    site = fake_root.path.parent / "built-site"
+    fake_root.file(f"{site}/vllm_ascend/_build_info.py", f"__soc_version__ = '{soc}'\n")
+    ctx = context_with(fake_root, HEALTHY_PACKAGES)
+    real = ctx.host.python_packages()
+    env = PythonEnvironment(real.interpreter, real.python_version, real.packages,
+                            locations={**real.locations, "vllm-ascend": str(site)})
+    ctx.fact("python", lambda: env)
+    reading = parse_output(next(CORPUS.glob("014-*")).read_text())
+    ctx.fact("npu", lambda: reading)
+    found = versions_parity(ctx)
+    if status == "pass":
+        assert f"ok: vllm-ascend was built for {soc}, the A2 chips here" in found.evidence
+    else:
+        assert "soc-build" in found.rules
+        assert f"vllm-ascend was built for SOC_VERSION {soc} (A3) but the chips here are A2" \
+            in found.summary
