@@ -15,32 +15,32 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.compat import (
-    HdkRow,
     compat_data,
-    hdk_matches,
-    hdk_row,
     listed,
     mindie_pairing,
-    newer_than_all,
     product_of,
-    recommended_driver,
     row_for,
     same,
     vllm_pairing,
     vllm_tested_cann,
 )
+from checks.builtin.versions_driver import (
+    judge_driver_cann,
+    judge_driver_firmware,
+    judge_loaded_driver,
+)
+from checks.builtin.versions_model import Installed, Judgement
 from checks.context import Context
-from checks.model import Finding, Status, skipped, worst
+from checks.model import Finding, Status, skipped
 from probes.stack import Found, StackVersions, read_stack
 from probes.versions import torch_base, try_parse_version
 
 if TYPE_CHECKING:
-    from probes.version_files import DriverVersionInfo, FirmwareVersionInfo
+    pass
 
 __all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"]
 
@@ -48,56 +48,6 @@ __all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"
 def stack(ctx: Context) -> StackVersions:
     """The Ascend version files, read once per run (cann.environment shares it)."""
     return ctx.fact("stack", lambda: read_stack(ctx.host))
-
-
-# ----------------------------------------------------------------------------- verdicts
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One pairing judged: its status, what was compared, and the fix."""
-
-    status: Status  # pass, warn or fail
-    text: str
-    remedy: str = ""
-    rules: tuple[str, ...] = ()  # the rule that decided a warn or fail (CHECK_RULES)
-
-
-@dataclass
-class Judgement:
-    """Verdicts and evidence gathered while judging, folded into one Finding: its rules are
-    those of the verdicts its summary names (warns and fails), in the order they were found."""
-
-    verdicts: list[Verdict] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-
-    def add(self, status: Status, text: str, remedy: str = "",
-            rules: tuple[str, ...] = ()) -> None:
-        self.verdicts.append(Verdict(status, text, remedy, rules))
-
-    def finding(self, ok_summary: str) -> Finding:
-        status = worst([v.status for v in self.verdicts]) if self.verdicts else "pass"
-        problems = [v for v in self.verdicts if v.status != "pass"]
-        agreed = [f"ok: {v.text}" for v in self.verdicts if v.status == "pass"]
-        summary = "; ".join(v.text for v in problems) if problems else ok_summary
-        remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
-        rules = tuple(dict.fromkeys(rule for v in problems for rule in v.rules))
-        return Finding(status, summary, (*self.evidence, *agreed), remedy, rules)
-
-
-@dataclass(frozen=True)
-class Installed:
-    """The versions one machine has; None for what was not found."""
-
-    driver: DriverVersionInfo | None
-    firmware: FirmwareVersionInfo | None
-    cann: str | None
-    toolkit_family: str | None
-    nnal: str | None
-    mindie: str | None
-    packages: Mapping[str, str | None]  # torch, torch_npu, vllm, vllm_ascend
-    interpreter: str = ""  # the judged interpreter, as given
-    python_error: str = ""  # why its packages could not be read; "" when they were
 
 
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
@@ -209,179 +159,6 @@ def judge_interpreter(inst: Installed, j: Judgement) -> None:
         j.add("warn", f"no torch_npu in {inst.interpreter}: torch_npu and its CANN pairing "
               "not judged", PYTHON_REMEDY + " Or install torch_npu there.",
               rules=("interpreter-not-judged",))
-
-
-# ----------------------------------------------------------------------------- driver side
-
-HDK_REMEDY = ("Install driver and firmware from an Ascend HDK release the CANN release notes "
-              "list for CANN {cann}, or the CANN that pairs with this HDK.")
-DERIVED = ("(an installer field whose meaning no vendor document states: a warning, not a "
-           "verdict)")
-
-
-def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
-    """The `compatible_version_fw`/`_drv` fields (derived rules: warnings at most)."""
-    drv, fw = inst.driver, inst.firmware
-    if drv is None or fw is None or not drv.driver_version or not fw.version:
-        return
-    from probes.version_files import driver_accepted_by_firmware, firmware_in_driver_range
-
-    d, f = drv.driver_version, fw.version
-    remedy = ("Install driver and firmware from the same Ascend HDK release "
-              "(firmware after the driver, then a cold reboot).")
-    in_range = firmware_in_driver_range(f, drv)
-    ranges = ",".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw_ranges)
-    if in_range is None:
-        j.evidence.append(f"driver {d} declares no usable compatible_version_fw")
-    elif in_range:
-        j.add("pass", f"firmware {f} within driver {d}'s compatible_version_fw {ranges}")
-    else:
-        j.add("warn", f"firmware {f} is outside driver {d}'s compatible_version_fw {ranges} "
-              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
-    accepted = driver_accepted_by_firmware(d, fw)
-    entries = ",".join(f"[{lo},{hi}]" for lo, hi in fw.compatible_drv)
-    if accepted is None:
-        j.evidence.append(f"firmware {f} declares no compatible_version_drv")
-    elif accepted:
-        j.add("pass", f"driver {d} accepted by firmware {f}'s compatible_version_drv")
-    else:
-        j.add("warn", f"driver {d} is not in firmware {f}'s compatible_version_drv {entries} "
-              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
-
-
-def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
-    """The driver's HDK release against cann_to_hdk.declared; the toolkit's innerversion
-    family in the driver's `compatible_version` corroborates (a derived rule: warn)."""
-    d = inst.driver.driver_version if inst.driver else None
-    if d is None or inst.cann is None:
-        return
-    by_table = _driver_by_table(inst, d, inst.cann, j)
-    by_family = _driver_by_family(inst, j)
-    if not by_table and not by_family:
-        j.add(unknown, f"driver {d} with CANN {inst.cann} not judged: CANN {inst.cann} has no "
-              "declared HDK list in the compatibility data and "
-              + ("the driver's version.info has no compatible_version" if inst.driver and not
-                 inst.driver.compatible_families else "the toolkit names no innerversion"),
-              f"Check the CANN {inst.cann} release notes for the Ascend HDK it needs.",
-              rules=("not-in-the-data",))
-
-
-def _driver_by_table(inst: Installed, driver: str, cann: str, j: Judgement) -> bool:
-    """Judge by the CANN->HDK table (or, without a list, the install helper's recommended
-    pair); False when neither has anything to say."""
-    row = hdk_row(cann)
-    if (row is None or row.kind == "community") and _by_recommended_pair(driver, cann, j):
-        return True
-    if row is None:
-        j.evidence.append(f"CANN {cann}: no HDK list in the compatibility data")
-        return False
-    if row.kind == "minimum":
-        return _by_minimum(driver, cann, row, j)
-    match = next(((h, p) for h, p in row.entries if hdk_matches(driver, h)), None)
-    hdks = ", ".join(h + (f" ({p})" if p else "") for h, p in row.entries)
-    if match is not None:
-        what = {"complete": "declared for", "partial": "paired with",
-                "community": "seen (community reports) with"}[row.kind]
-        product = f" on {match[1]}" if match[1] else ""
-        j.add("pass", f"driver {driver} is an HDK {match[0]} release {what} CANN "
-              f"{cann}{product}")
-        return True
-    if row.kind == "complete":
-        _outside_declared(inst, driver, cann, row, hdks, j)
-        return True
-    if row.kind == "partial":
-        j.add("warn", f"driver {driver} is not an HDK paired with CANN {cann} in the data "
-              f"({hdks}); the CANN {cann} release notes may list more",
-              HDK_REMEDY.format(cann=cann), rules=("driver-hdk-table",))
-        return True
-    j.evidence.append(f"driver {driver} is not among the HDKs community reports show with "
-                      f"CANN {cann} ({hdks}): not judged by that")
-    return False
-
-
-def _outside_declared(inst: Installed, driver: str, cann: str, row: HdkRow, hdks: str,
-                      j: Judgement) -> None:
-    """A driver outside the declared list fails, unless it is newer than every listed HDK and
-    its compatible_version names the toolkit's family: then it warns."""
-    families = inst.driver.compatible_families if inst.driver else ()
-    if (inst.toolkit_family and inst.toolkit_family in families
-            and newer_than_all(driver, [h for h, _ in row.entries])):
-        j.add("warn", f"driver {driver} is newer than the HDKs declared for CANN {cann} "
-              f"({hdks}; {row.source}); its compatible_version lists the toolkit's family "
-              f"{inst.toolkit_family} {DERIVED}", HDK_REMEDY.format(cann=cann),
-              rules=("driver-hdk-table",))
-        return
-    j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
-          f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann),
-          rules=("driver-hdk-table",))
-
-
-def _by_minimum(driver: str, cann: str, row: HdkRow, j: Judgement) -> bool:
-    floor = row.entries[0][0]
-    have, want = try_parse_version(driver), try_parse_version(floor)
-    if have is None or want is None:
-        j.evidence.append(f"driver {driver}: not comparable with HDK {floor}")
-        return False
-    if have >= want or hdk_matches(driver, floor):
-        j.add("pass", f"driver {driver} is at or above HDK {floor}, the minimum declared for "
-              f"CANN {cann}")
-    else:
-        j.add("fail", f"driver {driver} is older than HDK {floor}, the minimum declared for "
-              f"CANN {cann} ({row.source})", HDK_REMEDY.format(cann=cann),
-              rules=("driver-hdk-table",))
-    return True
-
-
-def _by_recommended_pair(driver: str, cann: str, j: Judgement) -> bool:
-    """The install helper's pair, a warning level: its driver passes as the recommended one,
-    another warns (the helper names one driver per CANN, not every compatible one)."""
-    helper = recommended_driver(cann)
-    if helper is None:
-        return False
-    if hdk_matches(driver, helper):
-        j.add("pass", f"driver {driver} is the HDK {helper} the Ascend install helper pairs "
-              f"with CANN {cann}")
-        return True
-    j.add("warn", f"driver {driver} is not the HDK {helper} the Ascend install helper pairs "
-          f"with CANN {cann} (Ascend/docs _static/package_info.js @ b224fcc5f39c); no declared "
-          "HDK list for that CANN is in the data", HDK_REMEDY.format(cann=cann),
-          rules=("recommended-pair",))
-    return True
-
-
-def _driver_by_family(inst: Installed, j: Judgement) -> bool:
-    """The toolkit's innerversion family in the driver's compatible_version (derived)."""
-    drv, family = inst.driver, inst.toolkit_family
-    if drv is None or family is None or not drv.compatible_families:
-        return False
-    d = drv.driver_version
-    if family in drv.compatible_families:
-        j.add("pass", f"CANN {inst.cann} family {family} in driver {d}'s compatible_version")
-    else:
-        j.add("warn", f"CANN {inst.cann} innerversion family {family} is not in driver {d}'s "
-              f"compatible_version {','.join(drv.compatible_families)} {DERIVED}",
-              HDK_REMEDY.format(cann=inst.cann), rules=("innerversion-family",))
-    return True
-
-
-def judge_loaded_driver(ctx: Context, inst: Installed, j: Judgement) -> None:
-    """The driver npu-smi reports (its title's `Version:`) against driver/version.info: two
-    readings of one driver that must agree; when they do not, the installed files changed
-    since the running driver was loaded (an upgrade not yet rebooted) or npu-smi belongs to
-    another installation."""
-    installed = inst.driver.driver_version if inst.driver else None
-    reading = facts.npu(ctx)
-    loaded = None if reading.is_error or reading.info is None else reading.info.driver_version
-    if not installed or not loaded:
-        return
-    if hdk_matches(loaded, installed) or hdk_matches(installed, loaded):
-        j.add("pass", f"npu-smi reports driver {loaded}, as driver/version.info says")
-        return
-    j.add("warn", f"npu-smi reports driver {loaded} but driver/version.info says {installed}: "
-          "the driver files changed since the running driver was loaded (an upgrade not yet "
-          "rebooted), or npu-smi comes from another installation",
-          "Reboot (or reload the driver) after a driver upgrade, and run the npu-smi of the "
-          "installed driver.", rules=("loaded-driver",))
 
 
 def judge_nnal(inst: Installed, j: Judgement) -> None:
