@@ -80,6 +80,7 @@ class Deployment:
     cpu_offload_gib: Setting[float] | None = None  # vLLM --cpu-offload-gb, weights per device
 
     dp_local: Setting[int] | None = None  # vLLM --data-parallel-size-local: replicas here
+    context_auto: str = ""  # where `--max-model-len auto` was read; "" when not given
 
     @property
     def chips(self) -> int:
@@ -161,6 +162,7 @@ def deployment(ctx: Context) -> Deployment:
         engine=serving.server if row_known(serving.server) else "",
         swap_space_gib=_gib(args.swap_space_gib), cpu_offload_gib=_gib(args.cpu_offload_gib),
         dp_local=_count(args.data_parallel_local),
+        context_auto=args.max_model_len_auto.source if args.max_model_len_auto else "",
         notes=(*notes, *serving.notes))
 
 
@@ -182,6 +184,10 @@ def for_model(settings: Deployment, config: ModelConfig) -> Deployment:
     """A vLLM target without --max-model-len sizes for the model's own maximum context."""
     if settings.engine != "vllm" or settings.max_seq_len.origin != "policy":
         return settings
+    if settings.context_auto:
+        return replace(settings, notes=(*settings.notes, f"{settings.context_auto}: vLLM picks "
+                                        "the context; sized for the policy's "
+                                        f"{settings.max_seq_len.value:,} tokens"))
     found = model_max_context(config)
     if found is None:
         return replace(settings, notes=(*settings.notes, "no --max-model-len and no "

@@ -32,6 +32,7 @@ class MemoryArgs:
     swap_space_gib: Sourced[float] | None = None  # vLLM --swap-space: host RAM per device
     cpu_offload_gib: Sourced[float] | None = None  # vLLM --cpu-offload-gb: weights per device
     data_parallel_local: Sourced[float] | None = None  # vLLM --data-parallel-size-local
+    max_model_len_auto: Sourced[str] | None = None  # `--max-model-len auto` (or -1)
 
 
 def bool_flag(args: Sequence[str], name: str) -> Sourced[int] | None:
@@ -75,7 +76,18 @@ def memory_args(cmdline: Sequence[str], env: Mapping[str, str], server: str) -> 
                       swap_space_gib=gib_flag(args, "--swap-space", notes),
                       cpu_offload_gib=gib_flag(args, "--cpu-offload-gb", notes),
                       data_parallel_local=gib_flag(args, "--data-parallel-size-local", notes),
-                      notes=tuple(notes))
+                      max_model_len_auto=_auto_len(args), notes=tuple(notes))
+
+
+def _auto_len(args: Sequence[str]) -> Sourced[str] | None:
+    """`--max-model-len auto` / `-1`: the engine picks the context (vllm-project/vllm#19407
+    asked for it; later vLLM fits it to the memory left), not a number to plan with."""
+    from probes.target.serving import flag
+
+    found = flag(args, ["--max-model-len"])
+    if found is None or found[0].strip() not in ("auto", "-1"):
+        return None
+    return Sourced(found[0].strip(), f"`{found[1]}` on the command line")
 
 
 def gib_flag(args: Sequence[str], name: str, notes: list[str]) -> Sourced[float] | None:

@@ -764,3 +764,14 @@ def test_data_parallel_local_counts_the_replicas_on_this_node(tmp_path: Path) ->
         model, tp=4, dp=4, max_len=32768, switches=("--data-parallel-size-local", "2"))))
     assert finding.status == "pass", finding
     assert "2 of them on this node" in text_of(finding)
+
+
+def test_max_model_len_auto_is_not_sized_for_the_models_maximum(tmp_path: Path) -> None:
+    """`--max-model-len auto` leaves the context to vLLM: the model's 262,144 is not assumed."""
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=4, util=0.8, switches=("--max-model-len", "auto"))))
+    assert finding.status == "pass", finding
+    assert "32,768 tokens (policy)" in finding.summary
+    assert "`--max-model-len auto` on the command line: vLLM picks the context" \
+        in text_of(finding)
