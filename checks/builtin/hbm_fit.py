@@ -1,14 +1,19 @@
 """npu.hbm-fit: will the weights, the KV cache, the linear-attention state and a reserve fit in
-the HBM of each chip of one tensor-parallel group?
+the HBM of each chip of a deployment, planned the way its engine plans it?
 
 Inputs, each said with its source (checks.builtin.hbm_inputs): the weights from the
 safetensors headers (no tensor data is read), the index's `metadata.total_size` when shards are
-missing, or an estimate from config.json (said to be one); the tensor-parallel size and the
-context from the target's command line, --tp or the policy; the HBM of each chip from
-`npu-smi info`. Usable HBM is measured, never assumed: a 64 GB part shows about 61 GiB to
-torch_npu (vllm-project/vllm-ascend#1670) and 3-4 GB used at idle (vllm-project/vllm-ascend#975).
-A chip the target itself holds is judged against its total HBM less what other processes hold
-on it, not against what is free while the target runs.
+missing, or an estimate from config.json (said to be one); the tensor-, pipeline- and
+data-parallel sizes, expert parallelism and the context from the target's command line, --tp
+or the policy (a vLLM target without --max-model-len is sized for the model's own maximum:
+checks.builtin.hbm_engine); the memory of each chip from `npu-smi info` (HBM-Usage, or 310P's
+Memory-Usage). Usable memory is measured, never assumed, the same way whether the target runs
+or not (checks.builtin.hbm_chips): a 64 GB part shows about 61 GiB to torch_npu
+(vllm-project/vllm-ascend#1670) because 3-4 GB are used at idle (vllm-project/vllm-ascend#975).
+The engine plans within its share of that (vLLM --gpu-memory-utilization, MindIE
+NPU_MEMORY_FRACTION, or their defaults); what the share leaves outside holds graph capture and
+HCCL buffers (a warning when small). Host RAM is judged by vLLM's own swap-space and CPU-offload
+rules (checks.builtin.hbm_host).
 
 KV per token = full-attention layers x 2 x KV heads x head_dim x bytes (KV heads split over the
 tensor-parallel chips, one per chip at least), allocated in blocks of `hbm_fit.kv_block_tokens`
