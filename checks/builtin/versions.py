@@ -67,6 +67,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "loaded-driver": "warn",  # judge_loaded_driver
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
+        "kernels-toolkit": "warn",  # judge_kernels
         "nnal-equals-cann": "fail",  # judge_nnal
         "torch-npu-build": "warn/fail",  # judge_torch
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
@@ -159,6 +160,26 @@ def judge_interpreter(inst: Installed, j: Judgement) -> None:
         j.add("warn", f"no torch_npu in {inst.interpreter}: torch_npu and its CANN pairing "
               "not judged", PYTHON_REMEDY + " Or install torch_npu there.",
               rules=("interpreter-not-judged",))
+
+
+def judge_kernels(ctx: Context, j: Judgement) -> None:
+    """The operator kernels package (version.cfg `opp_kernel`) against the toolkit: both come
+    from one CANN release in the installation guides (vllm-project/vllm-ascend
+    docs/source/installation.md @ 01cf4574e483 installs toolkit, kernels/ops and NNAL of one
+    version); a kernels package of another release is a warning."""
+    cfg = stack(ctx).version_cfg.value
+    if cfg is None:
+        return
+    toolkit, kernels = cfg.running.get("toolkit"), cfg.running.get("opp_kernel")
+    if toolkit is None or kernels is None:
+        return
+    if same(toolkit.version, kernels.version):
+        j.add("pass", f"operator kernels {kernels.version} are the toolkit's release")
+        return
+    j.add("warn", f"operator kernels package {kernels.version} is not the toolkit's release "
+          f"{toolkit.version} (version.cfg)",
+          f"Install the kernels (ops) package of CANN {toolkit.version} for this chip.",
+          rules=("kernels-toolkit",))
 
 
 def judge_nnal(inst: Installed, j: Judgement) -> None:
@@ -378,6 +399,7 @@ def versions_parity(ctx: Context) -> Finding:
     judge_driver_firmware(inst, j)
     judge_driver_cann(inst, j, unknown)
     judge_loaded_driver(ctx, inst, j)
+    judge_kernels(ctx, j)
     judge_nnal(inst, j)
     judge_torch(inst, j)
     judge_torch_npu_cann(inst, j, unknown)

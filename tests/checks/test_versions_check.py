@@ -581,3 +581,22 @@ def test_the_soc_vllm_ascend_was_built_for(fake_root: FakeRoot, soc: str, status
         assert "soc-build" in found.rules
         assert f"vllm-ascend was built for SOC_VERSION {soc} (A3) but the chips here are A2" \
             in found.summary
+
+
+@pytest.mark.parametrize(("kernels", "status"), [("8.1.RC1", "pass"), ("8.0.0", "warn")])
+def test_operator_kernels_of_the_toolkits_release(fake_root: FakeRoot, kernels: str,
+                                                  status: str) -> None:
+    cfg = next(CORPUS.glob("045-*")).read_text().replace(
+        "opp_kernel_running_version=[7.7.T20.0.B210:8.1.RC1]",
+        f"opp_kernel_running_version=[7.7.T20.0.B210:{kernels}]")
+    install_stack(fake_root, toolkit=toolkit_info("8.1.RC1", "V100R001C21SPC001B238"),
+                  nnal="8.1.RC1")
+    fake_root.file(f"{ASCEND}/ascend-toolkit/latest/version.cfg", cfg)
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
+    if status == "pass":
+        assert "ok: operator kernels 8.1.RC1 are the toolkit's release" in found.evidence
+        assert "kernels-toolkit" not in found.rules
+    else:
+        assert "kernels-toolkit" in found.rules
+        assert "operator kernels package 8.0.0 is not the toolkit's release 8.1.RC1" \
+            in found.summary
