@@ -148,13 +148,22 @@ def _with_description(model: ModelDir, found: ModelSlimDescription,
                                 "same msModelSlim run")
 
 
+def looked_up(name: str) -> bool:
+    """A tensor the loader asks the description about: a layer's `.weight` (linear, MoE,
+    embedding), not a norm's weight nor a scale or offset beside a quantised weight."""
+    if not name.endswith(".weight"):
+        return False
+    module = name[: -len(".weight")].rsplit(".", 1)[-1]
+    return "norm" not in module
+
+
 def _mismatches(model: ModelDir, described: Mapping[str, str], complete: bool) -> list[str]:
     """How the description and the shards disagree, one line per kind."""
     tensors = model.tensors
     out: list[str] = []
-    undescribed = [n for n in tensors if n not in described]
+    undescribed = [n for n in tensors if n not in described and looked_up(n)]
     if undescribed:
-        out.append(f"{len(undescribed):,} tensors not described ({_some(undescribed)}); the "
+        out.append(f"{len(undescribed):,} weights not described ({_some(undescribed)}); the "
                    "loader looks up every layer's `<layer>.weight` there")
     if complete:
         absent = [n for n in described if n not in tensors and n not in model.weight_map]

@@ -603,11 +603,14 @@ def test_a_description_of_other_tensors_fails(tmp_path: Path) -> None:
     described = slim_description(slim_tensors(layers=3))  # one layer more than the shards
     described["model.layers.0.input_layernorm.weight"] = "W8A8_DYNAMIC"  # a float as int8
     described["model.layers.1.self_attn.q_proj.weight"] = "FLOAT"  # an int8 weight as float
-    del described["model.layers.0.self_attn.q_proj.weight_scale"]
+    del described["model.layers.0.self_attn.q_proj.weight_scale"]  # never looked up: fine
+    del described["model.embed_tokens.weight"]  # looked up: an embedding layer's weight
     model = slim_model(tmp_path, described)
     finding = checkpoint_format(ctx_for(model))
     assert finding.status == "fail" and finding.rules == ("modelslim-tensors-mismatch",)
-    for part in ("1 tensors not described", "4 described tensors are in no shard",
+    assert "weight_scale" not in finding.summary.split("described tensors")[0]
+    for part in ("1 weights not described (model.embed_tokens.weight)",
+                 "4 described tensors are in no shard",
                  "1 weights described as quantised are stored as floats",
                  "1 tensors described as FLOAT are stored as integers"):
         assert part in finding.summary, finding.summary
