@@ -76,7 +76,10 @@ def _driver_by_table(inst: Installed, driver: str, cann: str, j: Judgement) -> b
     """Judge by the CANN->HDK table (or, without a list, the install helper's recommended
     pair); False when neither has anything to say."""
     row = hdk_row(cann)
-    if (row is None or row.kind == "community") and _by_recommended_pair(driver, cann, j):
+    seen = row is not None and row.kind == "community" and any(
+        hdk_matches(driver, h) for h, _ in row.entries)
+    if (row is None or (row.kind == "community" and not seen)) and \
+            _by_recommended_pair(driver, cann, j):
         return True
     if row is None:
         j.evidence.append(f"CANN {cann}: no HDK list in the compatibility data")

@@ -600,3 +600,15 @@ def test_operator_kernels_of_the_toolkits_release(fake_root: FakeRoot, kernels: 
         assert "kernels-toolkit" in found.rules
         assert "operator kernels package 8.0.0 is not the toolkit's release 8.1.RC1" \
             in found.summary
+
+
+def test_a_driver_community_reports_show_with_the_cann_is_not_held_to_the_helper(
+        fake_root: FakeRoot) -> None:
+    """CANN 8.2.RC1 with HDK 25.2.0 (what ascend-deployer installs with it) is not "not the
+    recommended pair": the helper's 25.0.rc1 is one choice, not the only one."""
+    install_stack(fake_root, toolkit=toolkit_info("8.2.RC1", "V100R001C22SPC001B100"),
+                  nnal="8.2.RC1", driver=driver_info("25.2.0", None), firmware="")
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1.post1"})
+    assert "recommended-pair" not in found.rules, found
+    assert any("25.2.0 release seen (community reports) with CANN 8.2.RC1" in line
+               for line in found.evidence)
