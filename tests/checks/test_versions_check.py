@@ -612,3 +612,10 @@ def test_a_driver_community_reports_show_with_the_cann_is_not_held_to_the_helper
     assert "recommended-pair" not in found.rules, found
     assert any("25.2.0 release seen (community reports) with CANN 8.2.RC1" in line
                for line in found.evidence)
+
+
+def test_cann_81rc1_with_the_hdk_its_deployer_installs(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.1.RC1", "V100R001C21SPC001B238"),
+                  nnal="8.1.RC1", driver=driver_info("25.0.rc1", None), firmware="")
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
+    assert "recommended-pair" not in found.rules and "driver-hdk-table" not in found.rules
