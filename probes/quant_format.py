@@ -142,3 +142,52 @@ def _compressed_tensors_format(quant: Mapping[str, Any],
             return QuantFormat(scheme=str(strategy), scale_suffix="weight_scale",
                                input_scales=static, **common.fields())
     return QuantFormat(scheme="unknown", **common.fields())
+
+
+# -- msModelSlim's description file -----------------------------------------------------------
+
+# What msModelSlim writes beside its W8A8/W4A8 safetensors and vllm-ascend's `--quantization
+# ascend` loader reads: `model_quant_type` (the whole checkpoint's type), optional settings
+# (`fa_quant_type`, `kv_quant_type`, `group_size`, `version`) and one entry per tensor, its type
+# (`FLOAT` for a tensor kept in floating point, else W8A8, W8A8_DYNAMIC, W4A8_DYNAMIC, ...).
+# Sources: vllm-project/vllm-ascend vllm_ascend/quantization/modelslim_config.py @ 02f6f8fef3ab
+# (MODELSLIM_CONFIG_FILENAME, get_linear_quant_type, is_layer_skipped_ascend) and the example in
+# vllm-project/vllm-ascend docs/source/user_guide/feature_guide/quantization.md @ 1e6dd18a348b.
+MODELSLIM_DESCRIPTION = "quant_model_description.json"
+FLOAT_TYPE = "FLOAT"
+
+
+@dataclass(frozen=True)
+class ModelSlimDescription:
+    """quant_model_description.json as facts: the overall type and each tensor's type."""
+
+    model_quant_type: str | None
+    tensor_types: Mapping[str, str]  # tensor name -> FLOAT / W8A8 / ...
+    settings: Mapping[str, Any]  # the keys that name no tensor (fa_quant_type, version, ...)
+    problems: tuple[str, ...] = ()  # entries that are not a type string
+
+    @property
+    def quantized(self) -> tuple[str, ...]:
+        """Tensors described as quantised (anything but FLOAT)."""
+        return tuple(n for n, t in self.tensor_types.items() if t != FLOAT_TYPE)
+
+
+def parse_modelslim_description(document: Any) -> ModelSlimDescription:
+    """The description as facts; a key with a dot names a tensor, one without is a setting."""
+    if not isinstance(document, Mapping):
+        return ModelSlimDescription(None, {}, {}, (f"expected a JSON object, got "
+                                                   f"{type(document).__name__}",))
+    types: dict[str, str] = {}
+    settings: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in document.items():
+        name = str(key)
+        if "." not in name:
+            settings[name] = value
+        elif isinstance(value, str) and value:
+            types[name] = value
+        else:
+            problems.append(f"{name}: {str(value)[:40]!r} is not a quantisation type")
+    overall = settings.get("model_quant_type")
+    return ModelSlimDescription(overall if isinstance(overall, str) and overall else None,
+                                types, settings, tuple(problems))

@@ -50,6 +50,13 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "fp8-not-servable": "fail",
         "fp8-unknown-chip": "warn",
         "unknown-architecture": "warn",
+        # an msModelSlim (W8A8/W4A8) checkpoint: checks.builtin.modelslim
+        "modelslim-description-missing": "fail",
+        "modelslim-description-unreadable": "fail",
+        "modelslim-tensors-mismatch": "fail",
+        "modelslim-conflicting-config": "fail",
+        "modelslim-flag-missing": "warn/fail",
+        "modelslim-no-quant-type": "warn",
     },
 }
 
@@ -205,8 +212,20 @@ def checkpoint_format(ctx: Context) -> Finding:
     if verdict.fails:
         verdict.remedies.append(REDOWNLOAD)
     gate = _deployability(ctx, model, verdict)
+    slim = _modelslim(ctx, model, verdict)
     _architecture(model, verdict)
-    return _finding(model, found, gate, verdict)
+    return _finding(model, found, gate, verdict, slim)
+
+
+def _modelslim(ctx: Context, model: ModelDir, verdict: Verdict) -> tuple[str, ...]:
+    """The msModelSlim rules (checks.builtin.modelslim); their evidence lines."""
+    from checks.builtin.modelslim import modelslim
+
+    slim = modelslim(ctx, model)
+    verdict.fails += [Problem(rule, text) for rule, text in slim.fails]
+    verdict.warns += [Problem(rule, text) for rule, text in slim.warns]
+    verdict.remedies += slim.remedies
+    return tuple(slim.evidence)
 
 
 def _deployability(ctx: Context, model: ModelDir, verdict: Verdict) -> Fp8Gate | None:
@@ -253,8 +272,8 @@ def _evidence(model: ModelDir, found: Coverage, gate: Fp8Gate | None) -> tuple[s
 
 
 def _finding(model: ModelDir, found: Coverage, gate: Fp8Gate | None,
-             verdict: Verdict) -> Finding:
-    evidence = _evidence(model, found, gate)
+             verdict: Verdict, extra: tuple[str, ...] = ()) -> Finding:
+    evidence = (*_evidence(model, found, gate), *extra)
     problems = [*verdict.fails, *verdict.warns]
     # several problems are also listed one per line; a single one is the summary already
     listed = tuple(p.text for p in problems) if len(problems) > 1 else ()

@@ -15,9 +15,9 @@ from checks import datafiles
 from probes.versions import same_release, try_parse_version
 
 Row = Mapping[str, Any]
-# complete: every HDK declared for the CANN; partial: pairings for some products only;
-# community: seen together in public reports
-HdkKind = Literal["complete", "partial", "community"]
+# complete: every HDK declared for the CANN; minimum: any HDK from the one named on;
+# partial: pairings for some products only; community: seen together in public reports
+HdkKind = Literal["complete", "minimum", "partial", "community"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class CompatData:
     vllm_rows: tuple[Row, ...]  # vllm_ascend.rows
     mindie_rows: tuple[Row, ...]  # mindie_compat.rows
     hdk_rows: tuple[HdkRow, ...]  # cann_to_hdk.declared, as code reads it
+    recommended: tuple[tuple[str, str], ...] = ()  # (CANN, driver): the install helper's pairs
 
     @property
     def known_cann(self) -> tuple[str, ...]:
@@ -60,7 +61,26 @@ def compat_data() -> CompatData:
         vllm_rows=tuple(raw["vllm_ascend"]["rows"]),
         mindie_rows=tuple(raw["mindie_compat"]["rows"]),
         hdk_rows=hdk_rows(raw["cann_to_hdk"]["declared"]),
+        recommended=tuple((str(r["cann"]), helper_driver(str(r["driver"])))
+                          for r in raw["cann_to_hdk"]["recommended_download_pairs_910b"]),
     )
+
+
+def helper_driver(text: str) -> str:
+    """The install helper's driver as an HDK entry: `25.0.rc1(.1)` -> `25.0.rc1`."""
+    return text.split("(", 1)[0].strip()
+
+
+def recommended_driver(cann: str) -> str | None:
+    """The driver the install helper pairs with this CANN (910B), or None."""
+    return next((d for c, d in compat_data().recommended if same(c, cann)), None)
+
+
+def newer_than_all(driver: str, entries: Sequence[str]) -> bool:
+    """Is `driver` a later HDK than every listed entry (an `X` counts as 0)?"""
+    have = try_parse_version(driver)
+    wants = [try_parse_version(e.lower().replace(".x", ".0")) for e in entries]
+    return have is not None and all(w is not None and have > w for w in wants)
 
 
 def hdk_rows(declared: Sequence[Row]) -> tuple[HdkRow, ...]:
@@ -74,6 +94,8 @@ def hdk_rows(declared: Sequence[Row]) -> tuple[HdkRow, ...]:
         source = str(row.get("source") or row.get("hdk") or row.get("note") or "")
         if isinstance(lists, list):
             rows.append(HdkRow(cann, "complete", tuple((str(h), "") for h in lists), source))
+        elif isinstance(row.get("hdk_min"), str):
+            rows.append(HdkRow(cann, "minimum", ((str(row["hdk_min"]), ""),), source))
         elif isinstance(row.get("hdk_by_product"), Mapping):
             entries = tuple((str(h), str(product))
                             for product, hdks in row["hdk_by_product"].items() for h in hdks)

@@ -21,6 +21,7 @@ class ChipBudget:
     chip: ChipRow
     budget_bytes: int
     how: str
+    runtime_total_bytes: int = 0  # the chip's total less what no process holds at idle
 
 
 def chips_used(chips: Sequence[ChipRow], visible_ids: tuple[int, ...] | None) -> list[ChipRow]:
@@ -31,10 +32,24 @@ def chips_used(chips: Sequence[ChipRow], visible_ids: tuple[int, ...] | None) ->
     return [chips[i] for i in visible_ids if 0 <= i < len(chips)]
 
 
+def memory_mb(chip: ChipRow) -> tuple[int, int, str] | None:
+    """(used, total, which figure): HBM-Usage, else Memory-Usage (310P prints its device
+    memory there, not in an HBM column); None when npu-smi printed neither."""
+    if chip.hbm_total_mb and chip.hbm_used_mb is not None:
+        return chip.hbm_used_mb, chip.hbm_total_mb, "HBM"
+    if chip.memory_total_mb and chip.memory_used_mb is not None:
+        return chip.memory_used_mb, chip.memory_total_mb, "Memory-Usage"
+    return None
+
+
+def total_mb(chip: ChipRow) -> int:
+    found = memory_mb(chip)
+    return found[1] if found else 0
+
+
 def free_bytes(chip: ChipRow) -> int | None:
-    if chip.hbm_total_mb is None or chip.hbm_used_mb is None:
-        return None
-    return (chip.hbm_total_mb - chip.hbm_used_mb) * MB
+    found = memory_mb(chip)
+    return None if found is None else (found[1] - found[0]) * MB
 
 
 def chip_label(chip: ChipRow) -> str:
@@ -53,18 +68,25 @@ def _same_chip(chip: ChipRow, npu_id: int, chip_id: int | None) -> bool:
 
 
 def budget(chip: ChipRow, info: NpuInfo, own_pids: frozenset[int]) -> ChipBudget:
-    """A chip the target holds: its total less what other processes hold on it. Any other:
-    what is free now."""
-    total = (chip.hbm_total_mb or 0) * MB
+    """What the deployment can use on a chip, measured, whether it runs or not. What no
+    process holds is the runtime's own at idle (a 64 GB part shows about 61 GiB to torch_npu:
+    vllm-project/vllm-ascend#1670), so the engine's total is the chip's less that. A chip the
+    target holds gives the target that total less what other processes hold, i.e. what was
+    free before it started; any other chip gives what is free now."""
+    used_mb, all_mb, figure = memory_mb(chip) or (0, 0, "HBM")
     rows = [p for p in info.processes if _same_chip(chip, p.npu_id, p.chip_id)]
+    idle_mb = max(used_mb - sum(p.memory_mb or 0 for p in rows), 0)
+    runtime_mb = all_mb - idle_mb
     if own_pids and any(p.pid in own_pids for p in rows):
         others_mb = sum(p.memory_mb or 0 for p in rows if p.pid not in own_pids)
-        return ChipBudget(chip, total - others_mb * MB,
-                          f"{chip.hbm_total_mb:,} MB total less {others_mb:,} MB other processes "
-                          f"hold (the target's own use is its plan)")
+        return ChipBudget(chip, (runtime_mb - others_mb) * MB,
+                          f"{all_mb:,} MB total less {idle_mb:,} MB no process holds and "
+                          f"{others_mb:,} MB other processes hold (the target's own use is "
+                          "its plan)", runtime_mb * MB)
     return ChipBudget(chip, free_bytes(chip) or 0,
-                      f"{(chip.hbm_total_mb or 0) - (chip.hbm_used_mb or 0):,} MB free now "
-                      f"({chip.hbm_used_mb:,} / {chip.hbm_total_mb:,} MB used)")
+                      f"{all_mb - used_mb:,} MB free now ({used_mb:,} / {all_mb:,} MB "
+                      f"{'used' if figure == 'HBM' else 'Memory-Usage'}, {idle_mb:,} MB of it "
+                      "held by no process)", runtime_mb * MB)
 
 
 def group(ctx: Context, info: NpuInfo, visible: list[ChipRow],

@@ -1,14 +1,19 @@
 """npu.hbm-fit: will the weights, the KV cache, the linear-attention state and a reserve fit in
-the HBM of each chip of one tensor-parallel group?
+the HBM of each chip of a deployment, planned the way its engine plans it?
 
 Inputs, each said with its source (checks.builtin.hbm_inputs): the weights from the
 safetensors headers (no tensor data is read), the index's `metadata.total_size` when shards are
-missing, or an estimate from config.json (said to be one); the tensor-parallel size and the
-context from the target's command line, --tp or the policy; the HBM of each chip from
-`npu-smi info`. Usable HBM is measured, never assumed: a 64 GB part shows about 61 GiB to
-torch_npu (vllm-project/vllm-ascend#1670) and 3-4 GB used at idle (vllm-project/vllm-ascend#975).
-A chip the target itself holds is judged against its total HBM less what other processes hold
-on it, not against what is free while the target runs.
+missing, or an estimate from config.json (said to be one); the tensor-, pipeline- and
+data-parallel sizes, expert parallelism and the context from the target's command line, --tp
+or the policy (a vLLM target without --max-model-len is sized for the model's own maximum:
+checks.builtin.hbm_engine); the memory of each chip from `npu-smi info` (HBM-Usage, or 310P's
+Memory-Usage). Usable memory is measured, never assumed, the same way whether the target runs
+or not (checks.builtin.hbm_chips): a 64 GB part shows about 61 GiB to torch_npu
+(vllm-project/vllm-ascend#1670) because 3-4 GB are used at idle (vllm-project/vllm-ascend#975).
+The engine plans within its share of that (vLLM --gpu-memory-utilization, MindIE
+NPU_MEMORY_FRACTION, or their defaults); what the share leaves outside holds graph capture and
+HCCL buffers (a warning when small). Host RAM is judged by vLLM's own swap-space and CPU-offload
+rules (checks.builtin.hbm_host).
 
 KV per token = full-attention layers x 2 x KV heads x head_dim x bytes (KV heads split over the
 tensor-parallel chips, one per chip at least), allocated in blocks of `hbm_fit.kv_block_tokens`
@@ -28,7 +33,15 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8
 from checks.builtin.hbm_chips import chips_used, free_bytes, group, names
-from checks.builtin.hbm_inputs import Deployment, Model, deployment, estimated, mb, weights
+from checks.builtin.hbm_inputs import (
+    Deployment,
+    Model,
+    deployment,
+    estimated,
+    for_model,
+    mb,
+    weights,
+)
 from checks.builtin.hbm_plan import engine_plan_lines, kv_not_modelled
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, skipped
@@ -53,6 +66,9 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "context-does-not-fit": "fail",
         "kv-not-estimated": "warn",
         "little-headroom": "warn",
+        "little-room-outside-pool": "warn",
+        "host-ram-swap": "warn/fail",  # checks.builtin.hbm_host
+        "host-ram-offload": "fail",
         "estimate-only": "warn",
     },
 }
@@ -92,7 +108,7 @@ def hbm_fit(ctx: Context) -> Finding:
         return found
     if isinstance(found.weights, str):
         return skipped(found.weights, rules=("weights-unknown",))
-    settings = deployment(ctx)
+    settings = for_model(deployment(ctx), found.config)
     reading = facts.npu(ctx)
     info = None if reading.is_error else reading.info
     if info is None or not info.chips:
@@ -109,19 +125,21 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
         return skipped(f"ASCEND_RT_VISIBLE_DEVICES={visible_ids.raw!r} leaves no chip visible "
                        "(see the environment checks)", rules=("no-chip-visible",))
     if any(free_bytes(c) is None for c in visible):
-        return skipped("no HBM figures in npu-smi", f"chips: {names(visible)} (310P and 310 "
-                       "print none)", rules=("no-hbm-figures",))
+        return skipped("no HBM or Memory-Usage figures in npu-smi", f"chips: {names(visible)}",
+                       rules=("no-hbm-figures",))
     chosen, how = group(ctx, info, visible, settings.chips)
     if len(chosen) < settings.chips:
+        dp = f" x data parallel {settings.dp.value}" if settings.dp.value > 1 else ""
         return failed(f"tensor parallel {settings.tp.value} x pipeline parallel "
-                      f"{settings.pp.value} needs {settings.chips} chips; {len(visible)} "
+                      f"{settings.pp.value}{dp} needs {settings.chips} chips; {len(visible)} "
                       f"visible ({names(visible)})",
                       "use fewer chips per instance or make more visible "
                       "(ASCEND_RT_VISIBLE_DEVICES)", *_setting_lines(settings),
                       rules=("too-few-chips",))
+    from checks.builtin.hbm_host import host_ram, with_host
     from checks.builtin.hbm_verdict import verdict
 
-    return verdict(ctx, model, settings, chosen, how, visible)
+    return with_host(verdict(ctx, model, settings, chosen, how, visible), host_ram(ctx, settings))
 
 
 def need_lines(ctx: Context, model: Model, settings: Deployment) -> tuple[str, ...]:

@@ -7,22 +7,32 @@ Settings, in order of precedence:
   `--tensor-parallel-size` or MindIE `worldSize`, the policy (`hbm_fit.tensor_parallel_size`);
   pipeline parallelism multiplies the chips (vLLM `-pp`);
 - context: vLLM `--max-model-len`, MindIE `maxSeqLen`, the policy (`hbm_fit.max_seq_len`);
-- vLLM `--gpu-memory-utilization`: the share of each chip's HBM vLLM plans within;
-- MindIE `npuMemSize`: the KV cache per NPU in GB (-1 leaves it to MindIE).
+  without either, a vLLM target sizes for the model's own max_position_embeddings
+  (checks.builtin.hbm_engine), anything else for the policy's;
+- vLLM `--gpu-memory-utilization` / MindIE `NPU_MEMORY_FRACTION`: the share of each chip's
+  memory the engine plans within, the engine's default when unset
+  (checks/data/engine_memory.yaml); no share for a target that is not a known engine;
+- MindIE `npuMemSize`: the KV cache per NPU in GB (-1 leaves it to MindIE);
+- vLLM `--data-parallel-size` (replicas, each on its own TP x PP chips) and
+  `--enable-expert-parallel` (experts split over TP x DP chips), `--enforce-eager` (no graph
+  capture).
 Sources: vllm/engine/arg_utils.py (EngineArgs) and the MindIE configuration reference, as read
-by probes.target.serving.
+by probes.target.serving and probes.target.memory_args.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from checks.builtin.hbm_engine import default_source, engine_default, model_max_context
 from checks.context import Context
 from probes.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
     from probes.checkpoint import ModelConfig, ModelDir
+    from probes.target.memory_args import MemoryArgs
+    from probes.target.model import ServingArgs
     from probes.target.parts import Sourced
 
 V = TypeVar("V", int, float)
@@ -59,13 +69,38 @@ class Deployment:
     max_seq_len: Setting[int]
     batch: Setting[int]
     kv_block_tokens: int
-    memory_fraction: Setting[float] | None = None  # vLLM --gpu-memory-utilization
+    memory_fraction: Setting[float] | None = None  # given, or the engine's default
     kv_cap_bytes: Setting[int] | None = None  # MindIE npuMemSize, per NPU
     notes: tuple[str, ...] = ()
+    dp: Setting[int] = Setting(1, "default", "")
+    expert_parallel: Setting[int] | None = None  # 1: experts split over TP x DP chips
+    graph_mode: Setting[int] | None = None  # 1: graph capture; None: not known
+    engine: str = ""  # vllm, mindie; "" when the target is not a known server
+    swap_space_gib: Setting[float] | None = None  # vLLM --swap-space, host RAM per device
+    cpu_offload_gib: Setting[float] | None = None  # vLLM --cpu-offload-gb, weights per device
+
+    dp_local: Setting[int] | None = None  # vLLM --data-parallel-size-local: replicas here
+    context_auto: str = ""  # where `--max-model-len auto` was read; "" when not given
 
     @property
     def chips(self) -> int:
+        """Chips of the deployment on this node: every data-parallel replica here has its
+        own (all of them unless --data-parallel-size-local says fewer)."""
+        replicas = self.dp_local.value if self.dp_local is not None else self.dp.value
+        return self.tp.value * self.pp.value * replicas
+
+    @property
+    def weight_chips(self) -> int:
+        """Chips one copy of the non-expert weights is split over."""
         return self.tp.value * self.pp.value
+
+    @property
+    def expert_chips(self) -> int:
+        """Chips the experts are split over: TP x DP x PP with expert parallelism (vLLM's EP
+        size is TP x DP, over every node), else those of the other weights."""
+        if self.expert_parallel is not None and self.expert_parallel.value:
+            return self.weight_chips * self.dp.value
+        return self.weight_chips
 
 
 def _tp(ctx: Context, notes: list[str]) -> Setting[int]:
@@ -79,25 +114,88 @@ def _tp(ctx: Context, notes: list[str]) -> Setting[int]:
     return served or _policy(ctx, "tensor_parallel_size")
 
 
+def _fraction(serving: ServingArgs, args: MemoryArgs) -> Setting[float] | None:
+    """The share of each chip the engine plans within: given, else the engine's default."""
+    given = serving.gpu_memory_utilization if serving.server == "vllm" else \
+        args.npu_memory_fraction
+    if given is not None and 0 < given.value <= 1:
+        origin = "command line" if serving.server == "vllm" else "environment"
+        return Setting(float(given.value), given.source, origin)
+    row = engine_default(serving.server)
+    if row is None:
+        return None
+    return Setting(row.default_fraction, default_source(row), f"{row.engine} default")
+
+
+def _switch(found: Sourced[int] | None, default: int, why: str) -> Setting[int]:
+    if found is not None:
+        return Setting(found.value, found.source, "command line")
+    return Setting(default, why, "default")
+
+
 def deployment(ctx: Context) -> Deployment:
+    from probes.target.memory_args import memory_args
+
     serving = ctx.target.serving
-    notes: list[str] = []
+    proc = ctx.target.process
+    args = memory_args(proc.cmdline if proc else (), ctx.host.env, serving.server)
+    notes: list[str] = [*args.notes]
     tp = _tp(ctx, notes)
     pp = _served(serving.pipeline_parallel_size, serving.server) or Setting(1, "default", "")
-    fraction = serving.gpu_memory_utilization
-    memory = (Setting(float(fraction.value), fraction.source, "command line")
-              if fraction is not None and 0 < fraction.value <= 1 else None)
+    dp = _served(serving.data_parallel_size, serving.server) or Setting(1, "default", "")
     cap = serving.npu_mem_size_gb
     kv_cap = (Setting(int(cap.value) * GB, cap.source, "MindIE config")
               if cap is not None and cap.value > 0 else None)
+    vllm = serving.server == "vllm"
+    eager = _switch(args.enforce_eager, 0, "no --enforce-eager") if vllm else None
     return Deployment(
-        tp=tp, pp=pp,
+        tp=tp, pp=pp, dp=dp,
         max_seq_len=_served(serving.max_model_len, serving.server)
         or _policy(ctx, "max_seq_len"),
         batch=_policy(ctx, "batch_size"),
         kv_block_tokens=_policy(ctx, "kv_block_tokens").value,
-        memory_fraction=memory, kv_cap_bytes=kv_cap,
+        memory_fraction=_fraction(serving, args), kv_cap_bytes=kv_cap,
+        expert_parallel=_switch(args.expert_parallel, 0, "no --enable-expert-parallel")
+        if vllm else None,
+        graph_mode=None if eager is None else Setting(1 - eager.value, eager.source,
+                                                      eager.origin),
+        engine=serving.server if row_known(serving.server) else "",
+        swap_space_gib=_gib(args.swap_space_gib), cpu_offload_gib=_gib(args.cpu_offload_gib),
+        dp_local=_count(args.data_parallel_local),
+        context_auto=args.max_model_len_auto.source if args.max_model_len_auto else "",
         notes=(*notes, *serving.notes))
+
+
+def _count(found: Sourced[float] | None) -> Setting[int] | None:
+    if found is None or found.value < 1 or found.value != int(found.value):
+        return None
+    return Setting(int(found.value), found.source, "command line")
+
+
+def _gib(found: Sourced[float] | None) -> Setting[float] | None:
+    return None if found is None else Setting(float(found.value), found.source, "command line")
+
+
+def row_known(server: str) -> bool:
+    return engine_default(server) is not None
+
+
+def for_model(settings: Deployment, config: ModelConfig) -> Deployment:
+    """A vLLM target without --max-model-len sizes for the model's own maximum context."""
+    if settings.engine != "vllm" or settings.max_seq_len.origin != "policy":
+        return settings
+    if settings.context_auto:
+        return replace(settings, notes=(*settings.notes, f"{settings.context_auto}: vLLM picks "
+                                        "the context; sized for the policy's "
+                                        f"{settings.max_seq_len.value:,} tokens"))
+    found = model_max_context(config)
+    if found is None:
+        return replace(settings, notes=(*settings.notes, "no --max-model-len and no "
+                                        "max_position_embeddings in config.json: sized for "
+                                        f"the policy's {settings.max_seq_len.value:,} tokens, "
+                                        "not what vLLM will size for"))
+    value, source = found
+    return replace(settings, max_seq_len=Setting(value, source, "the model's maximum"))
 
 
 # -- the weights ----------------------------------------------------------------------------------
@@ -114,11 +212,23 @@ class Weights:
     exact: bool  # read from every header, or declared by the index; False: an estimate
     origin: str  # in a word or two, for the summary
     by_dtype: str = ""  # "F8_E4M3 29,000 MB, BF16 1,200 MB" when read from headers
+    expert_bytes: int = 0  # routed experts' tensors among them (0: none, or not known)
 
     @property
     def dequantised_bytes(self) -> int:
         """After converting the FP8 weights to BF16 (one byte to two; scales dropped)."""
         return self.stored_bytes + self.fp8_bytes
+
+    @property
+    def expert_ratio(self) -> float:
+        """The routed experts' share of the weights (what expert parallelism splits)."""
+        return self.expert_bytes / self.stored_bytes if self.stored_bytes else 0.0
+
+
+def is_expert_tensor(name: str) -> bool:
+    """A routed expert's tensor (Qwen-MoE, Mixtral, DeepSeek naming: `.experts.`); the shared
+    expert (`.shared_expert.`) is replicated like any other weight."""
+    return ".experts." in name
 
 
 def mb(n_bytes: float) -> str:
@@ -132,9 +242,10 @@ def from_headers(model: ModelDir) -> Weights:
     for tensor in model.tensors.values():
         by_dtype[tensor.dtype] = by_dtype.get(tensor.dtype, 0) + tensor.nbytes
     text = ", ".join(f"{d} {mb(n)}" for d, n in sorted(by_dtype.items(), key=lambda i: -i[1]))
+    experts = sum(t.nbytes for name, t in model.tensors.items() if is_expert_tensor(name))
     return Weights(sum(by_dtype.values()), sum(by_dtype.get(d, 0) for d in FP8_DTYPES),
                    f"the safetensors headers of {len(model.shards)} shard(s) in {model.path}",
-                   True, "safetensors headers", text)
+                   True, "safetensors headers", text, experts)
 
 
 def estimated(config: ModelConfig, why: str) -> Weights | str:
@@ -173,7 +284,8 @@ def weights(model: ModelDir) -> Weights | str:
     if declared and declared >= read.stored_bytes:
         return Weights(declared, _fp8_share(model, read, declared),
                        f"the index's metadata.total_size; {missing}", True,
-                       "the index's total_size")
+                       "the index's total_size",
+                       expert_bytes=declared * read.expert_bytes // max(read.stored_bytes, 1))
     why = (f"{missing}, and the index gives no usable total_size" if declared is None
            or declared < read.stored_bytes else missing)
     found = estimated(model.config, why)

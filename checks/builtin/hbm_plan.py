@@ -153,9 +153,14 @@ class Plan:
         return tokens - tokens % max(self.block_tokens, 1)
 
 
-def weight_share_bytes(weight_bytes: int, chips: int) -> int:
-    """One chip's share of the weights split over `chips` (tensor x pipeline parallel)."""
-    return math.ceil(weight_bytes / max(chips, 1))
+def weight_share_bytes(weight_bytes: int, chips: int, expert_ratio: float = 0.0,
+                       expert_chips: int | None = None) -> int:
+    """One chip's share of the weights split over `chips` (tensor x pipeline parallel); with
+    expert parallelism the routed experts (`expert_ratio` of the bytes) are split over
+    `expert_chips` instead."""
+    experts = int(weight_bytes * expert_ratio) if expert_chips else 0
+    rest = math.ceil((weight_bytes - experts) / max(chips, 1))
+    return rest + (math.ceil(experts / max(expert_chips or 1, 1)) if experts else 0)
 
 
 def judge(plan: Plan, warn_free_mb: float) -> str:

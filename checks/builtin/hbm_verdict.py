@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from checks.builtin.hbm_chips import ChipBudget, chip_label, names
+from checks.builtin.hbm_chips import ChipBudget, chip_label, names, total_mb
 from checks.builtin.hbm_inputs import Deployment, Model, mb
 from checks.builtin.hbm_plan import (
     MB,
@@ -45,17 +45,30 @@ def plan_for(ctx: Context, model: Model, settings: Deployment, weight_bytes: int
              free: int) -> Plan:
     """The plan on one chip of the group with `free` bytes for the deployment."""
     config = model.config
-    tp, chips = settings.tp.value, settings.chips
+    tp, chips = settings.tp.value, settings.weight_chips
     shape = kv_shape(config)
     per_token = 0 if kv_note(config) or shape is None else \
         math.ceil(shape.bytes_per_token(tp) / settings.pp.value)
     state = math.ceil(state_bytes(config) / chips) * settings.batch.value
-    return Plan(free_bytes=free, weight_bytes=weight_share_bytes(weight_bytes, chips),
+    return Plan(free_bytes=free, weight_bytes=chip_weights(model, settings, weight_bytes),
                 reserve_bytes=int(float(ctx.policy.get("hbm_fit", "runtime_reserve_mb")) * MB),
                 kv_bytes_per_token=per_token, max_seq_len=settings.max_seq_len.value,
                 batch_size=settings.batch.value, state_bytes=state,
                 block_tokens=settings.kv_block_tokens,
                 kv_cap_bytes=settings.kv_cap_bytes.value if settings.kv_cap_bytes else None)
+
+
+def chip_weights(model: Model, settings: Deployment, weight_bytes: int) -> int:
+    """One chip's weights: split over TP x PP, the routed experts over TP x DP x PP with
+    expert parallelism."""
+    weights = model.weights
+    ratio = 0.0 if isinstance(weights, str) else weights.expert_ratio
+    split = settings.expert_chips != settings.weight_chips
+    share = weight_share_bytes(weight_bytes, settings.weight_chips, ratio,
+                               settings.expert_chips if split else None)
+    offload = settings.cpu_offload_gib
+    # --cpu-offload-gb keeps that many GiB of each device's weights in host RAM
+    return max(share - int(offload.value * 2**30), 0) if offload else share
 
 
 @dataclass(frozen=True)
@@ -86,17 +99,29 @@ def sizing(ctx: Context, model: Model, chips: list[ChipRow]) -> Sizing:
         f"{mb(weights.stored_bytes)})",))
 
 
-def _budget(settings: Deployment, tightest: ChipBudget) -> tuple[int, str]:
-    """The tightest chip's bytes for the deployment, capped by --gpu-memory-utilization."""
-    fraction = settings.memory_fraction
+@dataclass(frozen=True)
+class Pool:
+    """The tightest chip's bytes for the engine's pool, and the room left outside it."""
+
+    pool_bytes: int
+    outside_bytes: int | None  # None: no engine share known, nothing is kept outside
+    how: str
+
+
+def _budget(settings: Deployment, tightest: ChipBudget) -> Pool:
+    """What the engine plans within on the tightest chip: its share of the chip's total
+    (given or the engine's default), never more than is measured usable there."""
+    usable, fraction = tightest.budget_bytes, settings.memory_fraction
     if fraction is None:
-        return tightest.budget_bytes, tightest.how
-    cap = int((tightest.chip.hbm_total_mb or 0) * MB * fraction.value)
-    if cap >= tightest.budget_bytes:
-        return tightest.budget_bytes, (f"{tightest.how}; {fraction.source} would allow "
-                                       f"{mb(cap)}")
-    return cap, (f"{fraction.value:g} of {tightest.chip.hbm_total_mb:,} MB ({fraction.source}; "
-                 f"{tightest.how})")
+        return Pool(usable, None, tightest.how + "; no engine share applied (the target is "
+                    "not a vLLM or MindIE server)")
+    total = tightest.runtime_total_bytes or total_mb(tightest.chip) * MB
+    share = int(total * fraction.value)
+    of = f"{fraction.value:g} of the {mb(total)} the runtime sees"
+    if share >= usable:
+        return Pool(usable, 0, f"{tightest.how}; {fraction.source}: {of} = {mb(share)}, more "
+                    "than is usable there")
+    return Pool(share, usable - share, f"{of} ({fraction.source}); {tightest.how}")
 
 
 @dataclass(frozen=True)
@@ -110,6 +135,7 @@ class Judged:
     resident: Plan | None  # FP8 kept resident, for the remedy; None: not FP8 judged as BF16
     where: str  # "8 x 910B4 at tensor parallel 8 (command line)"
     evidence: tuple[str, ...]
+    outside_bytes: int | None = None  # usable HBM the engine's share leaves outside its pool
 
     @property
     def weight_text(self) -> str:
@@ -121,22 +147,41 @@ class Judged:
 def verdict(ctx: Context, model: Model, settings: Deployment, chosen: list[ChipBudget],
             how: str, visible: list[ChipRow]) -> Finding:
     tightest = min(chosen, key=lambda b: b.budget_bytes)
-    free, free_how = _budget(settings, tightest)
+    pool = _budget(settings, tightest)
+    free, free_how = pool.pool_bytes, pool.how
     chips = [b.chip for b in chosen]
     size = sizing(ctx, model, chips)
     plan = plan_for(ctx, model, settings, size.judged_bytes, free)
     resident = None if size.resident_bytes is None else replace(
-        plan, weight_bytes=weight_share_bytes(size.resident_bytes, settings.chips))
+        plan, weight_bytes=chip_weights(model, settings, size.resident_bytes))
     evidence = (*size.lines, *_weight_lines(model, settings, plan),
                 f"chips: {how}, of {names(visible)}; tightest {chip_label(tightest.chip)}: "
                 f"{mb(plan.free_bytes)} for the deployment ({free_how})",
-                *_kv_lines(model, settings, plan), *_total_lines(model, settings, plan))
-    held = " (held by the target: judged against their total HBM)" if "target holds" in how \
-        else ""
+                *_kv_lines(model, settings, plan), *_total_lines(model, settings, plan),
+                *_outside_lines(settings, pool))
+    held = " (held by the target: judged against what was free before it started)" \
+        if "target holds" in how else ""
     where = (f"{names(chips)}{held} at tensor parallel {settings.tp.value} "
-             f"({settings.tp.origin or settings.tp.source})")
-    judged = Judged(ctx, model, settings, plan, resident, where, evidence)
+             f"({settings.tp.origin or settings.tp.source}){_layout(settings)}")
+    judged = Judged(ctx, model, settings, plan, resident, where, evidence, pool.outside_bytes)
     return _failure(judged) or _fit(judged)
+
+
+def _layout(settings: Deployment) -> str:
+    dp = f" x data parallel {settings.dp.value}" if settings.dp.value > 1 else ""
+    ep = ", experts split over " + f"{settings.expert_chips} chips (expert parallel)" \
+        if settings.expert_chips != settings.weight_chips else ""
+    return dp + ep
+
+
+def _outside_lines(settings: Deployment, pool: Pool) -> list[str]:
+    if pool.outside_bytes is None:
+        return []
+    mode = settings.graph_mode
+    graph = "" if mode is None else (
+        f"; graph capture on ({mode.source})" if mode.value else f"; eager ({mode.source})")
+    return [f"outside the engine's pool: {mb(pool.outside_bytes)} usable for graph capture, "
+            f"HCCL buffers and allocations the engine does not count{graph}"]
 
 
 def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
@@ -144,10 +189,24 @@ def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
     assert not isinstance(weights, str)
     stored = f"weights as stored: {mb(weights.stored_bytes)}" + (
         f" ({weights.by_dtype})" if weights.by_dtype else "") + f", from {weights.source}"
-    return [stored,
-            f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
-            f"{settings.pp.value}: weights split over {settings.chips} chip(s), "
-            f"{mb(plan.weight_bytes)} per chip"]
+    lines = [stored,
+             f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
+             f"{settings.pp.value}: weights split over {settings.weight_chips} chip(s), "
+             f"{mb(plan.weight_bytes)} per chip"]
+    if settings.dp.value > 1:
+        here = "" if settings.dp_local is None else \
+            f", {settings.dp_local.value} of them on this node ({settings.dp_local.source})"
+        lines.append(f"data parallel {settings.dp.value} ({settings.dp.source}{here}): "
+                     f"{settings.chips} chips here, each replica with its own weights and KV "
+                     "cache")
+    ep = settings.expert_parallel
+    if ep is not None and ep.value:
+        share = f"{weights.expert_ratio:.0%} of the weights" if weights.expert_bytes else \
+            "no routed-expert tensors found (`.experts.`): nothing split further"
+        lines.append(f"expert parallel ({ep.source}): routed experts ({share}) split over "
+                     f"TP x DP = {settings.expert_chips} chips "
+                     "(https://docs.vllm.ai/en/latest/serving/expert_parallel_deployment/)")
+    return lines
 
 
 def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
@@ -231,12 +290,21 @@ def _failure(j: Judged) -> Finding | None:
     return None
 
 
+def plan_text(plan: Plan) -> str:
+    """The plan on one chip in one line: what goes into the pool and what is left."""
+    state = f" + {mb(plan.state_bytes)} state" if plan.state_bytes else ""
+    return (f"per chip {mb(plan.weight_bytes)} weights + {mb(plan.kv_allocated_bytes)} KV + "
+            f"{mb(plan.reserve_bytes)} reserve{state} of {mb(plan.free_bytes)} -> "
+            f"{mb(plan.headroom_bytes)} left")
+
+
 def _fit(j: Judged) -> Finding:
     """It fits: how much is left, and whether that is measured."""
     plan = j.plan
-    summary = (f"{mb(plan.headroom_bytes)} left per chip on {j.where} after {j.weight_text}, "
-               f"{mb(plan.reserve_bytes)} reserve and the KV cache of {_context(j.settings)}; "
-               f"largest context {tokens(plan.largest_context)}")
+    weights = j.model.weights
+    origin = "" if isinstance(weights, str) else f"; weights from {weights.origin}"
+    summary = (f"{plan_text(plan)} on {j.where}; context {_context(j.settings)}, largest "
+               f"{tokens(plan.largest_context)}{origin}")
     warn_mb = float(j.ctx.policy.get("npu", "hbm_free_warn_mb"))
     if judge(plan, warn_mb) == "warn":
         return warned(f"little headroom: {summary} (policy npu.hbm_free_warn_mb "
@@ -244,6 +312,9 @@ def _fit(j: Judged) -> Finding:
                       "lower the context or the batch, or use more chips: activations and "
                       "fragmentation need room beyond the KV cache" + _resident_note(j.resident),
                       *j.evidence, rules=("little-headroom",))
+    outside = _outside_finding(j, summary)
+    if outside is not None:
+        return outside
     weights = j.model.weights
     if not isinstance(weights, str) and not weights.exact:
         return warned(f"fits by an estimate: {summary}",
@@ -251,6 +322,25 @@ def _fit(j: Judged) -> Finding:
                       "the model directory for a measured verdict", *j.evidence,
                       rules=("estimate-only",))
     return passed(f"fits: {summary}", *j.evidence)
+
+
+def _outside_finding(j: Judged, summary: str) -> Finding | None:
+    """Graph capture, HCCL buffers and PyTorch's own allocations live outside the engine's
+    pool: too little usable memory left there is a warning (policy
+    hbm_fit.outside_pool_headroom_mb, a project default)."""
+    mode = j.settings.graph_mode
+    if j.outside_bytes is None or (mode is not None and not mode.value):
+        return None
+    need_mb = float(j.ctx.policy.get("hbm_fit", "outside_pool_headroom_mb"))
+    if j.outside_bytes >= need_mb * MB:
+        return None
+    fraction = j.settings.memory_fraction
+    named = fraction.source if fraction else "the engine's share"
+    return warned(f"little room outside the engine's pool: {mb(j.outside_bytes)} usable beside "
+                  f"it (policy hbm_fit.outside_pool_headroom_mb {need_mb:,.0f}); {summary}",
+                  f"lower the engine's share ({named}) so that graph capture and HCCL buffers "
+                  "fit beside the pool, or serve with --enforce-eager to capture no graphs",
+                  *j.evidence, rules=("little-room-outside-pool",))
 
 
 def _resident_note(resident: Plan | None) -> str:

@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.compat import (
     compat_data,
-    hdk_matches,
-    hdk_row,
     listed,
     mindie_pairing,
     product_of,
@@ -31,13 +28,19 @@ from checks.builtin.compat import (
     vllm_pairing,
     vllm_tested_cann,
 )
+from checks.builtin.versions_driver import (
+    judge_driver_cann,
+    judge_driver_firmware,
+    judge_loaded_driver,
+)
+from checks.builtin.versions_model import Installed, Judgement
 from checks.context import Context
-from checks.model import Finding, Status, skipped, worst
+from checks.model import Finding, Status, skipped
 from probes.stack import Found, StackVersions, read_stack
 from probes.versions import torch_base, try_parse_version
 
 if TYPE_CHECKING:
-    from probes.version_files import DriverVersionInfo, FirmwareVersionInfo
+    pass
 
 __all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"]
 
@@ -45,56 +48,6 @@ __all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"
 def stack(ctx: Context) -> StackVersions:
     """The Ascend version files, read once per run (cann.environment shares it)."""
     return ctx.fact("stack", lambda: read_stack(ctx.host))
-
-
-# ----------------------------------------------------------------------------- verdicts
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One pairing judged: its status, what was compared, and the fix."""
-
-    status: Status  # pass, warn or fail
-    text: str
-    remedy: str = ""
-    rules: tuple[str, ...] = ()  # the rule that decided a warn or fail (CHECK_RULES)
-
-
-@dataclass
-class Judgement:
-    """Verdicts and evidence gathered while judging, folded into one Finding: its rules are
-    those of the verdicts its summary names (warns and fails), in the order they were found."""
-
-    verdicts: list[Verdict] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-
-    def add(self, status: Status, text: str, remedy: str = "",
-            rules: tuple[str, ...] = ()) -> None:
-        self.verdicts.append(Verdict(status, text, remedy, rules))
-
-    def finding(self, ok_summary: str) -> Finding:
-        status = worst([v.status for v in self.verdicts]) if self.verdicts else "pass"
-        problems = [v for v in self.verdicts if v.status != "pass"]
-        agreed = [f"ok: {v.text}" for v in self.verdicts if v.status == "pass"]
-        summary = "; ".join(v.text for v in problems) if problems else ok_summary
-        remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
-        rules = tuple(dict.fromkeys(rule for v in problems for rule in v.rules))
-        return Finding(status, summary, (*self.evidence, *agreed), remedy, rules)
-
-
-@dataclass(frozen=True)
-class Installed:
-    """The versions one machine has; None for what was not found."""
-
-    driver: DriverVersionInfo | None
-    firmware: FirmwareVersionInfo | None
-    cann: str | None
-    toolkit_family: str | None
-    nnal: str | None
-    mindie: str | None
-    packages: Mapping[str, str | None]  # torch, torch_npu, vllm, vllm_ascend
-    interpreter: str = ""  # the judged interpreter, as given
-    python_error: str = ""  # why its packages could not be read; "" when they were
 
 
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
@@ -108,15 +61,24 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "version-file-unusable": "warn",  # _describe_file
         "interpreter-not-judged": "warn",  # judge_interpreter
         "firmware-driver-fields": "warn",  # judge_driver_firmware (derived)
-        "driver-hdk-table": "warn/fail",  # _driver_by_table
+        "driver-hdk-table": "warn/fail",  # _driver_by_table, _by_minimum, _outside_declared
+        "recommended-pair": "warn",  # _by_recommended_pair
         "innerversion-family": "warn",  # _driver_by_family (derived)
+        "loaded-driver": "warn",  # judge_loaded_driver
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
+        "kernels-toolkit": "warn",  # judge_kernels
         "nnal-equals-cann": "fail",  # judge_nnal
         "torch-npu-build": "warn/fail",  # judge_torch
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
         "vllm-ascend-row": "fail",  # judge_vllm_ascend
         "mindie-cann": "fail",  # judge_mindie
+        # judge_toolchain (checks.builtin.toolchain, checks/data/toolchain.yaml)
+        "nnal-required": "fail",
+        "triton-ascend-required": "fail",
+        "atb-abi": "fail",
+        "bisheng-not-found": "warn",
+        "soc-build": "fail",
     },
 }
 PYTHON_REMEDY = ("Run the doctor with --python set to the interpreter that serves the model "
@@ -200,104 +162,24 @@ def judge_interpreter(inst: Installed, j: Judgement) -> None:
               rules=("interpreter-not-judged",))
 
 
-# ----------------------------------------------------------------------------- driver side
-
-HDK_REMEDY = ("Install driver and firmware from an Ascend HDK release the CANN release notes "
-              "list for CANN {cann}, or the CANN that pairs with this HDK.")
-DERIVED = ("(an installer field whose meaning no vendor document states: a warning, not a "
-           "verdict)")
-
-
-def judge_driver_firmware(inst: Installed, j: Judgement) -> None:
-    """The `compatible_version_fw`/`_drv` fields (derived rules: warnings at most)."""
-    drv, fw = inst.driver, inst.firmware
-    if drv is None or fw is None or not drv.driver_version or not fw.version:
+def judge_kernels(ctx: Context, j: Judgement) -> None:
+    """The operator kernels package (version.cfg `opp_kernel`) against the toolkit: both come
+    from one CANN release in the installation guides (vllm-project/vllm-ascend
+    docs/source/installation.md @ 01cf4574e483 installs toolkit, kernels/ops and NNAL of one
+    version); a kernels package of another release is a warning."""
+    cfg = stack(ctx).version_cfg.value
+    if cfg is None:
         return
-    from probes.version_files import driver_accepted_by_firmware, firmware_in_driver_range
-
-    d, f = drv.driver_version, fw.version
-    remedy = ("Install driver and firmware from the same Ascend HDK release "
-              "(firmware after the driver, then a cold reboot).")
-    in_range = firmware_in_driver_range(f, drv)
-    ranges = ",".join(f"[{lo},{hi}]" for lo, hi in drv.compatible_fw_ranges)
-    if in_range is None:
-        j.evidence.append(f"driver {d} declares no usable compatible_version_fw")
-    elif in_range:
-        j.add("pass", f"firmware {f} within driver {d}'s compatible_version_fw {ranges}")
-    else:
-        j.add("warn", f"firmware {f} is outside driver {d}'s compatible_version_fw {ranges} "
-              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
-    accepted = driver_accepted_by_firmware(d, fw)
-    entries = ",".join(f"[{lo},{hi}]" for lo, hi in fw.compatible_drv)
-    if accepted is None:
-        j.evidence.append(f"firmware {f} declares no compatible_version_drv")
-    elif accepted:
-        j.add("pass", f"driver {d} accepted by firmware {f}'s compatible_version_drv")
-    else:
-        j.add("warn", f"driver {d} is not in firmware {f}'s compatible_version_drv {entries} "
-              f"{DERIVED}", remedy, rules=("firmware-driver-fields",))
-
-
-def judge_driver_cann(inst: Installed, j: Judgement, unknown: Status) -> None:
-    """The driver's HDK release against cann_to_hdk.declared; the toolkit's innerversion
-    family in the driver's `compatible_version` corroborates (a derived rule: warn)."""
-    d = inst.driver.driver_version if inst.driver else None
-    if d is None or inst.cann is None:
+    toolkit, kernels = cfg.running.get("toolkit"), cfg.running.get("opp_kernel")
+    if toolkit is None or kernels is None:
         return
-    by_table = _driver_by_table(d, inst.cann, j)
-    by_family = _driver_by_family(inst, j)
-    if not by_table and not by_family:
-        j.add(unknown, f"driver {d} with CANN {inst.cann} not judged: CANN {inst.cann} has no "
-              "declared HDK list in the compatibility data and "
-              + ("the driver's version.info has no compatible_version" if inst.driver and not
-                 inst.driver.compatible_families else "the toolkit names no innerversion"),
-              f"Check the CANN {inst.cann} release notes for the Ascend HDK it needs.",
-              rules=("not-in-the-data",))
-
-
-def _driver_by_table(driver: str, cann: str, j: Judgement) -> bool:
-    """Judge by the CANN->HDK table; False when it has nothing to say."""
-    row = hdk_row(cann)
-    if row is None:
-        j.evidence.append(f"CANN {cann}: no HDK list in the compatibility data")
-        return False
-    match = next(((h, p) for h, p in row.entries if hdk_matches(driver, h)), None)
-    hdks = ", ".join(h + (f" ({p})" if p else "") for h, p in row.entries)
-    if match is not None:
-        what = {"complete": "declared for", "partial": "paired with",
-                "community": "seen (community reports) with"}[row.kind]
-        product = f" on {match[1]}" if match[1] else ""
-        j.add("pass", f"driver {driver} is an HDK {match[0]} release {what} CANN "
-              f"{cann}{product}")
-        return True
-    if row.kind == "complete":
-        j.add("fail", f"driver {driver} is not an HDK release declared for CANN {cann} "
-              f"({hdks}; {row.source})", HDK_REMEDY.format(cann=cann),
-              rules=("driver-hdk-table",))
-        return True
-    if row.kind == "partial":
-        j.add("warn", f"driver {driver} is not an HDK paired with CANN {cann} in the data "
-              f"({hdks}); the CANN {cann} release notes may list more",
-              HDK_REMEDY.format(cann=cann), rules=("driver-hdk-table",))
-        return True
-    j.evidence.append(f"driver {driver} is not among the HDKs community reports show with "
-                      f"CANN {cann} ({hdks}): not judged by that")
-    return False
-
-
-def _driver_by_family(inst: Installed, j: Judgement) -> bool:
-    """The toolkit's innerversion family in the driver's compatible_version (derived)."""
-    drv, family = inst.driver, inst.toolkit_family
-    if drv is None or family is None or not drv.compatible_families:
-        return False
-    d = drv.driver_version
-    if family in drv.compatible_families:
-        j.add("pass", f"CANN {inst.cann} family {family} in driver {d}'s compatible_version")
-    else:
-        j.add("warn", f"CANN {inst.cann} innerversion family {family} is not in driver {d}'s "
-              f"compatible_version {','.join(drv.compatible_families)} {DERIVED}",
-              HDK_REMEDY.format(cann=inst.cann), rules=("innerversion-family",))
-    return True
+    if same(toolkit.version, kernels.version):
+        j.add("pass", f"operator kernels {kernels.version} are the toolkit's release")
+        return
+    j.add("warn", f"operator kernels package {kernels.version} is not the toolkit's release "
+          f"{toolkit.version} (version.cfg)",
+          f"Install the kernels (ops) package of CANN {toolkit.version} for this chip.",
+          rules=("kernels-toolkit",))
 
 
 def judge_nnal(inst: Installed, j: Judgement) -> None:
@@ -474,6 +356,23 @@ def judge_mindie(inst: Installed, j: Judgement, unknown: Status) -> None:
           rules=("mindie-cann",))
 
 
+def judge_toolchain(ctx: Context, inst: Installed, j: Judgement) -> None:
+    """NNAL and Triton-Ascend where the engines need them, and the ATB variant against torch's
+    C++ ABI (checks.builtin.toolchain)."""
+    from checks.builtin.toolchain import Toolchain, judge
+
+    s = stack(ctx)
+    engines = tuple(name for name, there in (("vllm-ascend", inst.packages["vllm_ascend"]),
+                                             ("mindie", s.mindie.value)) if there is not None)
+    found = Toolchain(engines, s.nnal.state != "missing", s.nnal.state != "not_recorded",
+                      facts.python(ctx), inst.cann,
+                      toolkit_dir(s.toolkit.path) if s.toolkit.value and s.toolkit.path else None)
+    said, evidence = judge(ctx, found)
+    j.evidence.extend(evidence)
+    for status, text, remedy, rule in said:
+        j.add(status, text, remedy, rules=(rule,) if rule else ())
+
+
 # ----------------------------------------------------------------------------- the check
 
 
@@ -499,11 +398,14 @@ def versions_parity(ctx: Context) -> Finding:
     judge_interpreter(inst, j)
     judge_driver_firmware(inst, j)
     judge_driver_cann(inst, j, unknown)
+    judge_loaded_driver(ctx, inst, j)
+    judge_kernels(ctx, j)
     judge_nnal(inst, j)
     judge_torch(inst, j)
     judge_torch_npu_cann(inst, j, unknown)
     judge_vllm_ascend(inst, j, unknown)
     judge_mindie(inst, j, unknown)
+    judge_toolchain(ctx, inst, j)
     return j.finding("the installed Ascend stack agrees with itself and the pairing tables")
 
 

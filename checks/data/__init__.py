@@ -56,6 +56,8 @@ ROW_TYPES: dict[str, str] = {
     "error_codes": "checks.triage.rows:ErrorCode",
     "signatures": "checks.triage.rows:Signature",
     "tokenizer_families": "checks.builtin.tokenizer_families:TokenizerFamily",
+    "engine_memory": "checks.builtin.hbm_engine:EngineDefault",
+    "toolchain": "checks.builtin.toolchain:ToolchainNeed",
 }
 
 

@@ -514,3 +514,185 @@ def test_gate_is_driven_by_the_compat_table() -> None:
     assert chip_family("xxx") is None and chip_family("") is None
     assert judge_names(["Ascend950DT"]).status == "fp8"
     assert judge_names([]).status == "unknown"
+
+
+# -- msModelSlim W8A8 / W4A8 checkpoints ------------------------------------------------------
+# quant_model_description.json beside int8 shards, as vllm-ascend's `--quantization ascend`
+# loader reads it (vllm-project/vllm-ascend vllm_ascend/quantization/modelslim_config.py)
+
+
+def slim_tensors(layers: int = 2) -> Tensors:
+    """W8A8_DYNAMIC linears (int8 weight, float32 per-channel scale and offset) beside float
+    norms and embeddings, as msModelSlim writes them."""
+    rng = np.random.default_rng(0)
+    tensors: Tensors = {"model.embed_tokens.weight": bf16(rng.standard_normal((64, 128)))}
+    for i in range(layers):
+        prefix = f"model.layers.{i}.self_attn.q_proj"
+        weight = rng.integers(-128, 127, size=(256, 128), dtype=np.int8)
+        tensors[f"{prefix}.weight"] = (weight, "I8")
+        tensors[f"{prefix}.weight_scale"] = (np.full((256, 1), 1e-3, np.float32), "F32")
+        tensors[f"{prefix}.weight_offset"] = (np.zeros((256, 1), np.float32), "F32")
+        tensors[f"model.layers.{i}.input_layernorm.weight"] = bf16(np.ones(128))
+    return tensors
+
+
+def slim_description(tensors: Tensors, kind: str = "W8A8_DYNAMIC") -> dict[str, str]:
+    described = {"model_quant_type": kind, "version": "1.0.0"}
+    for name, (_, dtype) in tensors.items():
+        described[name] = kind if dtype in ("I8", "F32") else "FLOAT"
+    return described
+
+
+def slim_model(tmp_path: Path, description: dict[str, str] | None = None,
+               tensors: Tensors | None = None, **config: Any) -> Path:
+    tensors = tensors if tensors is not None else slim_tensors()
+    directory = write_model(tmp_path / "w8a8", tensors, {**model_config(fp8=False), **config})
+    if description is not None:
+        (directory / "quant_model_description.json").write_text(json.dumps(description))
+    return directory
+
+
+def vllm_target(model: Path, *flags: str) -> Target:
+    from probes.target.parts import ProcessInfo, Sourced
+
+    serving = ServingArgs(server="vllm", model=Sourced(str(model), "cmdline"),
+                          model_dir=Sourced(str(model), "cmdline"))
+    return Target("process", "process 9 (vllm serve)", "--pid 9", "/proc/9/environ",
+                  process=ProcessInfo(9, ("vllm", "serve", str(model), *flags)),
+                  serving=serving)
+
+
+def test_a_sound_msmodelslim_checkpoint_served_with_quantization_ascend_passes(
+        tmp_path: Path) -> None:
+    model = slim_model(tmp_path, slim_description(slim_tensors()))
+    finding = checkpoint_format(ctx_for(model, target=vllm_target(
+        model, "--quantization", "ascend")))
+    assert finding.status == "pass", finding
+    assert finding.summary.startswith("W8A8-int8")
+    text = text_of(finding)
+    assert "model_quant_type W8A8_DYNAMIC, 9 tensors described, 6 quantised" in text
+    assert "`--quantization ascend` on the command line: the msModelSlim loader" in text
+
+
+def test_quantization_ascend_without_a_description_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#2290: an msModelSlim output served with --quantization ascend
+    whose directory holds no quant_model_description.json (here: an older file name)."""
+    model = slim_model(tmp_path)
+    (model / "quant_model_description_w8a8.json").write_text(
+        json.dumps(slim_description(slim_tensors())))
+    finding = checkpoint_format(ctx_for(model, target=vllm_target(
+        model, "--quantization", "ascend")))
+    assert finding.status == "fail", finding
+    assert finding.rules == ("modelslim-description-missing",)
+    assert "quant_model_description_w8a8.json there" in finding.summary
+    # the healthy twin: the same file under the name the loader reads
+    (model / "quant_model_description.json").write_text(
+        json.dumps(slim_description(slim_tensors())))
+    assert checkpoint_format(ctx_for(model, target=vllm_target(
+        model, "--quantization", "ascend"))).status == "pass"
+
+
+def test_int8_weights_without_any_description_fail(tmp_path: Path) -> None:
+    finding = checkpoint_format(ctx_for(slim_model(tmp_path)))
+    assert finding.status == "fail" and finding.rules == ("modelslim-description-missing",)
+    assert "2 int8 weights" in finding.summary
+
+
+def test_a_description_of_other_tensors_fails(tmp_path: Path) -> None:
+    """A description copied from another msModelSlim run: names and types disagree."""
+    described = slim_description(slim_tensors(layers=3))  # one layer more than the shards
+    described["model.layers.0.input_layernorm.weight"] = "W8A8_DYNAMIC"  # a float as int8
+    described["model.layers.1.self_attn.q_proj.weight"] = "FLOAT"  # an int8 weight as float
+    del described["model.layers.0.self_attn.q_proj.weight_scale"]  # never looked up: fine
+    del described["model.embed_tokens.weight"]  # looked up: an embedding layer's weight
+    model = slim_model(tmp_path, described)
+    finding = checkpoint_format(ctx_for(model))
+    assert finding.status == "fail" and finding.rules == ("modelslim-tensors-mismatch",)
+    assert "weight_scale" not in finding.summary.split("described tensors")[0]
+    for part in ("1 weights not described (model.embed_tokens.weight)",
+                 "4 described tensors are in no shard",
+                 "1 weights described as quantised are stored as floats",
+                 "1 tensors described as FLOAT are stored as integers"):
+        assert part in finding.summary, finding.summary
+
+
+def test_a_conflicting_quantization_config_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#719: msModelSlim's newer format carries the quantisation in
+    the description, and a quantization_config with a quant_method takes precedence."""
+    model = slim_model(tmp_path, slim_description(slim_tensors()),
+                       quantization_config={"quant_method": "compressed-tensors"})
+    finding = checkpoint_format(ctx_for(model))
+    assert finding.status == "fail" and finding.rules == ("modelslim-conflicting-config",)
+    assert "quant_method compressed-tensors" in finding.summary
+
+
+def with_vllm_ascend(ctx: Context, site: Path, auto_detect: bool | None) -> Context:
+    """The judged interpreter holds vllm-ascend at `site`; its quantization utils define the
+    auto-detection (True), do not (False), or are not there (None)."""
+    from probes.host import PythonEnvironment
+
+    if auto_detect is not None:
+        utils = site / "vllm_ascend" / "quantization" / "utils.py"
+        utils.parent.mkdir(parents=True, exist_ok=True)
+        utils.write_text("def maybe_auto_detect_quantization(vllm_config):\n    pass\n"
+                         if auto_detect else "def get_quant_method(name):\n    pass\n")
+    env = PythonEnvironment("/usr/bin/python3", "3.11", {"vllm-ascend": "0.11.0"},
+                            locations={"vllm-ascend": str(site)})
+    ctx.fact("python", lambda: env)
+    return ctx
+
+
+@pytest.mark.parametrize(("auto_detect", "status"), [(False, "fail"), (None, "warn"),
+                                                     (True, "pass")])
+def test_vllm_without_quantization_ascend(tmp_path: Path, auto_detect: bool | None,
+                                          status: str) -> None:
+    """Before vllm-project/vllm-ascend#7111 the description is read only under
+    --quantization ascend; a vllm-ascend with maybe_auto_detect_quantization needs no flag."""
+    model = slim_model(tmp_path, slim_description(slim_tensors()))
+    ctx = with_vllm_ascend(ctx_for(model, target=vllm_target(model)), tmp_path / "site",
+                           auto_detect)
+    finding = checkpoint_format(ctx)
+    assert finding.status == status, finding
+    if status == "pass":
+        assert "detects quant_model_description.json itself" in text_of(finding)
+    else:
+        assert finding.rules == ("modelslim-flag-missing",)
+        assert "--quantization ascend" in finding.remedy
+
+
+def test_another_quantization_method_fails(tmp_path: Path) -> None:
+    model = slim_model(tmp_path, slim_description(slim_tensors()))
+    other = checkpoint_format(ctx_for(model, target=vllm_target(model, "-q", "awq")))
+    assert other.status == "fail" and "`-q awq` on the command line" in other.summary
+    assert other.rules == ("modelslim-flag-missing",)
+
+
+def test_a_quantization_config_without_quant_method_selects_ascend(tmp_path: Path) -> None:
+    model = slim_model(tmp_path, slim_description(slim_tensors()),
+                       quantization_config={"group_size": 0})
+    finding = checkpoint_format(with_vllm_ascend(ctx_for(model, target=vllm_target(model)),
+                                                 tmp_path / "site", False))
+    assert finding.status == "pass", finding
+    assert "which vllm-ascend takes as `ascend`" in text_of(finding)
+
+
+def test_a_description_without_model_quant_type_warns(tmp_path: Path) -> None:
+    described = slim_description(slim_tensors())
+    del described["model_quant_type"]
+    finding = checkpoint_format(ctx_for(slim_model(tmp_path, described)))
+    assert finding.status == "warn" and finding.rules == ("modelslim-no-quant-type",)
+
+
+def test_an_unreadable_description_fails(tmp_path: Path) -> None:
+    model = slim_model(tmp_path)
+    (model / "quant_model_description.json").write_text("{not json")
+    finding = checkpoint_format(ctx_for(model))
+    assert finding.status == "fail" and finding.rules == ("modelslim-description-unreadable",)
+    assert "not valid JSON" in finding.summary
+
+
+def test_a_float_checkpoint_is_not_judged_as_msmodelslim(tmp_path: Path) -> None:
+    model = write_model(tmp_path / "bf16", bf16_model_tensors(), model_config(fp8=False))
+    finding = checkpoint_format(ctx_for(model, target=vllm_target(model)))
+    assert finding.status == "pass", finding
+    assert not any("modelslim" in r for r in finding.rules)

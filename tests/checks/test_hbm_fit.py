@@ -31,7 +31,7 @@ from probes.host import CommandResult
 from probes.inventory import NpuReading, parse_output, unavailable
 from probes.live import LiveHost
 from probes.target.model import ServingArgs, Target
-from probes.target.parts import NpuUse, Sourced
+from probes.target.parts import NpuUse, ProcessInfo, Sourced
 from tests.fp8_fixtures import bf16_model_tensors, fp8_model_tensors, model_config, write_model
 from tests.model_shapes import write_sharded_header_only
 
@@ -89,8 +89,10 @@ def coder(tmp_path: Path, drop: int = 0) -> Path:
 
 
 def vllm(model: Path, *, tp: int | None = None, max_len: int | None = None,
-         util: float | None = None, npus: tuple[NpuUse, ...] = ()) -> Target:
-    """A vLLM target as probes.target reads one: its settings with their sources."""
+         util: float | None = None, npus: tuple[NpuUse, ...] = (), dp: int | None = None,
+         switches: tuple[str, ...] = ()) -> Target:
+    """A vLLM target as probes.target reads one: its settings with their sources, and its
+    command line with the boolean `switches` (--enable-expert-parallel, --enforce-eager)."""
     def flag(value: Any, spelling: str) -> Any:
         return None if value is None else Sourced(value, f"`{spelling} {value}` on the "
                                                          "command line")
@@ -98,10 +100,12 @@ def vllm(model: Path, *, tp: int | None = None, max_len: int | None = None,
         server="vllm", model=Sourced(str(model), f"`vllm serve {model}` on the command line"),
         model_dir=Sourced(str(model), f"`vllm serve {model}` on the command line"),
         tensor_parallel_size=flag(tp, "--tensor-parallel-size"),
+        data_parallel_size=flag(dp, "--data-parallel-size"),
         max_model_len=flag(max_len, "--max-model-len"),
         gpu_memory_utilization=flag(util, "--gpu-memory-utilization"))
+    process = ProcessInfo(4242, ("vllm", "serve", str(model), *switches))
     return Target("process", "process 4242 (vllm serve)", "--pid 4242", "/proc/4242/environ",
-                  serving=serving, npus=npus, npus_known=True)
+                  process=process, serving=serving, npus=npus, npus_known=True)
 
 
 # -- pure arithmetic ----------------------------------------------------------------------
@@ -188,9 +192,12 @@ def test_fits_passes_with_sources_in_the_summary(tmp_path: Path) -> None:
     assert finding.summary.startswith("fits: ")
     assert "1 x 910B4 at tensor parallel 1 (policy)" in finding.summary
     assert "32,768 tokens (policy) x batch 1" in finding.summary
-    assert "(safetensors headers)" in finding.summary and "largest context" in finding.summary
+    assert "weights from safetensors headers" in finding.summary
+    assert "per chip 0.31 MB weights + 32 MB KV + 4,096 MB reserve of 30,115 MB" in finding.summary
+    assert "largest 26,643,072 tokens" in finding.summary
     assert "the 1 of 8 visible chip(s) with the most free HBM" in text
-    assert "30,115 MB free now (2,653 / 32,768 MB used)" in text  # NPU 7 of corpus 014
+    assert "30,115 MB free now (2,653 / 32,768 MB used, 2,653 MB of it held by no process)" \
+        in text  # NPU 7 of corpus 014
     assert "weights as stored" in text and "BF16" in text
     assert "2 attention layers x 2 x 1 KV heads x 128 head_dim x 2 bytes" in text
     assert "blocks of 128 (policy hbm_fit.kv_block_tokens)" in text
@@ -263,9 +270,10 @@ def test_missing_shards_of_a_235b_fp8_checkpoint_are_not_an_undercount(tmp_path:
     finding = hbm_fit(ctx_for(directory, reading(A2_8X64), tmp_path, tensor_parallel=8))
     # before: "fits", the 39 shards there counted as the whole checkpoint
     assert finding.status == "warn", finding
-    assert finding.summary.startswith("little headroom: 564 MB left per chip")
+    assert finding.summary.startswith("little headroom: per chip 56,054 MB weights")
+    assert "-> 564 MB left" in finding.summary
     assert "8 x 910B3 at tensor parallel 8 (--tp)" in finding.summary
-    assert "(the index's total_size)" in finding.summary
+    assert "weights from the index's total_size" in finding.summary
     text = text_of(finding)
     assert f"weights as stored: {mb(index['metadata']['total_size'])}" in text
     assert "10 of 49 shards missing or unreadable" in text
@@ -342,8 +350,8 @@ def test_gpu_memory_utilization_caps_the_budget(tmp_path: Path) -> None:
     capped = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
                              target=vllm(model, tp=4, util=0.5)))
     assert capped.status == "fail", capped
-    assert "0.5 of 32,768 MB (`--gpu-memory-utilization 0.5` on the command line" \
-        in text_of(capped)
+    assert "0.5 of the 30,114 MB the runtime sees (`--gpu-memory-utilization 0.5` on the " \
+        "command line" in text_of(capped)
 
 
 def test_mindie_world_size_max_seq_len_and_npu_mem_size(tmp_path: Path) -> None:
@@ -386,11 +394,13 @@ def test_a_healthy_running_server_is_judged_against_total_hbm(tmp_path: Path) ->
                   target=vllm(model, tp=8, max_len=32768, npus=own))
     finding = hbm_fit(ctx)
     assert finding.status == "pass", finding  # before: fail, "2,058 MB free"
-    assert "8 x xxx (held by the target: judged against their total HBM) at tensor parallel 8 " \
-        "(command line)" in finding.summary
+    assert "8 x xxx (held by the target: judged against what was free before it started) at " \
+        "tensor parallel 8 (command line)" in finding.summary
     text = text_of(finding)
     assert "the 8 chip(s) the target holds" in text
-    assert "32,768 MB total less 0 MB other processes hold" in text
+    assert "32,768 MB total less 0 MB no process holds and 0 MB other processes hold" in text
+    assert "0.9 of the 32,768 MB the runtime sees (--gpu-memory-utilization unset: vllm's " \
+        "default 0.9" in text
 
 
 def test_hybrid_state_is_in_the_verdict(tmp_path: Path) -> None:
@@ -500,12 +510,13 @@ def test_no_npu_still_says_what_the_model_needs(tmp_path: Path) -> None:
     assert f"= {mb(weights + 10 * MB + kv)}" in need
 
 
-@pytest.mark.parametrize("corpus", ["001-info-20.2.0-310-atlas800-3000.txt",
-                                    "049-info-25.2.0-300IDuo-310P3-2chips-same-busid-PARTIAL.txt"])
-def test_no_hbm_figures_skip(tmp_path: Path, corpus: str) -> None:
-    finding = hbm_fit(ctx_for(bf16_model(tmp_path), reading(corpus), tmp_path))
-    assert finding.status == "skip" and finding.summary == "no HBM figures in npu-smi"
-    assert finding.rules == ("no-hbm-figures",)
+def test_310p_is_judged_from_memory_usage(tmp_path: Path) -> None:
+    """A 300I Duo (310P3) prints no HBM column; its Memory-Usage is the chip's memory."""
+    finding = hbm_fit(ctx_for(bf16_model(tmp_path), reading(
+        "049-info-25.2.0-300IDuo-310P3-2chips-same-busid-PARTIAL.txt"), tmp_path))
+    assert finding.status == "pass", finding
+    assert "1 x 310P3" in finding.summary
+    assert f"{44280 - 1529:,} MB free now (1,529 / 44,280 MB Memory-Usage" in text_of(finding)
 
 
 def test_visible_devices_leaving_no_chip_skip(tmp_path: Path) -> None:
@@ -577,3 +588,190 @@ def test_a_bad_tp_is_a_usage_error(fake_root: Any, capsys: pytest.CaptureFixture
     assert stop.value.code == 3
     err = capsys.readouterr().err
     assert "--tp" in err and "Traceback" not in err
+
+
+# -- the engines' own plan: context, memory share, room outside the pool, DP and EP ----------
+
+
+def test_without_max_model_len_vllm_sizes_for_the_models_maximum(tmp_path: Path) -> None:
+    """vllm-project/vllm#19407: without --max-model-len vLLM takes max_position_embeddings
+    (262,144 for the 2507/Coder checkpoints) and needs room for one request that long."""
+    model = coder(tmp_path)
+    unset = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(model, tp=4,
+                                                                               util=0.8)))
+    assert unset.status == "fail" and unset.rules == ("context-does-not-fit",), unset
+    assert "262,144 tokens (the model's maximum)" in unset.summary
+    assert "max_position_embeddings 262,144 in config.json" in text_of(unset)
+    assert "vllm-project/vllm#19407" in text_of(unset)
+    twin = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                           target=vllm(model, tp=4, util=0.8, max_len=32768)))
+    assert twin.status == "pass", twin
+    assert "32,768 tokens (command line)" in twin.summary
+
+
+def test_the_policy_context_stays_for_a_target_that_is_not_vllm(tmp_path: Path) -> None:
+    finding = hbm_fit(ctx_for(coder(tmp_path), reading(A2_8X32), tmp_path, tensor_parallel=4))
+    assert "32,768 tokens (policy)" in finding.summary
+    assert "no engine share applied" in text_of(finding)
+
+
+def test_vllm_default_share_is_applied_and_said(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                              target=vllm(model, tp=4, max_len=32768)))
+    assert finding.status == "pass", finding
+    assert f"of {mb(int(30114 * MB * 0.9))} -> " in finding.summary
+    assert "--gpu-memory-utilization unset: vllm's default 0.9 (vllm-project/vllm " \
+        "vllm/config/cache.py @ c1d8642" in text_of(finding)
+
+
+def test_mindie_default_fraction_and_its_environment(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    serving = ServingArgs(server="mindie", model_dir=Sourced(str(model), "modelWeightPath"),
+                          world_size=Sourced(4, "worldSize"), max_model_len=Sourced(4096, "max"))
+    target = Target("process", "process 7 (mindieservice_daemon)", "--pid 7", "/proc/7/environ",
+                    serving=serving)
+    unset = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=target))
+    assert "NPU_MEMORY_FRACTION unset: mindie's default 0.8" in text_of(unset)
+    assert f"of {mb(int(30114 * MB * 0.8))} -> " in unset.summary
+    given = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=target,
+                            env={"NPU_MEMORY_FRACTION": "0.5"}))
+    assert given.status == "fail", given  # 14.6 GB weights + reserve in 15 GB
+    assert "0.5 of the 30,114 MB the runtime sees (NPU_MEMORY_FRACTION=0.5 in the " \
+        "environment)" in text_of(given)
+
+
+def test_little_room_outside_the_pool_in_graph_mode_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm#19186, vllm-project/vllm-ascend#5020: a share close to 1 leaves graph
+    capture and HCCL buffers no room, and the capture runs out of memory."""
+    model = coder(tmp_path)
+    high = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                           target=vllm(model, tp=4, max_len=32768, util=0.99)))
+    assert high.status == "warn" and high.rules == ("little-room-outside-pool",), high
+    assert "little room outside the engine's pool: 301 MB" in high.summary
+    assert "--enforce-eager" in high.remedy
+    assert "graph capture on (no --enforce-eager)" in text_of(high)
+    eager = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=4, max_len=32768, util=0.99, switches=("--enforce-eager",))))
+    assert eager.status == "pass", eager
+    assert "eager (`--enforce-eager` on the command line)" in text_of(eager)
+    default = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                              target=vllm(model, tp=4, max_len=32768)))
+    assert default.status == "pass", default
+
+
+def test_a_running_server_and_the_same_settings_not_running_agree(tmp_path: Path) -> None:
+    """Measured for both: the held chips give what was free before the target started, the
+    free chips what is free now; the same settings get the same pool."""
+    model = coder(tmp_path)
+    info = reading(A2_SERVING).info
+    assert info is not None
+    own = tuple(NpuUse(p.npu_id, p.chip_id, p.pid, p.memory_mb) for p in info.processes)
+    running = hbm_fit(ctx_for(model, reading(A2_SERVING), tmp_path,
+                              target=vllm(model, tp=8, max_len=32768, npus=own)))
+    idle = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                           target=vllm(model, tp=8, max_len=32768)))
+    assert running.status == idle.status == "pass", (running, idle)
+    assert "of 29,491 MB" in running.summary  # 0.9 x 32,768: nothing idle there
+    assert f"of {mb(int(30114 * MB * 0.9))}" in idle.summary  # 0.9 x (32,768 - 2,654 idle)
+
+
+def test_data_parallel_needs_chips_for_every_replica(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                              target=vllm(model, tp=4, dp=4, max_len=32768)))
+    assert finding.status == "fail" and finding.rules == ("too-few-chips",), finding
+    assert "tensor parallel 4 x pipeline parallel 1 x data parallel 4 needs 16 chips" \
+        in finding.summary
+
+
+def test_expert_parallel_splits_the_experts_over_tp_times_dp(tmp_path: Path) -> None:
+    """--enable-expert-parallel: EP size = TP x DP (vLLM's expert parallel deployment docs);
+    the routed experts of Qwen3-Coder-30B-A3B are most of its bytes."""
+    model = coder(tmp_path)
+    without = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path,
+                              target=vllm(model, tp=2, dp=4, max_len=32768)))
+    assert without.status == "fail" and without.rules == ("weights-do-not-fit",), without
+    with_ep = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=2, dp=4, max_len=32768, switches=("--enable-expert-parallel",))))
+    assert with_ep.status == "pass", with_ep
+    assert "x data parallel 4, experts split over 8 chips (expert parallel)" in with_ep.summary
+    text = text_of(with_ep)
+    assert "routed experts (" in text and "split over TP x DP = 8 chips" in text
+
+
+def test_no_memory_figures_at_all_skip(tmp_path: Path) -> None:
+    text = (CORPUS_DIR / "npu-smi" / "049-info-25.2.0-300IDuo-310P3-2chips-same-busid-"
+            "PARTIAL.txt").read_text()
+    blank = text.replace("1529 / 44280", "NA          ").replace("1412 / 43693", "NA          ")
+    finding = hbm_fit(ctx_for(bf16_model(tmp_path), parse_output(blank), tmp_path))
+    assert finding.status == "skip", finding
+    assert finding.rules == ("no-hbm-figures",)
+
+
+# -- host RAM, by the rules vLLM applies -------------------------------------------------------
+
+
+def with_host_memory(ctx: Context, total_gib: int, available_gib: int) -> Context:
+    from probes.host_memory import HostMemory
+
+    ctx.fact("host_memory", lambda: HostMemory(total_gib * 2**30, available_gib * 2**30))
+    return ctx
+
+
+@pytest.mark.parametrize(("swap", "status"), [("24", "fail"), ("8", "warn"), ("4", "pass")])
+def test_swap_space_beyond_vllms_share_of_host_ram(tmp_path: Path, swap: str,
+                                                    status: str) -> None:
+    """Ksuriuri/index-tts-vllm#99, vllm-project/vllm#787: "Too large swap space": vLLM refuses
+    swap space x TP above 70% of host memory and warns above 40%."""
+    model = coder(tmp_path)
+    target = vllm(model, tp=4, max_len=32768, switches=("--swap-space", swap))
+    finding = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                               target=target), 64, 60))
+    assert finding.status == status, finding
+    if status != "pass":
+        assert finding.rules == ("host-ram-swap",)
+        assert f"swap space {swap} GiB x tensor parallel 4" in finding.summary
+    assert "host RAM: 64.0 GiB total, 60.0 GiB available (/proc/meminfo)" in text_of(finding)
+
+
+def test_cpu_offload_needs_the_host_ram_and_frees_hbm(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    target = vllm(model, tp=4, max_len=32768, switches=("--cpu-offload-gb", "10"))
+    short = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                             target=target), 64, 30))
+    assert short.status == "fail" and short.rules == ("host-ram-offload",), short
+    assert "CPU offload 10 GiB x tensor parallel 4 = 40.0 GiB" in short.summary
+    roomy = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                             target=target), 256, 200))
+    assert roomy.status == "pass", roomy
+    assert f"per chip {mb(CODER_BYTES / 4 - 10 * 2**30)} weights" in roomy.summary
+
+
+def test_loading_ram_is_said_to_be_not_in_our_data(tmp_path: Path) -> None:
+    model = coder(tmp_path)
+    finding = hbm_fit(with_host_memory(ctx_for(model, reading(A2_8X32), tmp_path,
+                                               target=vllm(model, tp=4, max_len=32768)),
+                                       64, 60))
+    assert finding.status == "pass", finding
+    assert "host RAM for loading the checkpoint itself: not in our data" in text_of(finding)
+
+
+def test_data_parallel_local_counts_the_replicas_on_this_node(tmp_path: Path) -> None:
+    """--data-parallel-size 4 over two nodes, 2 of them here: 8 chips here, not 16."""
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=4, dp=4, max_len=32768, switches=("--data-parallel-size-local", "2"))))
+    assert finding.status == "pass", finding
+    assert "2 of them on this node" in text_of(finding)
+
+
+def test_max_model_len_auto_is_not_sized_for_the_models_maximum(tmp_path: Path) -> None:
+    """`--max-model-len auto` leaves the context to vLLM: the model's 262,144 is not assumed."""
+    model = coder(tmp_path)
+    finding = hbm_fit(ctx_for(model, reading(A2_8X32), tmp_path, target=vllm(
+        model, tp=4, util=0.8, switches=("--max-model-len", "auto"))))
+    assert finding.status == "pass", finding
+    assert "32,768 tokens (policy)" in finding.summary
+    assert "`--max-model-len auto` on the command line: vLLM picks the context" \
+        in text_of(finding)

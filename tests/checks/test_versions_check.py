@@ -164,7 +164,8 @@ def test_older_cann_declared_compatible_warns(fake_root: FakeRoot) -> None:
     assert found.status == "warn"
     assert "older but declared compatible" in found.summary
     assert "CANN 8.3.RC1" in found.remedy
-    assert found.rules == ("torch-npu-cann",)
+    # driver 23.0.7 is not the 25.0.rc1 the install helper pairs with 8.2.RC1: a warning too
+    assert found.rules == ("recommended-pair", "torch-npu-cann")
 
 
 def test_torch_npu_with_known_but_unpaired_cann_fails(fake_root: FakeRoot) -> None:
@@ -380,3 +381,241 @@ def test_compat_rows_parse(row: dict[str, str]) -> None:
 
     assert torch_base(parse_version(str(row["torch_npu"]))) == str(row["torch"])
     parse_version(str(row["cann"]))
+
+
+# -- HDK tables read as their sources state them ------------------------------------------
+
+
+@pytest.mark.parametrize(("driver", "status"), [("24.1.rc2", "pass"), ("24.1.0", "pass"),
+                                                ("23.0.7", "fail")])
+def test_cann_80rc1_declares_a_minimum_hdk(fake_root: FakeRoot, driver: str,
+                                           status: str) -> None:
+    """Its source says HDK >= 24.1.RC1: 24.1.RC2 is not "undeclared" (the healthy twin of a
+    23.0.x driver, which is older than the minimum)."""
+    install_stack(fake_root, toolkit=toolkit_info("8.0.RC1", "V100R001C17SPC001B100"),
+                  nnal="8.0.RC1", driver=driver_info(driver, None), firmware="")
+    found = run(fake_root, {"torch": "2.1.0", "torch_npu": "2.1.0.post4"})
+    text = "\n".join([found.summary, *found.evidence])
+    if status == "pass":
+        assert f"ok: driver {driver} is at or above HDK 24.1.RC1, the minimum declared for " \
+            "CANN 8.0.RC1" in text
+        assert "driver-hdk-table" not in found.rules
+    else:
+        assert found.status == "fail" and found.rules == ("driver-hdk-table",)
+        assert "older than HDK 24.1.RC1, the minimum declared for CANN 8.0.RC1" in text
+
+
+@pytest.mark.parametrize(("families", "status"), [("[V100R001C29],[V100R001C30]", "warn"),
+                                                  ("[V100R001C29]", "fail")])
+def test_a_newer_driver_declaring_the_toolkits_family_warns(fake_root: FakeRoot, families: str,
+                                                            status: str) -> None:
+    """CANN 9.0.0 declares HDK 26.0.RC1/25.5.2/25.5.1; a later 26.1.0 driver whose
+    compatible_version names the toolkit's C30 family warns, and without it fails."""
+    install_stack(fake_root, toolkit=toolkit_info("9.0.0", "V100R001C30SPC001B100"),
+                  nnal="9.0.0", firmware="", driver=driver_info("26.1.0", families))
+    found = run(fake_root, {"torch": "2.9.0", "torch_npu": "2.9.0.post2"})
+    assert found.status == status, found
+    assert "driver-hdk-table" in found.rules
+    if status == "warn":
+        assert found.rules == ("driver-hdk-table",)
+        assert "newer than the HDKs declared for CANN 9.0.0" in found.summary
+
+
+@pytest.mark.parametrize(("driver", "status"), [("24.1.rc2", "pass"), ("24.1.rc1", "warn")])
+def test_the_install_helpers_pair_is_a_warning_level(fake_root: FakeRoot, driver: str,
+                                                     status: str) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.0.0", "V100R001C20SPC001B100"),
+                  nnal="8.0.0", driver=driver_info(driver, None), firmware="")
+    found = run(fake_root, {"torch": "2.4.0", "torch_npu": "2.4.0.post2"})
+    assert found.status == status, found
+    if status == "warn":
+        assert found.rules == ("recommended-pair",)
+        assert "not the HDK 24.1.rc2 the Ascend install helper pairs with CANN 8.0.0" \
+            in found.summary
+    else:
+        assert "ok: driver 24.1.rc2 is the HDK 24.1.rc2 the Ascend install helper pairs with " \
+            "CANN 8.0.0" in found.evidence
+
+
+# -- the toolchain beside CANN: NNAL, Triton-Ascend, the ATB ABI variant ----------------------
+
+
+def context_with(root: FakeRoot, packages: dict[str, str], model: str | None = None,
+                 env: dict[str, str] | None = None) -> Context:
+    """context() with a model directory inside the root and more environment."""
+    ctx = context(root, packages)
+    host = LiveHost(root=str(root.path), env={**ctx.host.env, **(env or {})}, python=PYTHON)
+    return Context(host, load_policy(), model_dir=Path(model) if model else None)
+
+
+def test_vllm_ascend_without_nnal_fails(fake_root: FakeRoot) -> None:
+    """vllm-project/vllm-ascend#152, #10525: libatb.so not found, NNAL never installed."""
+    install_stack(fake_root, nnal=None)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert found.status == "fail", found
+    assert "nnal-required" in found.rules
+    assert "no NNAL/ATB installed beside vllm-ascend" in found.summary
+
+
+def test_torch_npu_alone_does_not_need_nnal(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, nnal=None)
+    found = run(fake_root, {"torch": "2.7.1", "torch_npu": "2.7.1.post1"})
+    assert "nnal-required" not in found.rules
+
+
+@pytest.mark.parametrize(("model_type", "triton", "rule"), [
+    ("qwen3_next", None, True),  # vllm-project/vllm-ascend#3212: No module named 'triton'
+    ("qwen3_next", "3.2.1", False),
+    ("qwen3_moe", None, False),  # no Gated DeltaNet layers: nothing to require
+])
+def test_triton_ascend_for_gated_deltanet_models(fake_root: FakeRoot, model_type: str,
+                                                  triton: str | None, rule: bool) -> None:
+    install_stack(fake_root)
+    fake_root.file("/models/m/config.json", f'{{"model_type": "{model_type}"}}')
+    packages = {**HEALTHY_PACKAGES, **({"triton-ascend": triton} if triton else {})}
+    found = versions_parity(context_with(fake_root, packages, model="/models/m"))
+    assert ("triton-ascend-required" in found.rules) is rule, found
+    if rule:
+        assert f"no triton-ascend in {PYTHON} for a qwen3_next model" in found.summary
+    elif triton:
+        assert "ok: triton-ascend 3.2.1 installed for the qwen3_next model" in found.evidence
+
+
+def test_without_a_model_triton_ascend_is_only_reported(fake_root: FakeRoot) -> None:
+    install_stack(fake_root)
+    found = run(fake_root, HEALTHY_PACKAGES)
+    assert "triton-ascend-required" not in found.rules
+    assert any(line.startswith("triton-ascend not installed (needed for Qwen3-Next")
+               for line in found.evidence)
+
+
+@pytest.mark.parametrize(("atb_abi", "torch_abi", "status"), [
+    ("0", "1", "fail"), ("1", "1", "pass"), ("0", None, "unknown")])
+def test_atb_variant_against_torchs_abi(fake_root: FakeRoot, tmp_path: Path, atb_abi: str,
+                                        torch_abi: str | None, status: str) -> None:
+    install_stack(fake_root)
+    home = f"{ASCEND}/nnal/atb/latest/atb/cxx_abi_{atb_abi}"
+    ctx = context_with(fake_root, HEALTHY_PACKAGES, env={"ATB_HOME_PATH": home})
+    site = str(fake_root.path.parent / "site")
+    cmake = "# FindTorch\n" + (f'set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={torch_abi}")\n'
+                               if torch_abi else "")
+    fake_root.file(f"{site}/torch/share/cmake/Torch/TorchConfig.cmake", cmake)
+    found = versions_parity(ctx)
+    text = "\n".join([found.summary, *found.evidence])
+    if status == "fail":
+        assert "atb-abi" in found.rules
+        assert f"ATB_HOME_PATH={home} is the cxx_abi_0 build but torch was built with " \
+            "_GLIBCXX_USE_CXX11_ABI=1" in found.summary
+        assert "--cxx_abi=1" in found.remedy
+    elif status == "pass":
+        assert "ok: ATB variant cxx_abi_1 matches torch's C++ ABI" in text
+    else:
+        assert "atb-abi" not in found.rules
+        assert "torch's C++ ABI not readable" in text
+
+
+@pytest.mark.parametrize("bisheng", [True, False])
+def test_bisheng_beside_a_pre_85_toolkit_for_triton_models(fake_root: FakeRoot,
+                                                           bisheng: bool) -> None:
+    """The vllm-ascend Qwen3-Next tutorial sources <toolkit>/bisheng_toolkit/set_env.sh before
+    Triton-Ascend can compile its kernels (CANN 8.3.RC2 here)."""
+    install_stack(fake_root)
+    if bisheng:
+        fake_root.file(f"{ASCEND}/ascend-toolkit/latest/bisheng_toolkit/set_env.sh", "\n")
+    fake_root.file("/models/m/config.json", '{"model_type": "qwen3_next"}')
+    found = versions_parity(context_with(fake_root, {**HEALTHY_PACKAGES,
+                                                     "triton-ascend": "3.2.0"}, model="/models/m"))
+    where = f"{ASCEND}/ascend-toolkit/latest/bisheng_toolkit"
+    if bisheng:
+        assert f"ok: BiSheng toolkit at {where}" in found.evidence
+        assert "bisheng-not-found" not in found.rules
+    else:
+        assert "bisheng-not-found" in found.rules
+        assert f"no BiSheng toolkit at {where}" in found.summary
+
+
+@pytest.mark.parametrize(("installed", "status"), [("24.1.rc1", "pass"), ("25.0.rc1.1", "warn")])
+def test_the_loaded_driver_against_the_installed_one(fake_root: FakeRoot, installed: str,
+                                                     status: str) -> None:
+    """npu-smi's title reports the running driver (24.1.rc1.b030 here); version.info the
+    installed files: an upgrade not yet rebooted shows as the two disagreeing."""
+    from probes.inventory import parse_output
+
+    install_stack(fake_root, driver=driver_info(installed, None), firmware="")
+    ctx = context_with(fake_root, HEALTHY_PACKAGES)
+    reading = parse_output(next(CORPUS.glob("048-*")).read_text())
+    ctx.fact("npu", lambda: reading)
+    found = versions_parity(ctx)
+    if status == "pass":
+        assert "ok: npu-smi reports driver 24.1.rc1.b030, as driver/version.info says" \
+            in found.evidence
+        assert "loaded-driver" not in found.rules
+    else:
+        assert "loaded-driver" in found.rules
+        assert "npu-smi reports driver 24.1.rc1.b030 but driver/version.info says 25.0.rc1.1" \
+            in found.summary
+
+
+@pytest.mark.parametrize(("soc", "status"), [("ascend910b1", "pass"),
+                                             ("ascend910_9391", "fail")])
+def test_the_soc_vllm_ascend_was_built_for(fake_root: FakeRoot, soc: str, status: str) -> None:
+    """An A3 image on an A2 machine: vllm_ascend/_build_info.py names the SOC_VERSION of the
+    build; npu-smi shows 910B4 (A2) chips."""
+    from probes.host import PythonEnvironment
+    from probes.inventory import parse_output
+
+    install_stack(fake_root)
+    site = fake_root.path.parent / "built-site"
+    fake_root.file(f"{site}/vllm_ascend/_build_info.py", f"__soc_version__ = '{soc}'\n")
+    ctx = context_with(fake_root, HEALTHY_PACKAGES)
+    real = ctx.host.python_packages()
+    env = PythonEnvironment(real.interpreter, real.python_version, real.packages,
+                            locations={**real.locations, "vllm-ascend": str(site)})
+    ctx.fact("python", lambda: env)
+    reading = parse_output(next(CORPUS.glob("014-*")).read_text())
+    ctx.fact("npu", lambda: reading)
+    found = versions_parity(ctx)
+    if status == "pass":
+        assert f"ok: vllm-ascend was built for {soc}, the A2 chips here" in found.evidence
+    else:
+        assert "soc-build" in found.rules
+        assert f"vllm-ascend was built for SOC_VERSION {soc} (A3) but the chips here are A2" \
+            in found.summary
+
+
+@pytest.mark.parametrize(("kernels", "status"), [("8.1.RC1", "pass"), ("8.0.0", "warn")])
+def test_operator_kernels_of_the_toolkits_release(fake_root: FakeRoot, kernels: str,
+                                                  status: str) -> None:
+    cfg = next(CORPUS.glob("045-*")).read_text().replace(
+        "opp_kernel_running_version=[7.7.T20.0.B210:8.1.RC1]",
+        f"opp_kernel_running_version=[7.7.T20.0.B210:{kernels}]")
+    install_stack(fake_root, toolkit=toolkit_info("8.1.RC1", "V100R001C21SPC001B238"),
+                  nnal="8.1.RC1")
+    fake_root.file(f"{ASCEND}/ascend-toolkit/latest/version.cfg", cfg)
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
+    if status == "pass":
+        assert "ok: operator kernels 8.1.RC1 are the toolkit's release" in found.evidence
+        assert "kernels-toolkit" not in found.rules
+    else:
+        assert "kernels-toolkit" in found.rules
+        assert "operator kernels package 8.0.0 is not the toolkit's release 8.1.RC1" \
+            in found.summary
+
+
+def test_a_driver_community_reports_show_with_the_cann_is_not_held_to_the_helper(
+        fake_root: FakeRoot) -> None:
+    """CANN 8.2.RC1 with HDK 25.2.0 (what ascend-deployer installs with it) is not "not the
+    recommended pair": the helper's 25.0.rc1 is one choice, not the only one."""
+    install_stack(fake_root, toolkit=toolkit_info("8.2.RC1", "V100R001C22SPC001B100"),
+                  nnal="8.2.RC1", driver=driver_info("25.2.0", None), firmware="")
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1.post1"})
+    assert "recommended-pair" not in found.rules, found
+    assert any("25.2.0 release seen (community reports) with CANN 8.2.RC1" in line
+               for line in found.evidence)
+
+
+def test_cann_81rc1_with_the_hdk_its_deployer_installs(fake_root: FakeRoot) -> None:
+    install_stack(fake_root, toolkit=toolkit_info("8.1.RC1", "V100R001C21SPC001B238"),
+                  nnal="8.1.RC1", driver=driver_info("25.0.rc1", None), firmware="")
+    found = run(fake_root, {"torch": "2.5.1", "torch_npu": "2.5.1"})
+    assert "recommended-pair" not in found.rules and "driver-hdk-table" not in found.rules
