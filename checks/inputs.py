@@ -234,7 +234,7 @@ def model_dir(model: str | None, options: HostOptions, host: Host,
             return Path(recorded)
         found = target.serving.model_dir if target is not None else None
         return Path(found.value) if found is not None else None
-    from probes.checkpoint import locate_model
+    from probes.model.reader import locate_model
 
     path = os.path.abspath(model) if options.is_live else model
     try:

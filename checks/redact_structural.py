@@ -22,7 +22,7 @@ import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from probes.checkpoint import CONFIG_FILE, GENERATION_CONFIG_FILE
+from probes.model.reader import CONFIG_FILE, GENERATION_CONFIG_FILE
 
 # the model directory's JSON files (their names as the one model-directory reader spells them)
 JSON_NAMES = frozenset({CONFIG_FILE, GENERATION_CONFIG_FILE, "tokenizer_config.json",

@@ -1,6 +1,6 @@
 """Machine reports of a doctor run: JSON (ascend-doctor/1) and JUnit XML.
 
-The terminal report is in checks.report_terminal (it needs rich; these do not).
+The terminal report is in checks.cli.report_terminal (it needs rich; these do not).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   everything else BF16, a small vision tower under `model.visual.` and an MTP head under
   `mtp.` (neither is loaded by the engine); the Qwen3.5/3.6 tokenizer.
 
-Names and shapes of the language model come from `probes.model_tensors` (the inventory the
+Names and shapes of the language model come from `probes.model.tensors` (the inventory the
 engine and the doctor use). Both have 4 layers (3 Gated DeltaNet + 1 gated attention) so
 at least one layer keeps a KV cache; FP8 dims are multiples of 128, so transformers' own FP8
 dequantisation is a valid reference.
@@ -30,8 +30,8 @@ from demo_models.writer import (
     write_qwen_tokenizer,
     write_safetensors,
 )
-from probes.model_config import ModelConfig, parse_config
-from probes.model_tensors import TensorSpec, expected_tensors
+from probes.model.config import ConfigFacts, parse_config
+from probes.model.tensors import TensorSpec, expected_tensors
 
 SEED = 0
 LAYER_TYPES = ["linear_attention"] * 3 + ["full_attention"]
@@ -103,7 +103,7 @@ def _value(name: str, spec: TensorSpec, gen: torch.Generator, scale: float) -> t
     return torch.randn(shape, generator=gen) * scale
 
 
-def language_model(config: ModelConfig, seed: int = SEED) -> tuple[Tensors, set[str]]:
+def language_model(config: ConfigFacts, seed: int = SEED) -> tuple[Tensors, set[str]]:
     """float32 tensors of the language model, and the names an FP8 checkpoint quantises."""
     gen = torch.Generator().manual_seed(seed)
     tensors: Tensors = {}
@@ -168,7 +168,7 @@ def build_qwen3_next_tiny(out: Path, options: BuildOptions) -> dict[str, Any]:
     }
 
 
-def qwen3_6_not_converted(config: ModelConfig) -> list[str]:
+def qwen3_6_not_converted(config: ConfigFacts) -> list[str]:
     """Modules kept in BF16, spelled as Qwen's FP8 configs spell them: lm_head, the
     embeddings, per layer the norms, router and shared-expert gate and the small DeltaNet
     parameters, and the vision tower."""

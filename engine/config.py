@@ -1,5 +1,5 @@
 """The engine's view of a model: one frozen `ModelConfig`, resolved from the facts that
-`probes.model_config` read out of config.json (or GGUF metadata) -- this module reads no file
+`probes.model.config` read out of config.json (or GGUF metadata) -- this module reads no file
 and parses no JSON itself.
 
 Resolution is strict where reading was lenient: a malformed field, a field the family needs
@@ -16,9 +16,9 @@ from typing import Any
 
 from engine.errors import ModelFormatError, UnsupportedArchitecture
 from engine.spec import DEFAULT_DTYPE, Fp8Config, ModelConfig
-from probes.model_config import ModelConfig as ConfigFacts
-from probes.model_config import parse_config as parse_facts
-from probes.model_tensors import DeltaNetShape, deltanet_shape
+from probes.model.config import ConfigFacts
+from probes.model.config import parse_config as parse_facts
+from probes.model.tensors import DeltaNetShape, deltanet_shape
 
 # the data the resolution produces lives in engine.spec (the family modules name it from there)
 __all__ = ["DEFAULT_DTYPE", "Fp8Config", "ModelConfig", "config_from_gguf", "fp8_config",
@@ -33,10 +33,10 @@ def parse_config(data: Mapping[str, Any], source: str = "config.json") -> ModelC
 
 
 def load_config(path: Path) -> ModelConfig:
-    """`path/config.json` (or `path` itself when it is the file), read by probes.checkpoint."""
-    from probes.checkpoint import CheckpointError, read_json
+    """`path/config.json` (or `path` itself when it is the file), read by probes.model.reader."""
     from probes.errors import HostError
     from probes.live import LiveHost
+    from probes.model.reader import CheckpointError, read_json
 
     path = Path(path).absolute()
     file = path / "config.json" if path.is_dir() else path

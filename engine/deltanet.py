@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from engine.cache import LinearState
 from engine.cpu_decode import Stack
 from engine.layers import Weight, linear, linears
-from probes.model_tensors import DeltaNetShape
+from probes.model.tensors import DeltaNetShape
 
 CHUNK = 64
 L2_EPS = 1e-6

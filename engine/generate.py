@@ -247,9 +247,9 @@ class Engine:
         """Generate the assistant reply to OpenAI-style messages via the chat template.
 
         The template is the model's code: it runs as transformers runs it (Jinja's immutable
-        sandbox) under probes.chat_template's budget of steps, output and time, so a template
+        sandbox) under probes.model.chat_template's budget of steps, output and time, so a template
         that loops or builds huge strings is one EngineError, not a hang."""
-        from probes.chat_template import render
+        from probes.model.chat_template import render
         from probes.textsafe import one_line
 
         template = getattr(self.tokenizer, "chat_template", None)

@@ -1,5 +1,5 @@
 """Device choice and the memory plan: what the weights and the cache need, checked before
-anything is allocated (the arithmetic is probes.model_memory, shared with the doctor)."""
+anything is allocated (the arithmetic is probes.model.memory, shared with the doctor)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from engine.model import Decoder
 from engine.models import FAMILIES
 from engine.ops import in_use, select_fused_ops
 from engine.options import DEVICES
-from probes.model_config import FULL_ATTENTION
-from probes.model_memory import HEADROOM_FRACTION, human_bytes, plan_memory
-from probes.model_tensors import InventoryError
+from probes.model.config import FULL_ATTENTION
+from probes.model.memory import HEADROOM_FRACTION, human_bytes, plan_memory
+from probes.model.tensors import InventoryError
 
 DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,

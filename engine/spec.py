@@ -9,16 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.model_config import FULL_ATTENTION
-from probes.model_config import ModelConfig as ConfigFacts
-from probes.model_tensors import DeltaNetShape
+from probes.model.config import FULL_ATTENTION, ConfigFacts
+from probes.model.tensors import DeltaNetShape
 
 DEFAULT_DTYPE = "float32"  # transformers' default when a config names none
 
 
 @dataclass(frozen=True)
 class Fp8Config:
-    """FP8 weights as the checkpoint stores them (see probes.quant_format)."""
+    """FP8 weights as the checkpoint stores them (see probes.model.quant)."""
 
     block_size: tuple[int, int] = (128, 128)
     modules_to_not_convert: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
 """Tensor bytes out of validated safetensors shards, through a private memory map.
 
-`probes.checkpoint` has already checked every header (offsets inside the file, sizes equal
+`probes.model.reader` has already checked every header (offsets inside the file, sizes equal
 to shape x dtype, no overlap), so reading a tensor is a view of its byte range: nothing is
 parsed twice and no second safetensors reader is needed. The map is copy-on-write (nothing
 is ever written back) and pages are read only when a tensor is copied out.
@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from engine.errors import ModelFormatError
-from probes.checkpoint import ModelDir, TensorInfo
+from probes.model.reader import ModelDir, TensorInfo
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,

@@ -15,8 +15,8 @@ The model code only ever sees these canonical names (engine-internal, family-neu
                                                         or sliced from fused 3-D experts
     layers.{i}.moe.shared.{gate,up,down}.weight, layers.{i}.moe.shared_gate.weight
 
-Which tensors a config needs, with which shapes, is `probes.model_tensors`; the directory and
-its headers are read (and validated) once by `probes.checkpoint`. Before any tensor is read
+Which tensors a config needs, with which shapes, is `probes.model.tensors`; the directory and
+its headers are read (and validated) once by `probes.model.reader`. Before any tensor is read
 every needed one is found in the headers with its shape and FP8 scale, so a wrong or hostile
 checkpoint is one ModelFormatError naming the tensor, not a crash or a giant allocation.
 Tensors the language model does not use (a vision tower, an MTP head) are counted and skipped.
@@ -39,9 +39,9 @@ from engine.errors import EngineError, ModelFormatError, UnsupportedArchitecture
 from engine.fp8 import Fp8Weight, dequantize_block, scale_grid
 from engine.options import FP8_MODES
 from engine.tensor_io import ShardReader
-from probes.checkpoint import CheckpointError, ModelDir, TensorInfo, locate_model, read_model_dir
 from probes.errors import HostError
-from probes.model_tensors import LayerKind, TensorSpec, expected_tensors, layer_tensors
+from probes.model.reader import CheckpointError, ModelDir, TensorInfo, locate_model, read_model_dir
+from probes.model.tensors import LayerKind, TensorSpec, expected_tensors, layer_tensors
 
 Weight: TypeAlias = torch.Tensor | Fp8Weight
 
@@ -426,7 +426,7 @@ def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device
 
 
 def read_model(path: Path | str) -> ModelDir:
-    """The model directory as probes.checkpoint reads it; its errors as ModelFormatError."""
+    """The model directory as probes.model.reader reads it; its errors as ModelFormatError."""
     from probes.live import LiveHost
 
     try:

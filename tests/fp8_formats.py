@@ -1,6 +1,6 @@
 """Tiny but complete FP8 checkpoints of a small Qwen3-MoE config, one per on-disk FP8 format.
 
-Every tensor the config needs is there (names and shapes from probes.model_tensors, real bytes),
+Every tensor the config needs is there (names and shapes from probes.model.tensors, real bytes),
 so checkpoint.format counts them all and checkpoint.fp8-scales judges real scale values:
 
 - `block`: quant_method fp8 with weight_block_size [128, 128]: `X.weight_scale_inv` per tile,
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from probes.model_config import parse_config
-from probes.model_tensors import expected_tensors
+from probes.model.config import parse_config
+from probes.model.tensors import expected_tensors
 from tests.fp8_fixtures import Tensors, bf16, encode_scales, fp8_bytes, write_model
 
 FORMATS = ("block", "channel", "tensor", "autofp8")

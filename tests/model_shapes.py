@@ -1,7 +1,7 @@
 """Header-only checkpoints of real model shapes: every safetensors header a real checkpoint of
 the config would have, the data left as a file hole (no disk used, nothing to download).
 
-Names, shapes and dtypes come from probes.model_tensors (the official layouts); FP8 configs
+Names, shapes and dtypes come from probes.model.tensors (the official layouts); FP8 configs
 get float8 weights plus a BF16 `weight_scale_inv` grid for every quantisable linear.
 """
 
@@ -13,8 +13,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from probes.model_config import parse_config
-from probes.model_tensors import expected_tensors
+from probes.model.config import parse_config
+from probes.model.tensors import expected_tensors
 
 BYTES = {"BF16": 2, "F8_E4M3": 1}
 

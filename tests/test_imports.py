@@ -53,7 +53,7 @@ def test_the_rule_would_notice_a_violation() -> None:
 # --policy file, an npu-smi output to parse, a chip that is not OK, a program to run, Ascend
 # version files, an Ascend PCI function, a CANN toolkit. rich and shutil never: the run report
 # writes its own ANSI.
-LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_smi.kv",
+LAZY = ("probes.model.reader", "checks.baseline", "probes.npu_smi", "probes.npu_smi.kv",
         "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
         "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
         "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
@@ -62,13 +62,13 @@ LAZY = ("probes.checkpoint", "checks.baseline", "probes.npu_smi", "probes.npu_sm
         "checks.builtin.endpoint", "probes.http", "probes.prometheus", "httpx",
         "prometheus_client",
         # engine.op-coverage and the ops/bench commands: only when asked for
-        "checks.builtin.ops", "checks.ops_view", "checks.bench_view", "engine.tools.opscan",
+        "checks.builtin.ops", "checks.cli.ops_view", "checks.cli.bench_view", "engine.tools.opscan",
         # the median without statistics (and its decimal, fractions, random); the temperature
         # rule only where a table is judged; the JSON timestamp without datetime; argparse's
         # sub-command parsers and their options only for a sub-command; the --model readers
         "statistics", "decimal", "fractions", "checks.thermal", "datetime",
-        "checks.command_options", "numpy", "tokenizers", "jinja2", "probes.float_values",
-        "probes.chat_template", "checks.builtin.tokenizer_load", "probes.model_config",
+        "checks.cli.command_options", "numpy", "tokenizers", "jinja2", "probes.model.float_values",
+        "probes.model.chat_template", "checks.builtin.tokenizer_load", "probes.model.config",
         # what only a process target needs
         "probes.target.parts", "probes.pyenv_static", "probes.target.serving")
 

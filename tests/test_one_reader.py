@@ -1,4 +1,4 @@
-"""One reader of a model directory (probes.checkpoint): no other package parses config.json,
+"""One reader of a model directory (probes.model.reader): no other package parses config.json,
 generation_config.json or the shard index, or reads safetensors headers or tensors with a
 reader of its own. Read statically from the source of every module outside probes/."""
 
@@ -12,7 +12,7 @@ PACKAGES = ("checks", "engine", "console", "demo_models", "playbooks")
 MODEL_FILES = frozenset({"config.json", "generation_config.json", "model.safetensors.index.json"})
 SAFETENSORS_READERS = frozenset({"safe_open", "load_file", "load", "deserialize"})
 # The one JSON reader for these files; a module naming them may call it, or parse nothing.
-READER = "probes.checkpoint"
+READER = "probes.model.reader"
 
 
 def modules() -> list[Path]:
@@ -30,7 +30,7 @@ def _parses_json(tree: ast.AST) -> bool:
 
 
 def _reads_json_elsewhere(tree: ast.AST) -> bool:
-    """Calls a `read_json`-like function that is not probes.checkpoint's."""
+    """Calls a `read_json`-like function that is not probes.model.reader's."""
     ours = {alias.asname or alias.name for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.module == READER
             for alias in node.names}
@@ -87,5 +87,5 @@ def test_the_rules_notice_a_reader(tmp_path: Path) -> None:
     assert _unpacks_header_length(planted) and _reads_safetensors(planted)
     helper = ast.parse("from mine import read_json\nread_json(d / 'config.json')\n")
     assert _names_model_file(helper) and _reads_json_elsewhere(helper)
-    shared = ast.parse("from probes.checkpoint import read_json\nread_json(h, 'config.json')\n")
+    shared = ast.parse("from probes.model.reader import read_json\nread_json(h, 'config.json')\n")
     assert not _reads_json_elsewhere(shared)

@@ -1,5 +1,5 @@
 """Every real config in tests/data/models is read as transformers means it, by the one reader
-(probes.model_config), the engine's config, `python -m engine.tools.plan` and `ascend-doctor ops`;
+(probes.model.config), the engine's config, `python -m engine.tools.plan` and `ascend-doctor ops`;
 an architecture the engine does not run (DeepSeek-V3) is named as such, never priced as if it
 were another."""
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from probes.model.config import parse_config
 from probes.model.families import FAMILIES
-from probes.model_config import parse_config
-from probes.model_memory import plan_memory
-from probes.model_tensors import InventoryError, expected_count, expected_tensors
+from probes.model.memory import plan_memory
+from probes.model.tensors import InventoryError, expected_count, expected_tensors
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "data" / "models"

@@ -4,12 +4,12 @@ is stored?
 Two questions, kept apart so that a sound checkpoint is never mistaken for a broken one:
 - integrity: every shard the index names is there and opens the way the loader opens it (the
   reader validates each safetensors header as the format's own reader does,
-  probes.safetensors_header), each file is as long as its header says, and the shards hold
+  probes.model.safetensors_header), each file is as long as its header says, and the shards hold
   the tensors config.json needs (checks.builtin.tensor_coverage);
 - deployability: an FP8 checkpoint on a chip without FP8 compute (checks.builtin.fp8_gate)
   cannot be served as FP8 there — its own summary and remedy, which never say "re-download".
 
-Everything is read through probes.checkpoint (headers only), so a 236 GB checkpoint is judged
+Everything is read through probes.model.reader (headers only), so a 236 GB checkpoint is judged
 from a few MB and a recording of the box answers the same.
 """
 
@@ -22,14 +22,14 @@ from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
 from probes.model.families import KNOWN_MODEL_TYPES
-from probes.safetensors_header import FP8_DTYPES
+from probes.model.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
     from checks.builtin.fp8_gate import Fp8Gate
     from checks.builtin.tensor_coverage import Coverage
-    from probes.checkpoint import ModelDir
+    from probes.model.reader import ModelDir
 
-# probes.checkpoint is imported by the functions that read a model: a run without --model
+# probes.model.reader is imported by the functions that read a model: a run without --model
 # never loads it.
 
 KNOWN_ARCHITECTURES = KNOWN_MODEL_TYPES  # the one family table's model types
@@ -64,7 +64,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
 def model_dir(ctx: Context) -> ModelDir:
     """The checkpoint under --model, read once per run. Raises CheckpointError/HostError."""
     assert ctx.model_dir is not None
-    from probes.checkpoint import read_model_dir
+    from probes.model.reader import read_model_dir
 
     return ctx.fact("checkpoint", lambda: read_model_dir(ctx.host, str(ctx.model_dir)))
 
@@ -86,7 +86,7 @@ def model_or_skip(ctx: Context) -> tuple[ModelDir | None, Finding | None]:
     no_model, not_recorded, unreadable = MODEL_SKIP_RULES
     if ctx.model_dir is None:
         return None, skipped(NO_MODEL, rules=(no_model,))
-    from probes.checkpoint import CheckpointError
+    from probes.model.reader import CheckpointError
 
     try:
         return model_dir(ctx), None
@@ -146,7 +146,7 @@ class Problem:
 
 def integrity_problems(model: ModelDir) -> list[Problem]:
     """Why a loader could not read every tensor, grouped (one line per kind of damage)."""
-    from probes.safetensors_header import shown
+    from probes.model.safetensors_header import shown
 
     found: list[Problem] = []
     total = shard_count(model)
@@ -190,7 +190,7 @@ class Verdict:
 def checkpoint_format(ctx: Context) -> Finding:
     if ctx.model_dir is None:
         return skipped(NO_MODEL, rules=("no-model",))
-    from probes.checkpoint import CheckpointError
+    from probes.model.reader import CheckpointError
 
     try:
         model = model_dir(ctx)

@@ -1,6 +1,6 @@
 """checkpoint.fp8-scales: every FP8 weight has the scale its format says, and the scales are sane.
 
-The format comes from `quantization_config` (probes.quant_format), and each is judged as it is
+The format comes from `quantization_config` (probes.model.quant), and each is judged as it is
 meant:
 - block FP8 (`quant_method: fp8` with `weight_block_size`; Qwen3/3.5/3.6-FP8, DeepSeek-V3):
   `X.weight_scale_inv`, one per tile, shape `[ceil(out/b), ceil(in/b)]` (huggingface/
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
-from probes.safetensors_header import FP8_DTYPES
+from probes.model.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelDir, TensorInfo
+    from probes.model.reader import ModelDir, TensorInfo
 
 SCALE_DTYPES = ("F32", "BF16", "F16")
 TOP_N = 5
@@ -264,7 +264,7 @@ def _broken(model: ModelDir) -> set[str]:
 
 def _read_values(ctx: Context, model: ModelDir, scale: TensorInfo, limits: Limits,
                  tally: Tally) -> None:
-    from probes.checkpoint import CheckpointError, load_floats
+    from probes.model.reader import CheckpointError, load_floats
 
     try:
         values = load_floats(ctx.host, model, scale.name)
@@ -355,7 +355,7 @@ def _worst_first(problems: Iterable[ScaleProblem]) -> list[tuple[str, list[Scale
 
 
 def _describe(tensor: str, found: list[ScaleProblem]) -> str:
-    from probes.safetensors_header import shown
+    from probes.model.safetensors_header import shown
 
     return f"{shown(tensor)}: " + ", ".join(p.detail for p in found)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from checks import data
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelConfig
+    from probes.model.config import ConfigFacts
 
 MAX_LEN_SOURCE = ("vLLM's default without --max-model-len: the model's own maximum context "
                   "(vllm-project/vllm#19407)")
@@ -41,7 +41,7 @@ def default_source(row: EngineDefault) -> str:
             f"({row.sources[0]})")
 
 
-def model_max_context(config: ModelConfig) -> tuple[int, str] | None:
+def model_max_context(config: ConfigFacts) -> tuple[int, str] | None:
     """The context vLLM sizes for when the command line gives none, and where it comes from;
     None when config.json does not say."""
     text = config.raw.get("text_config")

@@ -19,7 +19,7 @@ KV per token = full-attention layers x 2 x KV heads x head_dim x bytes (KV heads
 tensor-parallel chips, one per chip at least), allocated in blocks of `hbm_fit.kv_block_tokens`
 (vllm-ascend's 128: vllm-project/vllm-ascend vllm_ascend/utils.py refresh_block_size @
 182b75ea84ff). Hybrids (Qwen3-Next, Qwen3.5/3.6) keep KV only on their full-attention layers
-and a fixed-size Gated DeltaNet state per sequence (probes.model_memory). An attention the
+and a fixed-size Gated DeltaNet state per sequence (probes.model.memory). An attention the
 project does not model (DeepSeek-V3's multi-head latent attention) gets no KV figure.
 
 An FP8 checkpoint on a chip without FP8 compute is not served as FP8 (checks.builtin.fp8_gate):
@@ -48,7 +48,7 @@ from checks.model import NO_MODEL, Finding, failed, skipped
 from probes.errors import HostError, NotRecorded
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelDir
+    from probes.model.reader import ModelDir
     from probes.npu_smi import NpuInfo
 
 CHECK_RULES: dict[str, dict[str, str]] = {
@@ -82,7 +82,7 @@ def read_model(ctx: Context) -> Model | Finding:
     if ctx.model_dir is None:
         return skipped(NO_MODEL, rules=("no-model",))
     from checks.builtin.checkpoint import model_dir
-    from probes.checkpoint import CheckpointError, read_config
+    from probes.model.reader import CheckpointError, read_config
 
     path = str(ctx.model_dir)
     try:

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from checks.builtin.hbm_engine import default_source, engine_default, model_max_context
 from checks.context import Context
-from probes.safetensors_header import FP8_DTYPES
+from probes.model.safetensors_header import FP8_DTYPES
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelConfig, ModelDir
+    from probes.model.config import ConfigFacts
+    from probes.model.reader import ModelDir
     from probes.target.memory_args import MemoryArgs
     from probes.target.model import ServingArgs
     from probes.target.parts import Sourced
@@ -180,7 +181,7 @@ def row_known(server: str) -> bool:
     return engine_default(server) is not None
 
 
-def for_model(settings: Deployment, config: ModelConfig) -> Deployment:
+def for_model(settings: Deployment, config: ConfigFacts) -> Deployment:
     """A vLLM target without --max-model-len sizes for the model's own maximum context."""
     if settings.engine != "vllm" or settings.max_seq_len.origin != "policy":
         return settings
@@ -248,12 +249,12 @@ def from_headers(model: ModelDir) -> Weights:
                    True, "safetensors headers", text, experts)
 
 
-def estimated(config: ModelConfig, why: str) -> Weights | str:
-    """The weights config.json implies (the language model as probes.model_tensors lays it
+def estimated(config: ConfigFacts, why: str) -> Weights | str:
+    """The weights config.json implies (the language model as probes.model.tensors lays it
     out), or why they cannot be estimated."""
-    from probes.model_config import FAMILIES
-    from probes.model_memory import config_weight_elements, dtype_bytes
-    from probes.model_tensors import InventoryError
+    from probes.model.config import FAMILIES
+    from probes.model.memory import config_weight_elements, dtype_bytes
+    from probes.model.tensors import InventoryError
 
     if config.family not in FAMILIES:
         kind = config.model_type or config.architecture or "this architecture"
@@ -312,7 +313,7 @@ def _fp8_share(model: ModelDir, read: Weights, declared: int) -> int:
 class Model:
     """What the check knows of the model: config, weights (or why not), and the reading."""
 
-    config: ModelConfig
+    config: ConfigFacts
     weights: Weights | str
     path: str
     read_error: str = ""  # why the weights files could not be read at all

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelConfig
+    from probes.model.config import ConfigFacts
 
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
 # model_type values whose attention caches per-head K and V as modelled here
@@ -20,7 +20,7 @@ KV_MODELLED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
 # -- KV cache and linear-attention state ---------------------------------------------------------
 
 
-def attention_layers(config: ModelConfig) -> tuple[int, str]:
+def attention_layers(config: ConfigFacts) -> tuple[int, str]:
     """(layers that keep a KV cache, how that was decided)."""
     layers = config.num_hidden_layers or 0
     full = config.full_attention_layers()
@@ -34,8 +34,8 @@ def attention_layers(config: ModelConfig) -> tuple[int, str]:
     return layers, f"{layers} attention layers"
 
 
-def kv_dtype_bytes(config: ModelConfig) -> int:
-    from probes.model_memory import dtype_bytes
+def kv_dtype_bytes(config: ConfigFacts) -> int:
+    from probes.model.memory import dtype_bytes
 
     return dtype_bytes(config.dtype)
 
@@ -54,7 +54,7 @@ class KvShape:
         return self.layers * 2 * heads_per_chip * self.head_dim * self.dtype_bytes
 
 
-def kv_not_modelled(config: ModelConfig) -> str:
+def kv_not_modelled(config: ConfigFacts) -> str:
     """Why the KV cache of this architecture is not estimated; "" when it is."""
     kind = config.model_type or config.architecture or "this architecture"
     if "kv_lora_rank" in config.raw:
@@ -65,7 +65,7 @@ def kv_not_modelled(config: ModelConfig) -> str:
     return ""
 
 
-def kv_shape(config: ModelConfig) -> KvShape | None:
+def kv_shape(config: ConfigFacts) -> KvShape | None:
     """The KV cache geometry, or None when config.json does not say enough."""
     layers, _ = attention_layers(config)
     heads = config.num_key_value_heads or config.num_attention_heads
@@ -77,10 +77,10 @@ def kv_shape(config: ModelConfig) -> KvShape | None:
     return KvShape(layers, heads, head_dim, kv_dtype_bytes(config))
 
 
-def state_bytes(config: ModelConfig) -> int:
+def state_bytes(config: ConfigFacts) -> int:
     """Linear-attention (Gated DeltaNet) state of one sequence; 0 without such layers."""
-    from probes.model_memory import state_bytes_per_sequence
-    from probes.model_tensors import InventoryError
+    from probes.model.memory import state_bytes_per_sequence
+    from probes.model.tensors import InventoryError
 
     try:
         return state_bytes_per_sequence(config, kv_dtype_bytes(config))
@@ -176,12 +176,12 @@ def tokens(n: int) -> str:
     return f"{n:,} tokens"
 
 
-def engine_plan_lines(config: ModelConfig, max_seq_len: int, batch: int) -> list[str]:
-    """This project's engine plan for the language model (probes.model_memory, the lines
+def engine_plan_lines(config: ConfigFacts, max_seq_len: int, batch: int) -> list[str]:
+    """This project's engine plan for the language model (probes.model.memory, the lines
     `python -m engine.tools.plan` prints): weights per FP8 mode, KV and linear-attention state."""
-    from probes.model_config import FAMILIES
-    from probes.model_memory import plan_lines, plan_memory
-    from probes.model_tensors import InventoryError
+    from probes.model.config import FAMILIES
+    from probes.model.memory import plan_lines, plan_memory
+    from probes.model.tensors import InventoryError
 
     if config.family not in FAMILIES:
         kind = config.model_type or config.architecture or "this architecture"

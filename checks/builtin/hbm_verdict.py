@@ -26,11 +26,11 @@ from checks.context import Context
 from checks.model import Finding, failed, passed, warned
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelConfig
+    from probes.model.config import ConfigFacts
     from probes.npu_smi import ChipRow
 
 
-def kv_note(config: ModelConfig) -> str:
+def kv_note(config: ConfigFacts) -> str:
     """Why no KV figure is given for this model; "" when one is."""
     found = kv_not_modelled(config)
     if found:

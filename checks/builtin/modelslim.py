@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from checks.context import Context
 
 if TYPE_CHECKING:
-    from probes.checkpoint import ModelDir
-    from probes.quant_format import ModelSlimDescription
+    from probes.model.quant import ModelSlimDescription
+    from probes.model.reader import ModelDir
 
 FLOAT_DTYPES = ("BF16", "F16", "F32")
 INT_DTYPES = ("I8", "U8", "I4", "U4")  # msModelSlim stores int8 (and packed int4) weights
@@ -42,7 +42,7 @@ class SlimVerdict:
 
 
 def _some(names: list[str]) -> str:
-    from probes.safetensors_header import shown
+    from probes.model.safetensors_header import shown
 
     text = ", ".join(shown(n) for n in names[:NAMED])
     return text + (f" and {len(names) - NAMED:,} more" if len(names) > NAMED else "")
@@ -54,9 +54,9 @@ def int_weights(model: ModelDir) -> list[str]:
 
 def _read(ctx: Context, model: ModelDir) -> ModelSlimDescription | str | None:
     """The description, why it cannot be read, or None when there is none."""
-    from probes.checkpoint import CheckpointError, join, read_json
     from probes.errors import HostError
-    from probes.quant_format import MODELSLIM_DESCRIPTION, parse_modelslim_description
+    from probes.model.quant import MODELSLIM_DESCRIPTION, parse_modelslim_description
+    from probes.model.reader import CheckpointError, join, read_json
 
     path = join(model.path, MODELSLIM_DESCRIPTION)
     try:

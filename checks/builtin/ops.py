@@ -29,7 +29,8 @@ from checks.model import Finding, passed, skipped, warned
 
 if TYPE_CHECKING:
     from engine.tools.opcoverage import Judge
-    from probes.checkpoint import ModelConfig, ModelDir
+    from probes.model.config import ConfigFacts
+    from probes.model.reader import ModelDir
 
 CHECK_RULES: dict[str, dict[str, str]] = {
     "engine.op-coverage": {
@@ -91,11 +92,11 @@ def _scale_dtype(model: ModelDir) -> str | None:
                  if name.endswith(("weight_scale_inv", "weight_scale"))), None)
 
 
-def _read_model(ctx: Context) -> tuple[ModelConfig | None, str | None, bool, str]:
+def _read_model(ctx: Context) -> tuple[ConfigFacts | None, str | None, bool, str]:
     """(config facts, FP8 scale dtype, FP8 weights?, why not) of --model: the config is
     enough (the shards only tell the scale dtype), so a directory without weights scans too."""
-    from probes.checkpoint import CheckpointError, read_config
     from probes.errors import HostError, NotRecorded
+    from probes.model.reader import CheckpointError, read_config
 
     model, _ = model_or_skip(ctx)
     if model is not None:

@@ -4,7 +4,7 @@ the command line's JSON settings.
 
 The engine release comes from the judged interpreter's `vllm_ascend` package (facts.python) or
 MindIE's version.info (probes.stack, as versions.parity reads them); the model from config.json
-through the one model reader (probes.checkpoint.read_config); the chips from npu-smi (facts.npu)
+through the one model reader (probes.model.reader.read_config); the chips from npu-smi (facts.npu)
 placed in families by `fp8_gate.chip_family`; the features from the target's command line.
 """
 
@@ -185,7 +185,7 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
     if ctx.model_dir is None:
         return ModelFacts(problem="no model: neither --model nor a model on the target's "
                           "command line")
-    from probes.checkpoint import CheckpointError, read_config
+    from probes.model.reader import CheckpointError, read_config
 
     path = str(ctx.model_dir)
     try:

@@ -1,7 +1,7 @@
 """How many of the tensors config.json needs a checkpoint holds, counted the way the loader
-finds them (probes.model_tensors names them; a routed expert also counts when the layer stores
+finds them (probes.model.tensors names them; a routed expert also counts when the layer stores
 its experts fused as `mlp.experts.gate_up_proj` / `down_proj`, as Qwen3.5/3.6 BF16 releases
-do). Pure: the headers were read by probes.checkpoint."""
+do). Pure: the headers were read by probes.model.reader."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from probes.checkpoint import ModelDir, TensorInfo
 from probes.model.families import FAMILIES
-from probes.model_tensors import InventoryError, expected_count, expected_tensors
-from probes.safetensors_header import shown
+from probes.model.reader import ModelDir, TensorInfo
+from probes.model.safetensors_header import shown
+from probes.model.tensors import InventoryError, expected_count, expected_tensors
 
 # A config implying more tensors than this is not enumerated (no real checkpoint comes near:
 # Qwen3-235B-A22B-FP8 has about 74,000 with its scales).

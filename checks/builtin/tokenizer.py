@@ -11,7 +11,7 @@ evidence says so); a recording carries no loadable tokenizer, so a replay skips.
 A tokenizer whose vocabulary did not load (tokenizer_config.json copied without
 tokenizer.json or vocab.json: transformers then builds a 26-token tokenizer) is a failure
 naming what is missing, in both checks. A chat template is rendered inside a step, size and
-time budget (probes.chat_template).
+time budget (probes.model.chat_template).
 
 Observation and judgement are split: `observe_*` talks to the tokenizer, `judge_*` are pure
 functions of what was observed, so every fault can be tested without a faulty tokenizer.
@@ -42,7 +42,7 @@ from probes.live import LiveHost
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
-    from probes.chat_template import Rendered
+    from probes.model.chat_template import Rendered
 
 # A short and a longer prompt, so the short one is padded and the mask shows its polarity.
 PROBE_BATCH = ("Hello world", "你好，世界！ A longer second prompt, so the first one is padded.")
@@ -551,7 +551,7 @@ def config_vocab_size(config: Mapping[str, Any]) -> int | None:
 
 def _config_ids(loaded: Loaded) -> list[tuple[str, int]]:
     """Special ids of config.json and generation_config.json (text_config included)."""
-    from probes.model_config import special_token_ids
+    from probes.model.config import special_token_ids
 
     return special_token_ids([("config.json", loaded.files.model_config),
                               ("generation_config.json", loaded.files.generation_config)],
@@ -573,7 +573,7 @@ def render_probe(files: TokenizerFiles) -> Rendered | None:
     a template."""
     if not files.chat_template:
         return None
-    from probes.chat_template import render
+    from probes.model.chat_template import render
 
     variables: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
                                  "add_generation_prompt": True, **files.special_tokens()}

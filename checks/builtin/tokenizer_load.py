@@ -5,7 +5,7 @@ tokenizers wrap), which takes a tenth of a second; transformers is imported only
 that ships no `tokenizer.json` (vocab.json + merges.txt, tokenizer.model, ...). Both give
 the checks one small interface: size, added ids, token lookup, encode, a padded batch.
 
-Every file is read through the one model-directory reader (probes.checkpoint: bounded reads
+Every file is read through the one model-directory reader (probes.model.reader: bounded reads
 of regular files through the Host), and only when it is a regular file below a size limit: a
 tokenizer file that is a FIFO, a device or a multi-gigabyte blob is reported, never read.
 """
@@ -67,8 +67,8 @@ def regular_file(host: Host, path: Path, max_bytes: int) -> str:
 
 def read_json(host: Host, path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> dict[str, Any]:
     """A JSON object file, or {} when it is absent, not a regular file, too big or not JSON."""
-    from probes.checkpoint import CheckpointError
-    from probes.checkpoint import read_json as read_bounded
+    from probes.model.reader import CheckpointError
+    from probes.model.reader import read_json as read_bounded
 
     if regular_file(host, path, max_bytes) or not host.exists(str(path)):
         return {}
@@ -80,7 +80,7 @@ def read_json(host: Host, path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> 
 
 
 def _read_text(host: Host, path: Path) -> str | None:
-    from probes.checkpoint import CheckpointError, read_limited
+    from probes.model.reader import CheckpointError, read_limited
 
     if regular_file(host, path, MAX_SMALL_FILE_BYTES) or not host.exists(str(path)):
         return None
@@ -151,7 +151,7 @@ def _chat_template(host: Host, directory: Path,
 
 
 def tokenizer_files(directory: Path, host: Host) -> TokenizerFiles:
-    from probes.checkpoint import CONFIG_FILE, GENERATION_CONFIG_FILE
+    from probes.model.reader import CONFIG_FILE, GENERATION_CONFIG_FILE
 
     try:
         names = sorted(host.list_dir(str(directory)))

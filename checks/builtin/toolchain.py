@@ -70,8 +70,8 @@ def model_types(ctx: Context) -> tuple[str, ...] | None:
     """The judged model's model_type and its text_config's, or None when no model is known."""
     if ctx.model_dir is None:
         return None
-    from probes.checkpoint import CheckpointError, read_config
     from probes.errors import HostError
+    from probes.model.reader import CheckpointError, read_config
 
     try:
         config = read_config(ctx.host, str(ctx.model_dir))

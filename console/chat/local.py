@@ -95,8 +95,8 @@ class ModelSpec:
 
 def model_problem(path: Path) -> str | None:
     """Why `path` is no model to load, decided as the engine decides it (one Host question)."""
-    from probes.checkpoint import locate_model
     from probes.live import LiveHost
+    from probes.model.reader import locate_model
 
     return locate_model(LiveHost(root="/", env={}), str(path.absolute())).problem
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.errors import ModelFormatError, UnsupportedArchitecture
 from engine.models import llama, mixtral, qwen3, qwen3_5_moe, qwen3_moe, qwen3_next
 from engine.models.base import Family
-from probes.model_config import ModelConfig as ConfigFacts
+from probes.model.config import ConfigFacts
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     llama.FAMILY, qwen3.FAMILY, qwen3_moe.FAMILY, mixtral.FAMILY, qwen3_next.FAMILY,

@@ -16,7 +16,7 @@ from engine.models.base import (
     prefix,
     sparse_moe,
 )
-from probes.model_config import FULL_ATTENTION
+from probes.model.config import FULL_ATTENTION
 
 
 def mixer(ctx: LayerContext, layer: int) -> Mixer:

@@ -15,7 +15,7 @@ from engine.models.base import (
     moe_or_dense,
     prefix,
 )
-from probes.model_config import FULL_ATTENTION
+from probes.model.config import FULL_ATTENTION
 
 
 def mixer(ctx: LayerContext, layer: int) -> Mixer:

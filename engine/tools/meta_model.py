@@ -4,7 +4,7 @@ Layers of one kind (token mixer x feed-forward) run the same operators at the sa
 one layer of each kind stands for all of them: `representative_layers` picks the first layer
 of every kind and says how many layers it stands for. The decoder is built with the engine's
 own families and layers (engine.model.Decoder) over meta tensors of the shapes and dtypes the
-checkpoint would hold (probes.model_tensors), FP8 weights in the mode the engine would load
+checkpoint would hold (probes.model.tensors), FP8 weights in the mode the engine would load
 them. Building a 35B config this way costs a few thousand empty tensors.
 """
 
@@ -24,8 +24,8 @@ from engine.model import Decoder
 from engine.models import FAMILIES
 from engine.options import FP8_MODES
 from engine.weights import rename
-from probes.model_config import FULL_ATTENTION
-from probes.model_tensors import (
+from probes.model.config import FULL_ATTENTION
+from probes.model.tensors import (
     InventoryError,
     LayerKind,
     TensorSpec,

@@ -4,7 +4,7 @@ for a model from its config alone (no weights needed).
 Prints the weights per FP8 mode, the KV cache (full-attention layers only) and the
 linear-attention state per sequence, and whether it all fits one device of `--hbm-gb` GiB
 (an Atlas A2 card: 64, npu-smi's 65536 MB) after the engine's headroom. The numbers are
-probes.model_memory's, the same the doctor's npu.hbm-fit prints. Loads no torch.
+probes.model.memory's, the same the doctor's npu.hbm-fit prints. Loads no torch.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from probes.checkpoint import CheckpointError, read_json
 from probes.errors import HostError
 from probes.live import LiveHost
-from probes.model_config import ModelConfig, parse_config
-from probes.model_memory import DTYPE_BYTES, GIB, plan_lines, plan_memory
-from probes.model_tensors import InventoryError
+from probes.model.config import ConfigFacts, parse_config
+from probes.model.memory import DTYPE_BYTES, GIB, plan_lines, plan_memory
+from probes.model.reader import CheckpointError, read_json
+from probes.model.tensors import InventoryError
 
 USAGE_EXIT = 2
 
@@ -45,7 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_facts(path: Path) -> ModelConfig:
+def read_facts(path: Path) -> ConfigFacts:
     file = path / "config.json" if path.is_dir() else path
     document = read_json(LiveHost(root="/", env={}), str(file.absolute()))
     if not isinstance(document, dict):
@@ -53,7 +53,7 @@ def read_facts(path: Path) -> ModelConfig:
     return parse_config(document, str(file))
 
 
-def describe(config: ModelConfig) -> str:
+def describe(config: ConfigFacts) -> str:
     layers = config.num_hidden_layers or 0
     full = config.full_attention_layers()
     kinds = f"{full} full-attention + {layers - full} linear-attention" if config.is_hybrid \

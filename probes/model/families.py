@@ -20,7 +20,7 @@ KV_AND_LINEAR_STATE = "kv+linear-state"  # attention KV plus a fixed-size recurr
 
 @dataclass(frozen=True)
 class FamilyRow:
-    name: str  # the family key used everywhere (ModelConfig.family, engine.models)
+    name: str  # the family key used everywhere (ConfigFacts.family, engine.models)
     model_type: str  # config.json model_type (text_config.model_type for nested configs)
     classes: tuple[str, ...]  # architectures[] class names that mean this family
     defaults: Mapping[str, Any] = field(default_factory=dict)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks.ansi import Writer, _wrap, styled, wants_color
+from checks.cli.ansi import Writer, _wrap, styled, wants_color
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from checks.bench_compare import (
     summary,
     validate,
 )
-from checks.bench_view import render, render_comparison
-from checks.terminal import make_console
+from checks.cli.bench_view import render, render_comparison
+from checks.cli.terminal import make_console
 
 
 def _document(device: str, times: dict[str, float], copy: float = 20.0,

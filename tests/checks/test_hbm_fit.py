@@ -25,11 +25,11 @@ from checks.builtin.hbm_plan import (
 from checks.context import Context
 from checks.model import Finding
 from checks.policy import load_policy
-from probes.checkpoint import parse_config
 from probes.errors import NotRecorded
 from probes.host import CommandResult
 from probes.inventory import NpuReading, parse_output, unavailable
 from probes.live import LiveHost
+from probes.model.reader import parse_config
 from probes.target.model import ServingArgs, Target
 from probes.target.parts import NpuUse, ProcessInfo, Sourced
 from tests.fp8_fixtures import bf16_model_tensors, fp8_model_tensors, model_config, write_model
@@ -228,7 +228,7 @@ def test_context_too_long_fails_with_largest_context(tmp_path: Path) -> None:
 
 
 def _tensor_infos(model: Path) -> list[Any]:
-    from probes.checkpoint import read_model_dir
+    from probes.model.reader import read_model_dir
 
     return list(read_model_dir(LiveHost(root="/", env={}), str(model)).tensors.values())
 

@@ -1,4 +1,4 @@
-"""--model is located through the one model-directory reader (probes.checkpoint.locate_model):
+"""--model is located through the one model-directory reader (probes.model.reader.locate_model):
 one path question, one line for each way it is not a model directory."""
 
 from __future__ import annotations

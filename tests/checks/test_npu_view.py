@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checks.npu_view import render
+from checks.cli.npu_view import render
 from probes.inventory import parse_output
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"

@@ -1,10 +1,10 @@
-"""checks.redact: what is masked, what is kept, and that only names reach the list."""
+"""checks.bundle.redact: what is masked, what is kept, and that only names reach the list."""
 
 from __future__ import annotations
 
 import pytest
 
-from checks.redact import (
+from checks.bundle.redact import (
     REDACTED,
     Pseudonyms,
     Redactor,
@@ -155,7 +155,7 @@ def test_structural_files_are_data_not_text() -> None:
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from checks.pseudonyms import Pseudonyms as _Pseudonyms  # noqa: E402
+from checks.bundle.pseudonyms import Pseudonyms as _Pseudonyms  # noqa: E402
 
 SPELLINGS = [
     "token = {v}", "token={v}", "--token={v}", "--password {v}", "mysql -uroot -p{v} -h x",

@@ -14,8 +14,8 @@ from demo_models.base import BuildOptions
 from demo_models.build import build
 from engine import Engine, GenerationConfig
 from engine.fp8 import Fp8Weight
-from probes.checkpoint import read_model_dir
 from probes.live import LiveHost
+from probes.model.reader import read_model_dir
 
 FP8_TINY, NEXT_TINY = "qwen3.6-moe-fp8-tiny", "qwen3-next-tiny"
 HOST = LiveHost(root="/", env={})

@@ -182,11 +182,11 @@ def PEAK_RSS_MB():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
-from probes.checkpoint import CheckpointError, read_model_dir
+from probes.model.reader import CheckpointError, read_model_dir
 from probes.errors import HostError
 from probes.live import LiveHost
-from probes.model_memory import plan_memory
-from probes.model_tensors import InventoryError
+from probes.model.memory import plan_memory
+from probes.model.tensors import InventoryError
 out = {}
 for case in sys.argv[2:]:
     try:
@@ -269,7 +269,7 @@ def test_os_memory_and_recursion_errors_become_engine_errors(
     "{{ raise_exception('no chat here') }}",
 ], ids=["loops", "huge-string", "raises"])
 def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: str) -> None:
-    """The model's chat template runs under probes.chat_template's budget (steps, output,
+    """The model's chat template runs under probes.model.chat_template's budget (steps, output,
     time): a template that loops or builds a gigabyte stops with one line."""
     from engine import Engine, EngineError
     from tests.engine.tiny_models import write_word_tokenizer

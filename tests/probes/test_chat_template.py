@@ -1,10 +1,10 @@
-"""probes.chat_template: a chat template renders as transformers renders it, inside a budget."""
+"""probes.model.chat_template: a chat template renders as transformers renders it, in a budget."""
 
 from __future__ import annotations
 
 import pytest
 
-from probes.chat_template import Budget, render
+from probes.model.chat_template import Budget, render
 
 MESSAGES = [{"role": "user", "content": "Hello world"}]
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"

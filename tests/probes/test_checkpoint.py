@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probes.checkpoint import (
+from probes.live import LiveHost
+from probes.model.reader import (
     CheckpointError,
     load_tensor,
     parse_config,
     read_header,
     read_model_dir,
 )
-from probes.live import LiveHost
-from probes.tensor_decode import E4M3_TABLE, decode, decode_bf16
+from probes.model.tensor_decode import E4M3_TABLE, decode, decode_bf16
 from tests.fp8_fixtures import (
     bf16_model_tensors,
     fp8_model_tensors,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import checks.builtin.checkpoint as checkpoint_check
 import checks.builtin.tensor_coverage as tensor_coverage
 import engine.options
-import probes.checkpoint
-import probes.model_config as model_config
-import probes.model_memory as model_memory
-import probes.model_tensors as model_tensors
+import probes.model.config as model_config
+import probes.model.memory as model_memory
+import probes.model.reader
+import probes.model.tensors as model_tensors
 from probes.model import families, formats
 
 
@@ -56,4 +56,4 @@ def test_a_config_is_recognised_through_the_table() -> None:
 def test_fp8_modes_and_tokenizer_files_exist_once() -> None:
     assert engine.options.FP8_MODES is formats.FP8_MODES
     assert model_memory.FP8_MODES is formats.FP8_MODES
-    assert probes.checkpoint.TOKENIZER_FILES is formats.TOKENIZER_FILES
+    assert probes.model.reader.TOKENIZER_FILES is formats.TOKENIZER_FILES

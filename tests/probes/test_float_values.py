@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.float_values import floats
-from probes.tensor_decode import decode
+from probes.model.float_values import floats
+from probes.model.tensor_decode import decode
 
 SPECIAL = [0.0, -0.0, 1.0, -2.5, 65504.0, 6.0e-8, 1e-40, 3.0e38, math.inf, -math.inf, math.nan]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.quant_format import parse_modelslim_description
+from probes.model.quant import parse_modelslim_description
 from probes.target.memory_args import memory_args, quantization_flag
 
 SERVE = ("/venv/bin/python3", "/venv/bin/vllm", "serve", "/models/q")

@@ -15,22 +15,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.checkpoint import (
+from probes.live import LiveHost
+from probes.model.config import parse_config
+from probes.model.quant import QuantFormat, parse_quantization
+from probes.model.reader import (
     CheckpointError,
     locate_model,
     read_json,
     read_model_dir,
 )
-from probes.live import LiveHost
-from probes.model_config import parse_config
-from probes.model_tensors import (
+from probes.model.tensors import (
     LayerKind,
     expected_count,
     expected_tensors,
     layer_kind,
     layer_kind_counts,
 )
-from probes.quant_format import QuantFormat, parse_quantization
 from tests.fp8_fixtures import bf16_model_tensors, model_config, write_model
 
 HOST = LiveHost(root="/", env={})

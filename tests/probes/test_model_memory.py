@@ -19,8 +19,8 @@ from checks.policy import load_policy
 from probes.host import CommandResult
 from probes.inventory import unavailable
 from probes.live import LiveHost
-from probes.model_config import parse_config
-from probes.model_memory import plan_lines, plan_memory
+from probes.model.config import parse_config
+from probes.model.memory import plan_lines, plan_memory
 from tests.model_shapes import write_header_only
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,10 +7,10 @@ What happens to each part (what is and is not guaranteed: docs/snapshot-format.m
   variable keeps its name with the value `<withheld>`. Withheld and redacted values are
   masked wherever else they appear (a token echoed in a log);
 - every captured text (command output, file contents, byte ranges, errors, the report): the
-  spans checks/redact_rules.py finds (named secrets, credentials, token formats, long random
+  spans checks/bundle/redact_rules.py finds (named secrets, credentials, token formats, long random
   tokens) are masked;
 - with `hostnames=True` the machine's names and addresses become `host-N` / `ip-N`
-  (checks/pseudonyms.py) everywhere, paths, keys and listings included, so a replay of the
+  (checks/bundle/pseudonyms.py) everywhere, paths, keys and listings included, so a replay of the
   bundle still finds every answer under the redacted path.
 
 Byte ranges (`read_bytes` answers: plog tails) are masked in place with masks of the same
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from checks.bundle.pseudonyms import Fit, Pseudonyms
+from checks.bundle.redact_rules import Span, merge, raw_spans, secret_spans
 from checks.env_allow import WITHHELD, value_allowed
-from checks.pseudonyms import Fit, Pseudonyms
-from checks.redact_rules import Span, merge, raw_spans, secret_spans
 from checks.redact_structural import (
     is_safetensors,
     is_structural,

@@ -28,8 +28,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from probes.model.config import FULL_ATTENTION, LINEAR_ATTENTION, ConfigFacts
 from probes.model.families import FAMILIES, SHARED_EXPERT_FAMILIES
-from probes.model_config import FULL_ATTENTION, LINEAR_ATTENTION, ModelConfig
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,14 @@ class InventoryError(ValueError):
     """The config lacks a field the inventory needs (the message names it)."""
 
 
-def _need(config: ModelConfig, name: str) -> int:
+def _need(config: ConfigFacts, name: str) -> int:
     value = getattr(config, name)
     if not value:
         raise InventoryError(f"{config.source}: field {name!r} is missing or invalid")
     return int(value)
 
 
-def require_known_family(config: ModelConfig) -> None:
+def require_known_family(config: ConfigFacts) -> None:
     """Refuse an architecture whose tensors this module does not lay out (e.g. DeepSeek-V3's
     latent attention): counting it as a llama would print a plan that looks like fact."""
     if config.family not in FAMILIES:
@@ -75,7 +75,7 @@ def require_known_family(config: ModelConfig) -> None:
                              "not estimated")
 
 
-def global_tensors(config: ModelConfig) -> list[TensorSpec]:
+def global_tensors(config: ConfigFacts) -> list[TensorSpec]:
     require_known_family(config)
     vocab, hidden = _need(config, "vocab_size"), _need(config, "hidden_size")
     specs = [TensorSpec("model.embed_tokens.weight", (vocab, hidden)),
@@ -85,7 +85,7 @@ def global_tensors(config: ModelConfig) -> list[TensorSpec]:
     return specs
 
 
-def attention_tensors(config: ModelConfig) -> list[TensorSpec]:
+def attention_tensors(config: ConfigFacts) -> list[TensorSpec]:
     hidden, heads = _need(config, "hidden_size"), _need(config, "num_attention_heads")
     head_dim = _need(config, "head_dim")
     kv = (config.num_key_value_heads or heads) * head_dim
@@ -123,7 +123,7 @@ class DeltaNetShape:
         return 2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
 
 
-def deltanet_shape(config: ModelConfig) -> DeltaNetShape:
+def deltanet_shape(config: ConfigFacts) -> DeltaNetShape:
     return DeltaNetShape(_need(config, "linear_num_key_heads"),
                          _need(config, "linear_num_value_heads"),
                          _need(config, "linear_key_head_dim"),
@@ -131,7 +131,7 @@ def deltanet_shape(config: ModelConfig) -> DeltaNetShape:
                          _need(config, "linear_conv_kernel_dim"))
 
 
-def deltanet_tensors(config: ModelConfig) -> list[TensorSpec]:
+def deltanet_tensors(config: ConfigFacts) -> list[TensorSpec]:
     hidden = _need(config, "hidden_size")
     d = deltanet_shape(config)
     values = d.value_heads * d.value_dim
@@ -153,14 +153,14 @@ def deltanet_tensors(config: ModelConfig) -> list[TensorSpec]:
             TensorSpec("linear_attn.out_proj.weight", (hidden, values), True)]
 
 
-def mlp_tensors(config: ModelConfig) -> list[TensorSpec]:
+def mlp_tensors(config: ConfigFacts) -> list[TensorSpec]:
     hidden, width = _need(config, "hidden_size"), _need(config, "intermediate_size")
     return [TensorSpec("mlp.gate_proj.weight", (width, hidden), True),
             TensorSpec("mlp.up_proj.weight", (width, hidden), True),
             TensorSpec("mlp.down_proj.weight", (hidden, width), True)]
 
 
-def moe_tensors(config: ModelConfig) -> list[TensorSpec]:
+def moe_tensors(config: ConfigFacts) -> list[TensorSpec]:
     hidden, experts = _need(config, "hidden_size"), _need(config, "num_experts")
     if config.family == "mixtral":
         width = _need(config, "intermediate_size")  # Mixtral's is the expert width
@@ -185,7 +185,7 @@ def moe_tensors(config: ModelConfig) -> list[TensorSpec]:
     return specs
 
 
-def layer_tensors(config: ModelConfig, kind: LayerKind) -> list[TensorSpec]:
+def layer_tensors(config: ConfigFacts, kind: LayerKind) -> list[TensorSpec]:
     hidden = _need(config, "hidden_size")
     norms = [TensorSpec("input_layernorm.weight", (hidden,)),
              TensorSpec("post_attention_layernorm.weight", (hidden,))]
@@ -195,11 +195,11 @@ def layer_tensors(config: ModelConfig, kind: LayerKind) -> list[TensorSpec]:
     return [*norms, *mixer, *ffn]
 
 
-def layer_kind(config: ModelConfig, layer: int) -> LayerKind:
+def layer_kind(config: ConfigFacts, layer: int) -> LayerKind:
     return LayerKind(config.layer_kind(layer), config.is_moe_layer(layer))
 
 
-def layer_kind_counts(config: ModelConfig) -> dict[LayerKind, int]:
+def layer_kind_counts(config: ConfigFacts) -> dict[LayerKind, int]:
     """How many layers of each kind, counted without visiting every layer (a config may
     claim 10**9 layers; it must be refused by arithmetic, not by a loop)."""
     layers = _need(config, "num_hidden_layers")
@@ -212,7 +212,7 @@ def layer_kind_counts(config: ModelConfig) -> dict[LayerKind, int]:
     return {kind: n for kind, n in counts.items() if n > 0}
 
 
-def _full_and_moe(config: ModelConfig, layers: int, full: int, moe: int) -> int:
+def _full_and_moe(config: ConfigFacts, layers: int, full: int, moe: int) -> int:
     if config.layer_types:  # explicit: bounded by the config file's size
         return sum(1 for i in range(min(layers, len(config.layer_types)))
                    if config.layer_kind(i) == FULL_ATTENTION and config.is_moe_layer(i))
@@ -235,7 +235,7 @@ def expand(spec: TensorSpec, prefix: str) -> Iterator[str]:
         yield prefix + spec.name.replace("{e}", str(expert))
 
 
-def expected_tensors(config: ModelConfig) -> Iterator[tuple[str, TensorSpec]]:
+def expected_tensors(config: ConfigFacts) -> Iterator[tuple[str, TensorSpec]]:
     """(full checkpoint name, spec) for every tensor of the language model, lazily."""
     for spec in global_tensors(config):
         yield ("lm_head.weight" if spec.name == "lm_head.weight"
@@ -247,7 +247,7 @@ def expected_tensors(config: ModelConfig) -> Iterator[tuple[str, TensorSpec]]:
                 yield name, spec
 
 
-def expected_count(config: ModelConfig) -> int:
+def expected_count(config: ConfigFacts) -> int:
     """How many tensors expected_tensors() yields, by arithmetic."""
     total = len(global_tensors(config))
     for kind, layers in layer_kind_counts(config).items():

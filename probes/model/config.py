@@ -1,4 +1,4 @@
-"""config.json -> one frozen `ModelConfig`: what the model is, read once for the doctor and the
+"""config.json -> one frozen `ConfigFacts`: what the model is, read once for the doctor and the
 engine alike.
 
 Spellings seen in the wild are all accepted: the language model's fields nested in
@@ -10,7 +10,7 @@ transformers' class defaults for the family, so a config means the same model he
 Parsing never raises for a bad field: the value is dropped and `problems` names the field and
 what is wrong, so the doctor can still say what it could read and the engine can refuse with
 that one line. Nothing here is proportional to the config's numbers (a config claiming 10**9
-layers costs nothing until something plans for it: `probes.model_memory`).
+layers costs nothing until something plans for it: `probes.model.memory`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from probes.model.families import (
     HYBRID_FAMILIES,
     SHARED_EXPERT_FAMILIES,
 )
-from probes.quant_format import FieldProblem, QuantFormat, is_int, parse_quantization
+from probes.model.quant import FieldProblem, QuantFormat, is_int, parse_quantization
 
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"
 LAYER_TYPES = (FULL_ATTENTION, LINEAR_ATTENTION)
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ConfigFacts:
     """A config.json as facts. Fields are None when absent or malformed (see `problems`)."""
 
     architecture: str  # architectures[0], e.g. Qwen3MoeForCausalLM; "" when absent
@@ -290,10 +290,10 @@ def _eos(fields: _Fields) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-def parse_config(data: Any, path: str = "config.json") -> ModelConfig:
-    """A config.json document -> ModelConfig. Never raises: see `ModelConfig.problems`."""
+def parse_config(data: Any, path: str = "config.json") -> ConfigFacts:
+    """A config.json document -> ConfigFacts. Never raises: see `ConfigFacts.problems`."""
     if not isinstance(data, Mapping):
-        return ModelConfig("", "", "", None, raw={}, source=path, problems=(FieldProblem(
+        return ConfigFacts("", "", "", None, raw={}, source=path, problems=(FieldProblem(
             "", f"expected a JSON object, got {type(data).__name__}"),))
     merged, nested = _merged(data)
     family = family_of(data, merged)
@@ -306,7 +306,7 @@ def parse_config(data: Any, path: str = "config.json") -> ModelConfig:
     quant, quant_problems = parse_quantization(data.get("quantization_config"))
     archs = data.get("architectures")
     text_type = merged.get("model_type") if nested else ""
-    config = ModelConfig(
+    config = ConfigFacts(
         architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
         model_type=str(data.get("model_type", "") or ""),
         dtype=str(merged.get("torch_dtype") or merged.get("dtype") or ""),
@@ -348,7 +348,7 @@ def parse_config(data: Any, path: str = "config.json") -> ModelConfig:
     return _with_derived(config, problems)
 
 
-def _with_derived(config: ModelConfig, problems: list[FieldProblem]) -> ModelConfig:
+def _with_derived(config: ConfigFacts, problems: list[FieldProblem]) -> ConfigFacts:
     """head_dim from hidden / heads when neither the config nor the family gives one."""
     from dataclasses import replace
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import TextIO
 
-from checks.ansi import Span, Writer
+from checks.cli.ansi import Span, Writer
 from checks.model import Result, Status
 from checks.report import TOOL_VERSION, HostInfo, target_lines
 from checks.runner import Run

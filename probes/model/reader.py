@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
+from probes.model.config import ConfigFacts, FieldProblem, QuantFormat, parse_config
 from probes.model.formats import TOKENIZER_FILES
-from probes.model_config import FieldProblem, ModelConfig, QuantFormat, parse_config
-from probes.safetensors_header import (
+from probes.model.safetensors_header import (
     DTYPE_BYTES,
     MAX_HEADER_BYTES,
     CheckpointError,
@@ -38,8 +38,8 @@ __all__ = [
     "DTYPE_BYTES",
     "MAX_HEADER_BYTES",
     "CheckpointError",
+    "ConfigFacts",
     "FieldProblem",
-    "ModelConfig",
     "ModelDir",
     "ModelLocation",
     "QuantFormat",
@@ -138,7 +138,7 @@ class ModelDir:
     """A model directory: its config, every tensor, the shards and what is missing."""
 
     path: str
-    config: ModelConfig
+    config: ConfigFacts
     tensors: Mapping[str, TensorInfo]
     shards: tuple[ShardInfo, ...]
     missing_shards: tuple[str, ...] = ()
@@ -220,7 +220,7 @@ def read_json(host: Host, path: str, limit: int = MAX_JSON_BYTES) -> Any:
         raise CheckpointError(f"{path}: unreadable JSON value ({str(exc)[:80]})") from None
 
 
-def read_config(host: Host, directory: str) -> ModelConfig:
+def read_config(host: Host, directory: str) -> ConfigFacts:
     """config.json of a model directory as facts (malformed fields listed in `problems`)."""
     path = join(directory, CONFIG_FILE)
     document = read_json(host, path)
@@ -357,7 +357,7 @@ def read_model_dir(host: Host, path: str) -> ModelDir:
 
 def read_tensor(host: Host, shard_path: str, header_size: int, entry: TensorInfo) -> np.ndarray:
     """One tensor's values (small floats widened to float32), reading only its bytes."""
-    from probes.tensor_decode import decode
+    from probes.model.tensor_decode import decode
 
     raw = _tensor_bytes(host, shard_path, header_size, entry)
     return decode(raw, entry.dtype).reshape(entry.shape)
@@ -371,9 +371,9 @@ def load_tensor(host: Host, model: ModelDir, name: str) -> np.ndarray:
 
 def load_floats(host: Host, model: ModelDir, name: str) -> list[float]:
     """A float tensor's values (F64, F32, F16, BF16) as Python floats, flat, without numpy
-    (probes.float_values). Raises KeyError when it is not there, ValueError for another
+    (probes.model.float_values). Raises KeyError when it is not there, ValueError for another
     dtype, CheckpointError when its bytes are cut short."""
-    from probes.float_values import floats
+    from probes.model.float_values import floats
 
     entry, header_size = _located(model, name)
     return floats(_tensor_bytes(host, model.file(entry.shard), header_size, entry), entry.dtype)

@@ -1,5 +1,5 @@
 """`ascend-doctor` command line: the parser, the options built from it (once), dispatch to
-`checks.commands`, and the one place where the doctor's own errors become a line and an exit
+`checks.cli.commands`, and the one place where the doctor's own errors become a line and an exit
 code (checks/errors.py).
 """
 
@@ -22,7 +22,7 @@ from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
-    from checks.command_options import (
+    from checks.cli.command_options import (
         BaselineRecordOptions,
         BenchOptions,
         BundleOptions,
@@ -398,13 +398,13 @@ def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:
-    from checks.command_options import NpuOptions
+    from checks.cli.command_options import NpuOptions
 
     return NpuOptions(host=host_options(args), from_file=args.from_file, json=args.json)
 
 
 def bundle_options(args: argparse.Namespace) -> BundleOptions:
-    from checks.command_options import BundleOptions
+    from checks.cli.command_options import BundleOptions
 
     return BundleOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
@@ -413,14 +413,14 @@ def bundle_options(args: argparse.Namespace) -> BundleOptions:
 
 
 def ops_options(args: argparse.Namespace) -> OpsOptions:
-    from checks.command_options import OpsOptions
+    from checks.cli.command_options import OpsOptions
 
     return OpsOptions(model=args.model, device=args.device, torch_npu=args.torch_npu,
                       python=args.python, dtype=args.dtype, fp8=args.fp8, json=args.json)
 
 
 def bench_options(args: argparse.Namespace) -> BenchOptions:
-    from checks.command_options import BenchOptions
+    from checks.cli.command_options import BenchOptions
 
     if not args.slower_pct >= 0:
         raise UsageError(f"--slower-pct {args.slower_pct}: must be 0 or more")
@@ -430,7 +430,7 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
 
 
 def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
-    from checks.command_options import BaselineRecordOptions
+    from checks.cli.command_options import BaselineRecordOptions
 
     output = None if args.output in (None, "", "-") else Path(args.output)
     return BaselineRecordOptions(host=host_options(args), model=args.model, output=output)
@@ -473,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from checks import commands
+    from checks.cli import commands
 
     if args.command == "list":
         return commands.cmd_list()
@@ -494,7 +494,3 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "triage":
         return commands.cmd_triage(args.inputs, args.pid, args.since, args.json)
     return commands.cmd_run(run_options(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

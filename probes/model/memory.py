@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from probes.model.config import ConfigFacts, QuantFormat
 from probes.model.formats import FP8_MODES
-from probes.model_config import ModelConfig, QuantFormat
-from probes.model_tensors import (
+from probes.model.tensors import (
     TensorSpec,
     deltanet_shape,
     global_tensors,
@@ -80,7 +80,7 @@ def scale_elements(shape: tuple[int, ...], quant: QuantFormat) -> int:
     return count
 
 
-def _spec_elements(spec: TensorSpec, config: ModelConfig, layer_prefix: str) -> WeightElements:
+def _spec_elements(spec: TensorSpec, config: ConfigFacts, layer_prefix: str) -> WeightElements:
     module = (layer_prefix + spec.name).removesuffix(".weight")
     fp8 = config.quant.is_fp8 and spec.quantisable and not config.quant.skips(module)
     if fp8:
@@ -89,7 +89,7 @@ def _spec_elements(spec: TensorSpec, config: ModelConfig, layer_prefix: str) -> 
     return WeightElements(plain=spec.numel * spec.copies)
 
 
-def config_weight_elements(config: ModelConfig) -> WeightElements:
+def config_weight_elements(config: ConfigFacts) -> WeightElements:
     """The language model's weights as its config implies them (vision towers and MTP heads
     are not loaded, so not counted)."""
     total = WeightElements()
@@ -106,7 +106,7 @@ def config_weight_elements(config: ModelConfig) -> WeightElements:
 # -- per sequence -----------------------------------------------------------------------------
 
 
-def kv_bytes_per_token(config: ModelConfig, compute_bytes: int, int8: bool = False) -> int:
+def kv_bytes_per_token(config: ConfigFacts, compute_bytes: int, int8: bool = False) -> int:
     """K and V of one token on every full-attention layer (0 when the config lacks the shape)."""
     heads = config.num_key_value_heads or config.num_attention_heads or 0
     head_dim = config.head_dim or 0
@@ -114,7 +114,7 @@ def kv_bytes_per_token(config: ModelConfig, compute_bytes: int, int8: bool = Fal
     return config.full_attention_layers() * per_layer
 
 
-def state_bytes_per_sequence(config: ModelConfig, compute_bytes: int) -> int:
+def state_bytes_per_sequence(config: ConfigFacts, compute_bytes: int) -> int:
     """Conv state plus float32 recurrent state of every linear-attention layer."""
     linear = (config.num_hidden_layers or 0) - config.full_attention_layers()
     if linear <= 0:
@@ -170,7 +170,7 @@ def usable_bytes(device_bytes: int) -> int:
     return int(device_bytes * (1 - HEADROOM_FRACTION))
 
 
-def plan_memory(config: ModelConfig, max_seq_len: int, compute_bytes: int | None = None,
+def plan_memory(config: ConfigFacts, max_seq_len: int, compute_bytes: int | None = None,
                 batch: int = 1, int8_kv: bool = False,
                 weights: WeightElements | None = None) -> MemoryPlan:
     """The plan from the config (or from measured `weights`, e.g. the headers)."""

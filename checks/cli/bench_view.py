@@ -111,7 +111,7 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[int, int, str], None] | No
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from checks.terminal import make_console
+    from checks.cli.terminal import make_console
 
     with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.description}"), console=make_console(sys.stderr),

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from checks import inputs
-from checks.command_options import BundleOptions
+from checks.bundle.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
+from checks.cli.command_options import BundleOptions
 from checks.context import Context
 from checks.errors import UsageError
 from checks.policy import apply_output_cap
-from checks.redact import RedactedRecording, Redaction, Redactor, redact_recording, summarise
 from checks.registry import all_checks
 from checks.report import to_json
 from checks.runner import Run, run_checks
@@ -152,7 +152,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.console: Any = None
         if self.stream.isatty():
-            from checks.terminal import make_console  # shows paths and outputs literally
+            from checks.cli.terminal import make_console  # shows paths and outputs literally
 
             self.console = make_console(self.stream)
 
@@ -441,10 +441,10 @@ def read_metrics(path: Path) -> MetricsFound:
 
 def redact_metrics(found: MetricsFound, redacted: RedactedRecording
                    ) -> tuple[MetricsFound, tuple[str, bytes] | None]:
-    """The (member, bytes) of the recording, its text redacted whole (checks.redact_sqlite),
+    """The (member, bytes) of the recording, its text redacted whole (checks.bundle.redact_sqlite),
     and `found` with its paths redacted like every other path of the bundle. A recording that
     cannot be read as SQLite is left out, never copied raw."""
-    from checks.redact_sqlite import NotRedactable, rewrite
+    from checks.bundle.redact_sqlite import NotRedactable, rewrite
 
     redactor = redacted.redactor
     source = redactor.path(found.source, "bundle.json") if found.source else None

@@ -1,6 +1,6 @@
 """Decoding raw safetensors bytes into numpy arrays (small floats widen to float32).
 
-Separate from probes.checkpoint so that reading headers never imports numpy.
+Separate from probes.model.reader so that reading headers never imports numpy.
 """
 
 from __future__ import annotations

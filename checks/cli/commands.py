@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checks import doctor, inputs
+from checks.cli.terminal import make_console
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.registry import all_checks
 from checks.report import to_json, to_junit
-from checks.terminal import make_console
 from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline.model import Baseline
-    from checks.command_options import (
+    from checks.cli.command_options import (
         BaselineRecordOptions,
         BenchOptions,
         BundleOptions,
@@ -47,7 +47,7 @@ def cmd_explain(playbook_id: str) -> int:
     from rich.text import Text
 
     import playbooks
-    from checks.sources_view import print_sources
+    from checks.cli.sources_view import print_sources
 
     console = make_console()
     try:
@@ -63,7 +63,7 @@ def cmd_explain(playbook_id: str) -> int:
 
 def cmd_playbooks(text: str, as_json: bool = False) -> int:
     """List the playbooks, or search them; exit 0 whether or not anything matched."""
-    from checks.playbooks_view import show
+    from checks.cli.playbooks_view import show
 
     return show(text, as_json)
 
@@ -80,7 +80,7 @@ def cmd_run(options: RunOptions) -> int:
     if options.json:
         print(json_text(json.dumps(to_json(run, info), indent=2, ensure_ascii=False)))
     else:
-        from checks.report_terminal import render_terminal
+        from checks.cli.report_terminal import render_terminal
 
         render_terminal(run, info, sys.stdout, options.verbose)
     if options.junit:
@@ -124,7 +124,7 @@ def cmd_npu(options: NpuOptions) -> int:
     if options.json:
         print(json_text(json.dumps(reading.document, indent=2, ensure_ascii=False)))
     else:
-        from checks.npu_view import render
+        from checks.cli.npu_view import render
 
         render(reading, make_console())
     return EXIT_FAIL if reading.is_error else EXIT_OK
@@ -145,7 +145,7 @@ def _read_input(path: str) -> str:
 
 def cmd_bundle(options: BundleOptions) -> int:
     """Record this machine into one .tar.gz and say what went into it."""
-    from checks.bundle import Progress, make_bundle, summary_lines
+    from checks.bundle.collect import Progress, make_bundle, summary_lines
 
     observed = inputs.observe(options.host)
     result = make_bundle(observed.host, options, Progress(), observed)
@@ -215,7 +215,7 @@ def cmd_ops(options: OpsOptions) -> int:
     if options.json:
         print(json_text(json.dumps(document, indent=2, ensure_ascii=False)))
     else:
-        from checks.ops_view import render
+        from checks.cli.ops_view import render
 
         render(document, make_console())
     return EXIT_WARN if report.warnings else EXIT_OK
@@ -240,7 +240,7 @@ def cmd_bench(options: BenchOptions) -> int:
         other = load(options.compare) if options.compare else None
     except CompareError as exc:
         raise UsageError(f"--compare {exc}") from None
-    from checks.bench_view import progress_bar, render, render_comparison
+    from checks.cli.bench_view import progress_bar, render, render_comparison
     from engine.config import load_config
     from engine.errors import EngineError
     from engine.runner import parse_dtype, pick_device
