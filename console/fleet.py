@@ -162,14 +162,18 @@ def build_fleet(by_field: Mapping[str, Sequence[Series]], seen: Sequence[Series]
     """The fleet from one read: chip values per field, the nodes seen lately, doctor results."""
     values: dict[str, dict[int, dict[str, float | None]]] = defaultdict(dict)
     selectors: dict[str, str] = {}
+    names: dict[tuple[str | None, str | None], str] = {}  # (node, instance) -> node name
     for name, series_list in by_field.items():
         for series in series_list:
-            chip = _chip_id(series)
+            labels = dict(series.labels)
+            chip = _chip_number(labels.get("id"))
             if chip is None:
                 continue
-            node = node_name(series)
+            key = (labels.get("node"), labels.get("instance"))
+            node = names.get(key) or names.setdefault(key, node_name(series))
             values[node].setdefault(chip, {})[name] = series.value
-            selectors.setdefault(node, selector(series))
+            if node not in selectors:
+                selectors[node] = selector(series)
     fleet_median = _median([t for chips in values.values() for v in chips.values()
                             if (t := v.get("temperature_c")) is not None])
     doctors = doctor_by_node(doctor)
@@ -284,11 +288,8 @@ def _names(series_list: Iterable[Series]) -> set[str]:
     return {node_name(s) for s in series_list}
 
 
-def _chip_id(series: Series) -> int | None:
-    try:
-        return int(series.label("id") or "")
-    except ValueError:
-        return None
+def _chip_number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
 
 
 def _chip_rank(chip: Chip) -> tuple[int, float, int]:
