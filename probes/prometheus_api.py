@@ -275,4 +275,7 @@ def _warnings(data: Mapping[str, Any]) -> tuple[str, ...]:
 
 def host_of(instance: str) -> str:
     """`10.0.0.5:8082` -> `10.0.0.5`, `[fe80::1]:9100` -> `fe80::1`; other text as it is."""
-    return urlsplit("//" + instance).hostname or instance
+    try:
+        return urlsplit("//" + instance).hostname or instance
+    except ValueError:  # brackets that are no IPv6 address: keep the text
+        return instance

@@ -170,5 +170,6 @@ def test_instance_host() -> None:
     assert api.host_of("10.0.0.5:8082") == "10.0.0.5"
     assert api.host_of("[fe80::1]:9100") == "fe80::1"
     assert api.host_of("node-7") == "node-7"
+    assert api.host_of("[bold]x:1") == "[bold]x:1"
 
 
