@@ -67,6 +67,7 @@ class ConsoleApp(App[int]):
         Binding("slash", "playbooks", "playbooks"),
         Binding("question_mark", "help", "help"),
         Binding("r", "toggle_record", "record"),
+        Binding("f", "fleet", "fleet", show=False),
         Binding("y", "copy_reply", "copy reply"),
         Binding("ctrl+s", "save_transcript", "save chat", priority=True),
         Binding("i", "focus_prompt", "prompt", show=False),
@@ -305,6 +306,11 @@ class ConsoleApp(App[int]):
 
         return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
                               or "", api_key(endpoint, os.environ))
+
+    def action_fleet(self) -> None:
+        from console.ui.screens.fleet import open_fleet
+
+        open_fleet(self, self.options.prometheus_url, self.policy, self.options.interval_s)
 
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser

@@ -8,8 +8,9 @@ values and errors are outside text and go through console.ui.safe.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -19,15 +20,38 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from console.fleet import Chip, Fleet, Node
+from console.fleet import Chip, Fleet, FleetReader, Node, fleet_limits
 from console.ui import safe
 from console.ui.widgets.npu import sparkline
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from checks.policy import Policy
 
 ReadFleet = Callable[[], Fleet]
 ReadHistory = Callable[[Node], dict[int, list[float]]]
 STYLE = {"gone": "bold white on red", "fail": "bold red", "warn": "yellow",
          "unknown": "dim", "ok": "green"}
 WORD = {"gone": "GONE", "fail": "FAIL", "warn": "WARN", "unknown": "?", "ok": "ok"}
+MIN_INTERVAL_S = 10.0  # a read is 11 instant queries: not every 2 s, for a whole fleet
+# one reader per app: it remembers the nodes it saw, to mark the ones that go
+_readers: weakref.WeakKeyDictionary[Any, FleetReader] = weakref.WeakKeyDictionary()
+
+
+def open_fleet(app: App[Any], url: str | None, policy: Policy, interval_s: float) -> None:
+    """Push the fleet view of the Prometheus at `url` (the console's --prometheus)."""
+    if not url:
+        safe.notify(app, "the fleet view reads Prometheus: start with --prometheus URL",
+                    severity="warning")
+        return
+    reader = _readers.get(app)
+    if reader is None:
+        from probes import prometheus_api
+
+        reader = FleetReader(prometheus_api.client(), url, fleet_limits(policy))
+        _readers[app] = reader
+    app.push_screen(FleetScreen(reader.read, reader.history, max(interval_s, MIN_INTERVAL_S)))
 
 
 def _number(value: float | None, unit: str = "", digits: int = 0) -> str:

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
+from checks.errors import UsageError
 from console import fleet
+from console.cli import parse_options
+from console.options import ConsoleOptions
+from console.ui.app import ConsoleApp
 from console.ui.screens.fleet import FleetScreen, NodeScreen
+from tests.conftest import FakeRoot
+from tests.console.test_app import no_npu_host
 from tests.console.test_fleet import LIMITS, chip_fields, normal_chip, series
+from tests.prometheus_fixture import send, stub_server, vector_body
 
 SIZE = (80, 24)
 
@@ -108,3 +116,41 @@ async def test_outside_text_in_a_node_name_is_shown_not_obeyed() -> None:
         await pilot.pause()
         [row] = rows(screen.query_one("#fleet-nodes", DataTable))
     assert row[1].startswith("[bold]x\\x1b")
+
+
+def test_the_console_takes_a_prometheus_url() -> None:
+    assert parse_options(["--no-model", "--prometheus", "http://prom:9090/"]).prometheus_url \
+        == "http://prom:9090"
+    with pytest.raises(UsageError, match="--prometheus 'prom:9090': use http://HOST:PORT"):
+        parse_options(["--no-model", "--prometheus", "prom:9090"])
+
+
+async def test_f_opens_the_fleet_of_the_consoles_prometheus(fake_root: FakeRoot) -> None:
+    body = vector_body([({"node": "n1", "instance": "n1:8082", "job": "npu", "id": "0"}, "1")])
+    with stub_server(lambda h: send(h, 200, body)) as (url, paths):
+        app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=None, sample_live=False,
+                                        prometheus_url=url),
+                         backend=None, host=no_npu_host(fake_root))
+        async with app.run_test(size=SIZE) as pilot:
+            app.set_focus(None)  # letter keys reach the app, not the prompt
+            await pilot.press("f")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert [r[1] for r in rows(screen.query_one("#fleet-nodes", DataTable))] == ["n1"]
+            await pilot.press("escape")
+            assert not isinstance(app.screen, FleetScreen)
+    assert any(p.startswith("/api/v1/query?query=min+by") for p in paths)
+
+
+async def test_f_without_prometheus_says_how_to_get_the_fleet(fake_root: FakeRoot) -> None:
+    app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=None, sample_live=False),
+                     backend=None, host=no_npu_host(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        app.set_focus(None)
+        await pilot.press("f")
+        await pilot.pause()
+        assert not isinstance(app.screen, FleetScreen)
+        assert any("--prometheus URL" in str(n.message) for n in app._notifications)
