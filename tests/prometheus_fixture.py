@@ -32,9 +32,9 @@ START_WAIT_S = 60.0
 _SAMPLE = re.compile(r'^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)(?P<rest>.*)$')
 
 
-def prometheus_missing() -> str:
+def prometheus_missing(binary: str = PROMETHEUS) -> str:
     """Why the real-server tests cannot run here ("" when they can)."""
-    if not Path(PROMETHEUS).is_file():
+    if not Path(binary).is_file():
         return ("prometheus is not installed (apt-get install -y prometheus; .ci/run does "
                 "it)")
     return ""

@@ -165,6 +165,10 @@ def test_a_failed_read_keeps_the_last_nodes_and_says_why() -> None:
 # --- against a real Prometheus ----------------------------------------------------------------
 
 
+def test_without_prometheus_the_real_server_tests_say_how_to_get_it(tmp_path: Path) -> None:
+    assert "apt-get install -y prometheus" in prometheus_missing(str(tmp_path / "prometheus"))
+
+
 def doctor_text(statuses: Mapping[str, Status]) -> str:
     results = tuple(Result(cid, cid, "npu", status, "x", (), "", cid, 1.0)
                     for cid, status in statuses.items())
