@@ -23,11 +23,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from checks.thermal import ThermalLimits, judge_by_key
 from probes.prometheus_api import (
+    Answer,
     Limits,
     PromAPIError,
     RangeAnswer,
@@ -355,16 +356,26 @@ class FleetReader:
         return _with_remembered(fleet, self._known)
 
     def _read(self, now: float) -> Fleet:
+        started = time.monotonic()
         notes: list[str] = []
         by_field = {}
         for name in CHIP_METRICS:
-            answer = instant(self.http_client, self.base, chip_query(name), None, self.api_limits)
+            answer = self._ask(chip_query(name), started)
             by_field[name] = answer.series
             notes += _notes(answer.dropped, answer.warnings, name)
-        seen = instant(self.http_client, self.base, SEEN_QUERY, None, self.api_limits)
-        doctor = instant(self.http_client, self.base, DOCTOR_QUERY, None, self.api_limits)
+        seen = self._ask(SEEN_QUERY, started)
+        doctor = self._ask(DOCTOR_QUERY, started)
         return build_fleet(by_field, seen.series, doctor.series, self.limits, now,
                            tuple(dict.fromkeys(notes)))
+
+    def _ask(self, query: str, started: float) -> Answer:
+        """One instant query within what is left of the whole read's deadline."""
+        left = self.api_limits.deadline_s - (time.monotonic() - started)
+        if left <= 0:
+            raise PromAPIError(f"{self.base}/api/v1/query: the fleet read took longer than "
+                               f"{self.api_limits.deadline_s:g} s; is Prometheus overloaded?")
+        return instant(self.http_client, self.base, query, None,
+                       replace(self.api_limits, deadline_s=left))
 
     def history(self, node: Node, field_name: str = "temperature_c", minutes: int = 30,
                 step_s: float = 30.0) -> dict[int, list[float]]:

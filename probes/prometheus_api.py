@@ -103,7 +103,7 @@ def client(limits: Limits = Limits(), transport: httpx.BaseTransport | None = No
 def instant(http_client: httpx.Client, base: str, query: str, at_s: float | None = None,
             limits: Limits = Limits()) -> Answer:
     """`query` evaluated at `at_s` (None: the server's now); a vector or scalar answer."""
-    params = {"query": query, "timeout": f"{limits.deadline_s:g}s"}
+    params = {"query": query, "timeout": f"{limits.deadline_s:.3f}"}
     if at_s is not None:
         params["time"] = f"{at_s:.3f}"
     url = base + "/api/v1/query"
@@ -123,7 +123,7 @@ def range_query(http_client: httpx.Client, base: str, query: str, start_s: float
     if step_s <= 0 or end_s < start_s:
         raise PromAPIError(f"{base}/api/v1/query_range: need start <= end and a positive step")
     params = {"query": query, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}",
-              "step": f"{step_s:g}", "timeout": f"{limits.deadline_s:g}s"}
+              "step": f"{step_s:g}", "timeout": f"{limits.deadline_s:.3f}"}
     url = base + "/api/v1/query_range"
     data, warnings = _request(http_client, url, params, limits)
     result = data.get("result")
@@ -177,7 +177,7 @@ def _read(http_client: httpx.Client, url: str, params: Mapping[str, str],
                 raise PromAPIError(f"{url}: the answer is larger than "
                                    f"{_size(limits.max_bytes)}; not read (narrow the query)")
             if time.monotonic() - started > limits.deadline_s:
-                raise PromAPIError(f"{url}: no complete answer within {limits.deadline_s:g} s")
+                raise PromAPIError(f"{url}: no complete answer within {limits.deadline_s:.3g} s")
             chunks.append(chunk)
         return _inflate(b"".join(chunks), response, url, limits), response.status_code, ""
 

@@ -162,6 +162,19 @@ def test_a_failed_read_keeps_the_last_nodes_and_says_why() -> None:
     assert read.nodes == () and "HTTP 503" in read.error
 
 
+def test_a_slow_prometheus_costs_one_deadline_per_read_not_one_per_query() -> None:
+    def slow(handler: object) -> None:
+        time.sleep(0.2)
+        send(handler, 200, vector_body([]))  # type: ignore[arg-type]
+
+    limits = api.Limits(deadline_s=0.5)
+    with stub_server(slow) as (url, paths), api.client(limits) as c:
+        read = fleet.FleetReader(c, url, LIMITS, limits).read()
+    # the query that crosses the read's deadline stops there, or the next one is not sent
+    assert "took longer than 0.5 s" in read.error or "no complete answer within" in read.error
+    assert len(paths) < len(fleet.CHIP_METRICS)
+
+
 # --- against a real Prometheus ----------------------------------------------------------------
 
 
