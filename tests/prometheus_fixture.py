@@ -260,3 +260,43 @@ def vector_body(series: list[tuple[dict[str, str], str]], now_s: float = 1.7e9) 
     result = [{"metric": labels, "value": [now_s, value]} for labels, value in series]
     return json.dumps({"status": "success",
                        "data": {"resultType": "vector", "result": result}}).encode()
+
+
+# the fleet the tests scrape: a calm node with a doctor warning (node-a), a hot chip (node-b),
+# an unhealthy chip (node-c) and a node the tests stop (node-d)
+NORMAL = {"npu_chip_info_health_status": 1, "npu_chip_info_hbm_total_memory": 65536,
+          "npu_chip_info_hbm_used_memory": 30000, "npu_chip_info_link_status": 1,
+          "npu_chip_info_network_status": 1, "npu_chip_info_utilization": 40}
+
+
+def doctor_text(statuses: Mapping[str, str]) -> str:
+    """What `ascend-doctor --prometheus FILE` writes for checks ending in `statuses`."""
+    from checks.model import Result
+    from checks.prom import to_prometheus
+    from checks.runner import Run
+
+    results = tuple(Result(cid, cid, "npu", status, "x", (), "", cid, 1.0)  # type: ignore[arg-type]
+                    for cid, status in statuses.items())
+    return to_prometheus(Run(results, 10.0), now_s=time.time())
+
+
+def scraped_fleet(workdir: Path) -> Iterator[tuple[PrometheusServer, dict[str, FakeExporter]]]:
+    """For a pytest fixture: the real Prometheus scraping that fleet (skips without one)."""
+    import pytest
+
+    if prometheus_missing():
+        pytest.skip(prometheus_missing())
+    base = recorded_text()
+    temps = {("npu_chip_info_temperature", i): 44.0 + i for i in range(8)}
+    exporters = {
+        "node-a": FakeExporter("node-a", exporter_text(base, temps, NORMAL)),
+        "node-b": FakeExporter("node-b", exporter_text(
+            base, {**temps, ("npu_chip_info_temperature", 3): 88.0}, NORMAL)),
+        "node-c": FakeExporter("node-c", exporter_text(
+            base, {**temps, ("npu_chip_info_health_status", 5): 0}, NORMAL)),
+        "node-d": FakeExporter("node-d", exporter_text(base, temps, NORMAL)),
+    }
+    textfile = FakeExporter("node-a", doctor_text({"npu.health": "pass",
+                                                   "versions.parity": "warn"}))
+    with running(workdir, {"npu": list(exporters.values()), "node": [textfile]}) as server:
+        yield server, exporters

@@ -9,29 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from checks.model import Result, Status
 from checks.policy import load_policy
-from checks.prom import to_prometheus
-from checks.runner import Run
 from console import fleet
 from probes import prometheus_api as api
 from probes.prometheus_api import Series
 from tests.prometheus_fixture import (
     FakeExporter,
     PrometheusServer,
-    exporter_text,
     prometheus_missing,
-    recorded_text,
-    running,
+    scraped_fleet,
     send,
     stub_server,
     vector_body,
 )
 
 LIMITS = fleet.fleet_limits(load_policy())
-NORMAL = {"npu_chip_info_health_status": 1, "npu_chip_info_hbm_total_memory": 65536,
-          "npu_chip_info_hbm_used_memory": 30000, "npu_chip_info_link_status": 1,
-          "npu_chip_info_network_status": 1, "npu_chip_info_utilization": 40}
 
 
 def series(name: str, node: str, chip: int | None, value: float | None,
@@ -182,30 +174,9 @@ def test_without_prometheus_the_real_server_tests_say_how_to_get_it(tmp_path: Pa
     assert "apt-get install -y prometheus" in prometheus_missing(str(tmp_path / "prometheus"))
 
 
-def doctor_text(statuses: Mapping[str, Status]) -> str:
-    results = tuple(Result(cid, cid, "npu", status, "x", (), "", cid, 1.0)
-                    for cid, status in statuses.items())
-    return to_prometheus(Run(results, 10.0), now_s=time.time())
-
-
 @pytest.fixture
 def prometheus(tmp_path: Path) -> Iterator[tuple[PrometheusServer, dict[str, FakeExporter]]]:
-    if prometheus_missing():
-        pytest.skip(prometheus_missing())
-    base = recorded_text()
-    temps = {("npu_chip_info_temperature", i): 44.0 + i for i in range(8)}
-    exporters = {
-        "node-a": FakeExporter("node-a", exporter_text(base, temps, NORMAL)),
-        "node-b": FakeExporter("node-b", exporter_text(
-            base, {**temps, ("npu_chip_info_temperature", 3): 88.0}, NORMAL)),
-        "node-c": FakeExporter("node-c", exporter_text(
-            base, {**temps, ("npu_chip_info_health_status", 5): 0}, NORMAL)),
-        "node-d": FakeExporter("node-d", exporter_text(base, temps, NORMAL)),
-    }
-    textfile = FakeExporter("node-a", doctor_text({"npu.health": "pass",
-                                                   "versions.parity": "warn"}))
-    with running(tmp_path, {"npu": list(exporters.values()), "node": [textfile]}) as server:
-        yield server, exporters
+    yield from scraped_fleet(tmp_path)
 
 
 def test_the_fleet_through_a_real_prometheus(

@@ -1,9 +1,13 @@
 """The fleet screen under Pilot at 80×24: nodes worst first, Enter drills into a node's chips
-(with its history), a node that vanishes is marked gone, a failed read is said."""
+(with its history), a node that vanishes is marked gone, a failed read is said; and the
+console's `f` over a real Prometheus scraping fake NPU-Exporters."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from rich.text import Text
@@ -19,7 +23,14 @@ from console.ui.screens.fleet import FleetScreen, NodeScreen
 from tests.conftest import FakeRoot
 from tests.console.test_app import no_npu_host
 from tests.console.test_fleet import LIMITS, chip_fields, normal_chip, series
-from tests.prometheus_fixture import send, stub_server, vector_body
+from tests.prometheus_fixture import (
+    FakeExporter,
+    PrometheusServer,
+    scraped_fleet,
+    send,
+    stub_server,
+    vector_body,
+)
 
 SIZE = (80, 24)
 
@@ -154,3 +165,43 @@ async def test_f_without_prometheus_says_how_to_get_the_fleet(fake_root: FakeRoo
         await pilot.pause()
         assert not isinstance(app.screen, FleetScreen)
         assert any("--prometheus URL" in str(n.message) for n in app._notifications)
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path) -> Iterator[tuple[PrometheusServer, dict[str, FakeExporter]]]:
+    yield from scraped_fleet(tmp_path)
+
+
+async def test_the_console_lists_every_node_a_real_prometheus_scrapes_worst_first(
+        prometheus: tuple[PrometheusServer, dict[str, FakeExporter]],
+        fake_root: FakeRoot) -> None:
+    server, exporters = prometheus
+    app = ConsoleApp(ConsoleOptions(interval_s=3600, log_dir=None, sample_live=False,
+                                    prometheus_url=server.url),
+                     backend=None, host=no_npu_host(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        app.set_focus(None)
+        await pilot.press("f")
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = screen.query_one("#fleet-nodes", DataTable)
+        assert [r[:2] for r in rows(table)] == [["FAIL", "node-c"], ["WARN", "node-b"],
+                                                ["WARN", "node-a"], ["ok", "node-d"]]
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, NodeScreen)
+        chips = rows(app.screen.query_one("#node-chips", DataTable))
+        assert chips[0][:2] == ["FAIL", "5"] and len(chips) == 8
+        await pilot.press("escape")
+        exporters["node-d"].stop()
+        for _ in range(60):  # bounded: Prometheus marks the series stale at its next scrape
+            await pilot.press("r")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if rows(table)[0][0] == "GONE":
+                break
+            await asyncio.sleep(0.5)
+        assert rows(table)[0][:2] == ["GONE", "node-d"] and table.row_count == 4
