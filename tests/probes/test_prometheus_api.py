@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from http.server import BaseHTTPRequestHandler
@@ -120,6 +121,16 @@ def test_a_redirect_is_named_not_followed() -> None:
     with stub_server(redirect) as (url, paths):
         message = failure(url)
     assert "302" in message and "elsewhere.invalid" in message and len(paths) == 1
+
+
+def test_a_gzip_answer_is_unpacked_and_a_gzip_bomb_stops_at_the_cap() -> None:
+    packed = gzip.compress(vector_body([({"id": "0"}, "7")]))
+    with stub_server(lambda h: send(h, 200, packed, {"Content-Encoding": "gzip"})) as (url, _):
+        assert [s.value for s in ask(url).series] == [7.0]
+    bomb = gzip.compress(b'{"pad":"' + b"0" * (8 * 1024 * 1024) + b'"}')
+    assert len(bomb) < SMALL.max_bytes
+    with stub_server(lambda h: send(h, 200, bomb, {"Content-Encoding": "gzip"})) as (url, _):
+        assert "unpacks to more than 1 MiB" in failure(url)
 
 
 def test_deeply_nested_json_is_refused_before_decoding() -> None:
