@@ -247,8 +247,8 @@ def _node(name: str, chips: Mapping[int, Mapping[str, float | None]], node_selec
 
 
 def _gone(name: str, doctor: Doctor | None) -> Node:
-    return Node(name, "gone", (f"no NPU-Exporter series now (seen in the last {SEEN_WINDOW}): "
-                               "exporter or node down?",), (), "", doctor)
+    return Node(name, "gone", ("no NPU-Exporter series now: exporter or node down?",), (), "",
+                doctor)
 
 
 def _doctor_finding(doctor: Doctor | None) -> tuple[Level, str]:

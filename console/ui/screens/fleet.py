@@ -137,6 +137,7 @@ class FleetScreen(Screen[None]):
         counts = fleet.counts()
         shown = ", ".join(f"{counts[k]} {k}" for k in counts if counts[k])
         out = Text(f"{len(fleet.nodes)} nodes: {shown or 'none scraped'}", style="bold")
+        out.append("  Enter: a node's chips", style="dim")
         if fleet.error:
             out.append("\n")
             out.append(safe.text(f"last read failed: {fleet.error}", style="red"))
