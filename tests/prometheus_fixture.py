@@ -138,9 +138,21 @@ class PrometheusServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def start(self, attempts: int = 3) -> None:
         config = self.workdir / "prometheus.yml"
         config.write_text(scrape_config(self.jobs), encoding="utf-8")
+        count = sum(len(e) for e in self.jobs.values())
+        for attempt in range(attempts):  # the free port may be taken before prometheus binds it
+            self._spawn(config)
+            try:
+                self.wait_for(lambda: self.targets_up() >= count, "every target up")
+                return
+            except AssertionError:
+                if attempt + 1 == attempts or "address already in use" not in self.log_tail():
+                    raise
+                self.stop_server()
+
+    def _spawn(self, config: Path) -> None:
         self.port = free_port()
         log = (self.workdir / "prometheus.log").open("wb")
         self.process = subprocess.Popen(
@@ -149,8 +161,6 @@ class PrometheusServer:
              f"--web.listen-address=127.0.0.1:{self.port}"],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
-        count = sum(len(e) for e in self.jobs.values())
-        self.wait_for(lambda: self.targets_up() >= count, "every target up")
 
     def wait_for(self, condition: object, what: str, limit_s: float = START_WAIT_S) -> None:
         """Poll `condition` (bounded) until it holds; AssertionError with the log's tail."""
@@ -180,7 +190,7 @@ class PrometheusServer:
         path = self.workdir / "prometheus.log"
         return path.read_text(errors="replace")[-600:] if path.is_file() else "(no log)"
 
-    def stop(self) -> None:
+    def stop_server(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -188,6 +198,9 @@ class PrometheusServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(5)
+
+    def stop(self) -> None:
+        self.stop_server()
         for exporters in self.jobs.values():
             for exporter in exporters:
                 exporter.stop()
