@@ -52,6 +52,7 @@ examples:
                  --npu-exporter http://10.0.0.6:8082
   OPENAI_API_KEY=... ascend-console --endpoint https://serving.example/v1 \
                  --api-key-env OPENAI_API_KEY --model qwen3-30b-a3b
+  ascend-console --no-model --prometheus http://prometheus:9090   the fleet (key f)
   ascend-console --record /var/tmp/box.db         watch and record telemetry
   ascend-console --record                         record to the default place (bundled)
   ascend-console --replay box.db --read-only      replay a recording (labelled REPLAY)
@@ -115,6 +116,10 @@ def make_parser() -> argparse.ArgumentParser:
     panels.add_argument("--npu-exporter", metavar="URL", action="append", default=[],
                         help="read NPU telemetry from this NPU-Exporter (http://HOST:8082) "
                              "instead of the local npu-smi; repeat for several hosts")
+    panels.add_argument("--prometheus", metavar="URL",
+                        help="read every node's NPU-Exporter series (and the doctor's "
+                             "--prometheus results) from this Prometheus server for the fleet "
+                             "view (key f); see docs/fleet.md")
     panels.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
                         help="telemetry sampling interval (default 2)")
     panels.add_argument("--policy", metavar="FILE",
@@ -168,6 +173,7 @@ def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
         model=None if endpoint is not None else _model_spec(args), endpoint=endpoint,
         serving_metrics_url=_serving_metrics_url(args),
         npu_exporters=tuple(args.npu_exporter), interval_s=args.interval,
+        prometheus_url=_prometheus_url(args),
         npu_timeout_s=min(5.0, max(1.0, 2.5 * args.interval)),
         policy_path=Path(args.policy) if args.policy else None,
         record=record, recordings_dir=recordings_dir,
@@ -235,6 +241,15 @@ def _validate_remote(args: argparse.Namespace) -> None:
         for url in args.npu_exporter:
             exporter_url(url)
     except EndpointURLError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _prometheus_url(args: argparse.Namespace) -> str | None:
+    from probes.prometheus_api import PromAPIError, base_url
+
+    try:
+        return base_url(args.prometheus) if args.prometheus else None
+    except PromAPIError as exc:
         raise UsageError(str(exc)) from None
 
 

@@ -22,6 +22,7 @@ class ConsoleOptions:
     endpoint: EndpointSpec | None = None  # chat with an OpenAI-compatible server instead
     serving_metrics_url: str | None = None  # the serving panel's /metrics (None: no panel)
     npu_exporters: tuple[str, ...] = ()  # NPU-Exporter /metrics URLs instead of local npu-smi
+    prometheus_url: str | None = None  # --prometheus: the fleet view's Prometheus server
     interval_s: float = 2.0
     npu_timeout_s: float = 5.0
     policy_path: Path | None = None

@@ -145,7 +145,7 @@ def _read_input(path: str) -> str:
 
 def cmd_bundle(options: BundleOptions) -> int:
     """Record this machine into one .tar.gz and say what went into it."""
-    from checks.bundle.collect import Progress, make_bundle, summary_lines
+    from checks.bundle.collect.collect import Progress, make_bundle, summary_lines
 
     observed = inputs.observe(options.host)
     result = make_bundle(observed.host, options, Progress(), observed)

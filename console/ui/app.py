@@ -69,6 +69,7 @@ class ConsoleApp(App[int]):
         Binding("slash", "playbooks", "playbooks"),
         Binding("question_mark", "help", "help"),
         Binding("r", "toggle_record", "record"),
+        Binding("f", "fleet", "fleet", show=False),
         Binding("y", "copy_reply", "copy reply"),
         Binding("ctrl+s", "save_transcript", "save chat", priority=True),
         Binding("i", "focus_prompt", "prompt", show=False),
@@ -334,6 +335,11 @@ class ConsoleApp(App[int]):
 
         process = self.target.process if self.target_known.is_set() else None
         return triage_logs(process.pid if process else None, since_s=TRIAGE_SINCE_S)
+
+    def action_fleet(self) -> None:
+        from console.ui.screens.fleet import open_fleet
+
+        open_fleet(self, self.options.prometheus_url, self.policy, self.options.interval_s)
 
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
