@@ -49,6 +49,19 @@ class EndpointSpec:
     idle_timeout_s: float = 60.0
 
 
+def short_model_id(model: str, limit: int = 40) -> str:
+    """A model id short enough for one status line: a path (llama.cpp lists the GGUF file's
+    path) keeps its file name; anything still too long keeps its two ends."""
+    if len(model) <= limit:
+        return model
+    if "/" in model.rstrip("/"):
+        model = "…/" + model.rstrip("/").rsplit("/", 1)[1]
+    if len(model) <= limit:
+        return model
+    half = (limit - 1) // 2
+    return f"{model[:half]}…{model[-(limit - 1 - half):]}"
+
+
 def list_models(http_client: httpx.Client, base: str) -> list[str]:
     """The ids /v1/models lists; raises BackendUnavailable with one line."""
     fetched = http.get(http_client, f"{base}/models", max_bytes=4 * 1024 * 1024)
@@ -126,7 +139,7 @@ class EndpointBackend:
 
     @property
     def label(self) -> str:
-        return f"{self.model or '?'} @ {self.spec.url}"
+        return f"{short_model_id(self.model or '?')} @ {self.spec.url}"
 
     def _timeout(self) -> httpx.Timeout:
         import httpx

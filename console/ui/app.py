@@ -33,6 +33,7 @@ from console.target import FINDING, Found, TargetError
 from console.ui import messages as msg
 from console.ui import safe
 from console.ui.chat_controller import ChatController
+from console.ui.keys import key_rows
 from console.ui.recording_controller import RecordingController
 from console.ui.telemetry_controller import TelemetryController
 from console.ui.widgets.alerts import AlertsPanel
@@ -49,9 +50,14 @@ from probes.target.model import Target, shell_target
 Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
 _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
-REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
+REMOTE_ENGINE = "the engine runs behind --endpoint: see the Serving panel"
 # how long the doctor screen waits for the target beyond npu-smi's own timeout
 TARGET_WAIT_S = 30.0
+# below this width the chat and the panels stack (console.tcss, Screen.-narrow)
+NARROW_BELOW_COLUMNS = 100
+# a second Ctrl+C within this time quits while a reply streams
+QUIT_CONFIRM_S = 3.0
+QUIT_CONFIRM = "a reply is streaming: Ctrl+C again quits (Esc only cancels the reply)"
 
 
 class ConsoleApp(App[int]):
@@ -61,17 +67,28 @@ class ConsoleApp(App[int]):
     TITLE = "ascend-console"
     ENABLE_COMMAND_PALETTE = True
 
+    # focus starts in the prompt, where letters are typed: every action has a key that works
+    # from there too (an F-key or a ctrl chord, with priority), and that one is in the footer
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "escape", "cancel / leave prompt", show=True),
-        Binding("d", "doctor", "doctor"),
-        Binding("slash", "playbooks", "playbooks"),
-        Binding("question_mark", "help", "help"),
-        Binding("r", "toggle_record", "record"),
-        Binding("y", "copy_reply", "copy reply"),
-        Binding("ctrl+s", "save_transcript", "save chat", priority=True),
+        Binding("escape", "escape", "cancel", key_display="Esc"),
+        Binding("f1", "help", "help", key_display="F1", priority=True),
+        Binding("question_mark", "help", "help", show=False),
+        Binding("f2", "toggle_panels", "panels", key_display="F2", priority=True),
+        Binding("f3", "doctor", "doctor", key_display="F3", priority=True),
+        Binding("d", "doctor", "doctor", show=False),
+        Binding("f4", "playbooks", "playbooks", key_display="F4", priority=True),
+        Binding("slash", "playbooks", "playbooks", show=False),
+        Binding("ctrl+r", "toggle_record", "record", key_display="Ctrl+R", priority=True),
+        Binding("r", "toggle_record", "record", show=False),
+        Binding("ctrl+y", "copy_reply", "copy reply", show=False, priority=True),
+        Binding("y", "copy_reply", "copy reply", show=False),
+        Binding("ctrl+s", "save_transcript", "save chat", key_display="Ctrl+S", priority=True),
         Binding("i", "focus_prompt", "prompt", show=False),
-        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "interrupt", "quit", key_display="Ctrl+C", priority=True),
+        Binding("q", "quit", "quit", show=False),
     ]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW_COLUMNS, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (50, "-tall")]
 
     def __init__(self, options: ConsoleOptions | None = None, *,
                  backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
@@ -90,6 +107,7 @@ class ConsoleApp(App[int]):
         self.target_error = ""  # why the target could not be found
         self.target_known = threading.Event()  # also set when the app closes
         self._leaving = False
+        self._interrupted_at: float | None = None  # the first Ctrl+C while generating
         if self._find_target is None:
             self.target_known.set()
         self.conflicts, self.msprof_error = _read_conflicts(self.options)
@@ -266,9 +284,30 @@ class ConsoleApp(App[int]):
     def action_focus_prompt(self) -> None:
         self.main_widget(ChatPane).focus_prompt()
 
+    def action_toggle_panels(self) -> None:
+        """F2: the panels take the whole screen, or share it with the chat again."""
+        main = self._main.query_one("#main")
+        main.toggle_class("-panels-only")
+        if main.has_class("-panels-only"):
+            self._main.set_focus(None)
+        else:
+            self.main_widget(ChatPane).focus_prompt()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C quits; while a reply streams, only when pressed twice within a few seconds."""
+        now = time.monotonic()
+        first = self._interrupted_at
+        if self.generating and (first is None or now - first > QUIT_CONFIRM_S):
+            self._interrupted_at = now
+            safe.notify(self, QUIT_CONFIRM, severity="warning", timeout=QUIT_CONFIRM_S)
+            return
+        self.run_worker(self.action_quit(), exclusive=True, group="quit")
+
     def action_doctor(self) -> None:
         from console.ui.screens.doctor import DoctorScreen
 
+        if isinstance(self.screen, DoctorScreen):
+            return  # F3 on the doctor screen: it is already open
         self.push_screen(DoctorScreen(self.run_doctor, waiting_for=self.target_pending))
 
     def run_doctor(self) -> Any:
@@ -307,6 +346,8 @@ class ConsoleApp(App[int]):
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
 
+        if isinstance(self.screen, PlaybookBrowser):
+            return
         self.push_screen(PlaybookBrowser())
 
     def action_help(self) -> None:
@@ -315,14 +356,15 @@ class ConsoleApp(App[int]):
         self.push_screen(HelpScreen(self.key_help()))
 
     def key_help(self) -> list[tuple[str, str]]:
-        """(key, what it does) for every binding, for the help screen."""
-        out = []
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding):
-                out.append((binding.key_display or binding.key, binding.description
-                            or binding.action))
-        out.append(("ctrl+p", "command palette: every action by name"))
-        out.append(("enter", "send the prompt (queued while the model loads)"))
+        """(keys, what they do) for every binding of the app and of the doctor screen, as
+        people write keys ("Esc", "/", "?"), for the help screen."""
+        from console.ui.screens.doctor import DoctorScreen
+
+        out = key_rows(self.BINDINGS)
+        out.append(("Ctrl+P", "command palette: every action by name"))
+        out.append(("Enter", "send the prompt (queued while the model loads)"))
+        out += [(keys, f"doctor screen: {does}") for keys, does in key_rows(DoctorScreen.BINDINGS)]
+        out.append(("Enter", "doctor screen: open the highlighted check's playbook"))
         return out
 
     def action_toggle_record(self) -> None:
@@ -349,19 +391,21 @@ class ConsoleApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Doctor", "run every check (d)", self.action_doctor)
-        yield SystemCommand("Playbooks", "search the playbooks by symptom (/)",
+        yield SystemCommand("Doctor", "run every check (F3, d)", self.action_doctor)
+        yield SystemCommand("Playbooks", "search the playbooks by symptom (F4, /)",
                             self.action_playbooks)
-        yield SystemCommand("Help", "every key (?)", self.action_help)
-        yield SystemCommand("Cancel generation", "stop the running reply (esc)",
+        yield SystemCommand("Help", "every key (F1, ?)", self.action_help)
+        yield SystemCommand("Cancel generation", "stop the running reply (Esc)",
                             self.cancel_generation)
-        yield SystemCommand("Copy last reply", "to the clipboard via OSC 52 (y)",
+        yield SystemCommand("Copy last reply", "to the clipboard via OSC 52 (Ctrl+Y, y)",
                             self.action_copy_reply)
-        yield SystemCommand("Save transcript", "write the chat as Markdown and JSON (ctrl+s)",
+        yield SystemCommand("Save transcript", "write the chat as Markdown and JSON (Ctrl+S)",
                             self.action_save_transcript)
         yield SystemCommand("Focus prompt", "type a message (i)", self.action_focus_prompt)
+        yield SystemCommand("Chat / panels", "give the panels the whole screen, or not (F2)",
+                            self.action_toggle_panels)
         if not self.options.read_only:
-            yield SystemCommand("Toggle recording", "record telemetry to SQLite (r)",
+            yield SystemCommand("Toggle recording", "record telemetry to SQLite (Ctrl+R, r)",
                                 self.action_toggle_record)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
