@@ -181,6 +181,8 @@ class ServingSnapshot:
     window_s: float | None = None  # the span the rates and quantiles cover; None: first scrape
     not_exported: tuple[str, ...] = ()  # logical metrics this server lacks
     read_from: tuple[tuple[str, str], ...] = ()  # (logical metric, metric name it came from)
+    answered: bool = True  # False: no HTTP answer at all (down, or unreachable from here)
+    restarted_at: float | None = None  # when the tracker last saw the server restart
 
     @property
     def ok(self) -> bool:

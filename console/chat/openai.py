@@ -150,9 +150,14 @@ class EndpointBackend:
         return httpx.Timeout(connect=spec.connect_timeout_s, read=read_s, write=30.0, pool=5.0)
 
     def prepare(self, progress: Progress) -> str:
+        """Every failure here is transient: a server that is down, starting or loading another
+        model may answer later, and the console asks again."""
         progress(f"asking {self.spec.url}/models")
-        models = list_models(self._client, self.spec.url)
-        self.model = pick_model(models, self.spec.model, self.spec.url)
+        try:
+            models = list_models(self._client, self.spec.url)
+            self.model = pick_model(models, self.spec.model, self.spec.url)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(exc.reason, exc.remedy, transient=True) from None
         return "ready" if len(models) == 1 else f"ready ({len(models)} models served)"
 
     def request_body(self, messages: Sequence[Mapping[str, str]],

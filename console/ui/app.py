@@ -87,8 +87,9 @@ class ConsoleApp(App[int]):
         Binding("ctrl+c", "interrupt", "quit", key_display="Ctrl+C", priority=True),
         Binding("q", "quit", "quit", show=False),
     ]
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW_COLUMNS, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (50, "-tall")]
+    # Textual types these as plain class attributes: ClassVar would not type-check
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW_COLUMNS, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (50, "-tall")]  # noqa: RUF012
 
     def __init__(self, options: ConsoleOptions | None = None, *,
                  backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
@@ -236,6 +237,8 @@ class ConsoleApp(App[int]):
     def on_serving_sampled(self, message: msg.ServingSampled) -> None:
         with suppress(NoMatches):
             self.telemetry.take_serving(message.snapshot)
+            if self.options.endpoint is not None and self.options.replay is None:
+                self.chat.endpoint_seen(message.snapshot.answered, message.snapshot.error or "")
 
     def on_replayed(self, message: msg.Replayed) -> None:
         with suppress(NoMatches):
@@ -255,7 +258,7 @@ class ConsoleApp(App[int]):
 
     def on_backend_failed(self, message: msg.BackendFailed) -> None:
         with suppress(NoMatches):
-            self.chat.failed(message.reason, message.remedy)
+            self.chat.failed(message.reason, message.remedy, message.transient)
 
     async def on_reply_event(self, message: msg.ReplyEvent) -> None:
         with suppress(NoMatches):

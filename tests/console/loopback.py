@@ -65,7 +65,7 @@ class FakeOpenAI:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server_owner: FakeOpenAI
-    protocol_version = "HTTP/1.1"
+    protocol_version = "HTTP/1.0"  # one request a connection: a stopped server is gone
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -536,7 +536,7 @@ async def test_endpoint_chat_streams_and_an_http_error_is_one_line(fake_root: Fa
         await wait_for(pilot, lambda: len(history(app)) == 2, what="the streamed reply")
         await pilot.pause()
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
-        assert "12 tokens" in footer and "length" in footer
+        assert "12 tokens" in footer and "stopped at the 256-token limit" in footer
         assert "Serving panel" in text_of(app, "#engine-facts")
         await send(pilot, "again")
         await wait_for(pilot, lambda: last_turn(app).has_class("failed"), what="the failure")
