@@ -104,6 +104,7 @@ class ConsoleApp(App[int]):
         self.policy = policy or load_policy(self.options.policy_path)
         self.host = host if host is not None else _live_host(self.options.root)
         self.target = target or shell_target("ascend-console without a target")
+        self.observed: Any = None  # the target as found (checks.inputs.Observed), if found
         self._find_target = find_target if target is None else None
         self.target_error = ""  # why the target could not be found
         self.target_known = threading.Event()  # also set when the app closes
@@ -210,6 +211,7 @@ class ConsoleApp(App[int]):
     def on_target_found(self, message: msg.TargetFound) -> None:
         found = message.found
         self.host, self.target = found.host, found.target
+        self.observed = found.observed
         self.telemetry.log_dir = found.log_dir
         self.target_known.set()  # after host and target: the doctor's worker reads them
         with suppress(NoMatches):
@@ -315,10 +317,9 @@ class ConsoleApp(App[int]):
 
     def run_doctor(self) -> Any:
         """What the doctor screen runs (in its worker): every check against this console's host
-        and target, once the target is known."""
-        from checks.context import Context
-        from checks.registry import all_checks
-        from checks.runner import run_checks
+        and target, once the target is known, as `ascend-doctor` runs them for that target."""
+        from checks.inputs import Observed
+        from console.doctor_run import run_doctor
 
         if not self.target_known.wait(self.options.npu_timeout_s + TARGET_WAIT_S):
             raise TargetError("the serving process was not found in time")
@@ -327,13 +328,8 @@ class ConsoleApp(App[int]):
         if self.target_error:
             raise TargetError(self.target_error)
 
-        model_dir = None
-        spec = self.options.model
-        if spec is not None and spec.path.is_dir() and self.options.root == "/":
-            model_dir = spec.path.resolve()
-        return run_checks(all_checks(), Context(self.host, self.policy, model_dir,
-                                                endpoint=self._endpoint_target(),
-                                                target=self.target))
+        observed = self.observed or Observed(self.host, self.target)
+        return run_doctor(self.options, observed, self.policy, self._endpoint_target())
 
     def _endpoint_target(self) -> Any:
         """The console's --endpoint as the doctor's endpoint checks take it."""
