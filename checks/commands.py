@@ -57,7 +57,12 @@ def cmd_explain(playbook_id: str) -> int:
     except playbooks.PlaybookNotFound as exc:
         console.print(Text(f"ascend-doctor: {exc}", style="red"))
         return EXIT_USAGE
-    console.print(Markdown(f"# {book.title}\n\n{book.body}"))
+    source = f"# {book.title}\n\n{book.body}"
+    if console.is_terminal:
+        console.print(Markdown(source))
+    else:
+        # piped or redirected (pasted into a ticket): the Markdown as written, never cropped
+        console.print(Text(source.rstrip("\n")), soft_wrap=True)
     if book.sources:
         print_sources(console, book.sources)
     return EXIT_OK
@@ -91,6 +96,8 @@ def cmd_run(options: RunOptions) -> int:
         checks = select(all_checks(), list(options.only), list(options.skip))
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
+    if not checks:  # "no problems found" about nothing would read as a pass
+        raise UsageError("--only and --skip leave no check to run (see `ascend-doctor list`)")
     baseline = _baseline(options.baseline)
     endpoint = inputs.endpoint(options.endpoint)
     observed = inputs.observe(options.host)
@@ -254,6 +261,17 @@ def _comparison_document(comparison: Any) -> dict[str, Any]:
                       for p in comparison.peaks]}
 
 
+def _say_if_busy(load_before: float | None) -> None:
+    """On stderr (the JSON on stdout stays a document): the machine was busy while timed."""
+    import torch
+
+    from checks.busy import busy_note
+
+    note = busy_note(load_before, os.cpu_count(), torch.get_num_threads())
+    if note:
+        print(f"ascend-doctor bench: {note}", file=sys.stderr)
+
+
 def cmd_bench(options: BenchOptions) -> int:
     """Micro-benchmarks of --model's hot operators; with --compare, what got slower."""
     _needs_torch("bench")
@@ -264,11 +282,13 @@ def cmd_bench(options: BenchOptions) -> int:
     except CompareError as exc:
         raise UsageError(f"--compare {exc}") from None
     from checks.bench_view import progress_bar, render, render_comparison
+    from checks.busy import load_1m
     from engine.config import load_config
     from engine.errors import EngineError
     from engine.microbench import QUICK, Settings, bench
     from engine.runner import parse_dtype, pick_device
 
+    load_before = load_1m()  # before the bench's own threads add to it
     try:
         config = load_config(Path(options.model))
         device = pick_device(options.device)
@@ -292,4 +312,5 @@ def cmd_bench(options: BenchOptions) -> int:
         render(document, console)
         if comparison is not None:
             render_comparison(comparison, console)
+    _say_if_busy(load_before)
     return EXIT_WARN if comparison is not None and comparison.slower else EXIT_OK
