@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 SMOKE_PROMPT = "Reply with the single word: ready"
 SMOKE_TOKENS = 8
 START_HINT = "start the server (vllm serve ...), or fix --endpoint"
+CRASH_HINT = "the server closed the connection mid-reply: did it crash? see its log"
 
 # The checks' rules, by name -> the statuses they give (each check's playbook lists the same
 # rules under "What the check does"; tests/checks/test_check_rules.py).
@@ -88,6 +89,8 @@ def _remedy(error: str) -> str:
         return "trust the server's CA (SSL_CERT_FILE) or use the scheme the server speaks"
     if "HTTP 401" in error or "HTTP 403" in error:
         return "pass the key with --endpoint-api-key-env NAME (the variable holding it)"
+    if "broke the HTTP exchange" in error:  # it was up: it answered, then went away
+        return CRASH_HINT
     return START_HINT
 
 

@@ -24,9 +24,11 @@ class FakeOpenAI:
     """`start()`/`stop()` any number of times; `started_at` is the `process_start_time_seconds`
     its /metrics reports (change it to stand for a restarted server)."""
 
-    def __init__(self, port: int | None = None, metrics: bool = True) -> None:
+    def __init__(self, port: int | None = None, metrics: bool = True,
+                 crash_mid_reply: bool = False) -> None:
         self.port = port or free_port()
         self.metrics = metrics
+        self.crash_mid_reply = crash_mid_reply  # promise a whole reply, send part, hang up
         self.started_at = 1_700_000_000.0
         self.chats = 0
         self._server: http.server.ThreadingHTTPServer | None = None
@@ -86,8 +88,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(404, b"not found", "text/plain")
             return
         self.server_owner.chats += 1
-        self._send(200, (SERVING / "llamacpp_chat_stream.sse").read_bytes(),
-                   "text/event-stream")
+        body = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
+        if not self.server_owner.crash_mid_reply:
+            self._send(200, body, "text/event-stream")
+            return
+        # as a server that dies mid-reply: its length promised, a third of it sent
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 3])
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _send(self, status: int, body: bytes, content_type: str) -> None:
         self.send_response(status)
