@@ -70,10 +70,12 @@ class ConsoleApp(App[int]):
     # focus starts in the prompt, where letters are typed: every action has a key that works
     # from there too (an F-key or a ctrl chord, with priority), and that one is in the footer
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "escape", "cancel", key_display="Esc"),
+        Binding("escape", "escape", "cancel", key_display="Esc",
+                tooltip="cancel the reply; else leave the prompt (then the letter keys work)"),
         Binding("f1", "help", "help", key_display="F1", priority=True),
         Binding("question_mark", "help", "help", show=False),
-        Binding("f2", "toggle_panels", "panels", key_display="F2", priority=True),
+        Binding("f2", "toggle_panels", "panels", key_display="F2", priority=True,
+                tooltip="the panels take the whole screen, or share it with the chat again"),
         Binding("f3", "doctor", "doctor", key_display="F3", priority=True),
         Binding("d", "doctor", "doctor", show=False),
         Binding("f4", "playbooks", "playbooks", key_display="F4", priority=True),
@@ -84,7 +86,8 @@ class ConsoleApp(App[int]):
         Binding("y", "copy_reply", "copy reply", show=False),
         Binding("ctrl+s", "save_transcript", "save chat", key_display="Ctrl+S", priority=True),
         Binding("i", "focus_prompt", "prompt", show=False),
-        Binding("ctrl+c", "interrupt", "quit", key_display="Ctrl+C", priority=True),
+        Binding("ctrl+c", "interrupt", "quit", key_display="Ctrl+C", priority=True,
+                tooltip="quit (while a reply streams: press it twice)"),
         Binding("q", "quit", "quit", show=False),
     ]
     # Textual types these as plain class attributes: ClassVar would not type-check

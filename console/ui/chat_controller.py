@@ -29,6 +29,13 @@ RETRY_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)  # waits before each new try; the las
 RECONNECT_NOTE = "endpoint not reachable — sent when it answers"
 
 
+def _without_url(reason: str) -> str:
+    """"http://h:8000/v1/models: cannot connect (…)" -> "cannot connect (…)": the status line
+    already names the endpoint (the title bar does)."""
+    head, sep, rest = reason.partition(": ")
+    return rest if sep and head.startswith(("http://", "https://")) and rest else reason
+
+
 class ChatController:
     def __init__(self, wiring: Wiring, backend: ChatBackend | None,
                  engine_changed: Callable[[ChatBackend | None], None],
@@ -101,7 +108,8 @@ class ChatController:
             line = f"loading {label}… {self._stage} ({elapsed_s:.0f} s)"
         queued = len(self.session.queue)
         if queued:
-            line += f" · {queued} message{'s' if queued > 1 else ''} queued, sent when ready"
+            when = "it answers" if self._attempts else "ready"
+            line += f" · {queued} message{'s' if queued > 1 else ''} queued, sent when {when}"
         return line
 
     def _show_loading(self) -> None:
@@ -152,7 +160,7 @@ class ChatController:
         self._stop_timer()
         self.session.state = "preparing"
         self._attempts += 1
-        self._down_reason = one_line(reason)
+        self._down_reason = _without_url(one_line(reason))
         wait_s = RETRY_S[min(self._attempts, len(RETRY_S)) - 1]
         self._retry_at = self._clock() + wait_s
         self._retry_timer = self.app.set_timer(wait_s, self._try_again, name="chat-retry")

@@ -32,14 +32,12 @@ def binding_keys(binding: Binding) -> str:
 
 
 def key_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    """(keys, what they do) per binding; bindings of the same action are listed once."""
+    """(keys, what they do) per action, the keys of one action together; what they do is the
+    binding's tooltip (the longer text) where it has one, else its footer description."""
     rows: dict[str, tuple[list[str], str]] = {}
     for binding in bindings:
         if not isinstance(binding, Binding):
             continue
-        keys, description = rows.setdefault(binding.action,
-                                             ([], binding.description or binding.action))
-        keys.append(binding_keys(binding))
-        if not description and binding.description:
-            rows[binding.action] = (keys, binding.description)
+        said = binding.tooltip or binding.description or binding.action
+        rows.setdefault(binding.action, ([], said))[0].append(binding_keys(binding))
     return [(" ".join(keys), description) for keys, description in rows.values()]
