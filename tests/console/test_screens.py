@@ -120,6 +120,20 @@ async def test_doctor_starts_on_the_first_problem_wraps_and_shows_problems_only(
         assert len([r for r in rows(table) if r[0]]) == 5
 
 
+async def test_problems_only_says_when_there_is_none() -> None:
+    app = Host()
+    clean = Run((result("versions.parity", "versions", "pass", "all pair"),), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = DoctorScreen(lambda: clean)
+        await app.push_screen(screen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        assert rows(screen.query_one("#doctor-results", DataTable)) == [
+            ["", "no FAIL, ERROR or WARN", "p shows every result"]]
+
+
 async def test_doctor_enter_opens_the_results_playbook_and_escape_comes_back() -> None:
     app = Host()
     async with app.run_test(size=SIZE) as pilot:

@@ -78,7 +78,7 @@ class DoctorScreen(Screen[None]):
     """The doctor inside the console: `run_checks` is called in a thread, never on the UI."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "close", "Back", key_display="Esc"),
         Binding("q", "close", "Back", show=False),
         Binding("r", "rerun", "Run again"),
         Binding("p", "problems_only", "Problems only"),
@@ -209,6 +209,9 @@ class DoctorScreen(Screen[None]):
                     first_problem = table.row_count
                 table.add_row(status_cell(result.status), safe.text(result.id),
                               safe.text(result.summary), key=key, height=None)
+        if self.problems_only and not self._results:
+            table.add_row(Text(""), Text("no FAIL, ERROR or WARN", style="green"),
+                          Text("p shows every result", style="dim"), key="none")
         if table.row_count > 1:
             table.move_cursor(row=first_problem if first_problem is not None else 1)
 
