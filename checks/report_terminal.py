@@ -12,6 +12,7 @@ from checks.ansi import Span, Writer
 from checks.model import Result, Status
 from checks.report import TOOL_VERSION, HostInfo, target_lines
 from checks.runner import Run
+from probes.target.model import Target
 
 _LABEL: Mapping[Status, tuple[str, str]] = {
     "pass": ("PASS", "green"),
@@ -47,6 +48,9 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
     else:
         for line in result_lines(run.results):
             out.line(*line, hang=_DETAIL_INDENT)
+    hint = endpoint_hint(host.target, run.results)
+    if hint:
+        out.line(("  ", ""), (hint, "dim"), hang=_DETAIL_INDENT)
     fixes = fix_lines(run.results)
     if fixes:
         stream.write("\n")
@@ -69,6 +73,31 @@ def result_lines(results: Sequence[Result]) -> Iterator[tuple[Span, ...]]:
             label, style = _LABEL["skip"]
             yield (("  ", ""), (f"{label:<5}", style), (f" {result.id:<{_ID_WIDTH}} ", "bold"),
                    (f"same reason as {said_by}", "dim"))
+
+
+def served_port(target: Target) -> int | None:
+    """The port a vLLM target's own command line names (`--port N`, `--port=N`); None when it
+    names none (its default is not assumed)."""
+    proc = target.process
+    if proc is None or target.serving.server != "vllm":
+        return None
+    args = list(proc.cmdline)
+    for index, arg in enumerate(args):
+        value = (args[index + 1] if arg == "--port" and index + 1 < len(args)
+                 else arg.removeprefix("--port=") if arg.startswith("--port=") else None)
+        if value is not None and value.isdigit() and 0 < int(value) < 65536:
+            return int(value)
+    return None
+
+
+def endpoint_hint(target: Target, results: Sequence[Result]) -> str:
+    """Where the endpoint checks would look, when they did not run but the target serves."""
+    ran = any(r.id.startswith("endpoint.") and r.status != "skip" for r in results)
+    port = served_port(target)
+    if ran or port is None:
+        return ""
+    return (f"the target serves on port {port}: add --endpoint http://127.0.0.1:{port}/v1 to "
+            "check what it answers")
 
 
 def _status_line(status: Status, what: str, summary: str) -> tuple[Span, ...]:

@@ -283,3 +283,26 @@ def test_bench_says_when_the_box_was_busy(load: float | None, cores: int, thread
 
     note = busy_note(load, cores, threads)
     assert (says in note) if says else note == ""
+
+
+def test_the_report_names_the_endpoint_a_vllm_target_serves() -> None:
+    from checks.model import Result
+    from checks.report_terminal import endpoint_hint
+    from probes.target.model import ServingArgs, shell_target
+    from probes.target.parts import ProcessInfo
+
+    def target(*cmdline: str) -> object:
+        from dataclasses import replace
+
+        return replace(shell_target("x"), kind="process",
+                       process=ProcessInfo(4242, ("python3", "/usr/bin/vllm", *cmdline)),
+                       serving=ServingArgs(server="vllm"))
+
+    skipped = [Result("endpoint.health", "t", "endpoint", "skip", "no --endpoint URL given",
+                      (), "", "endpoint.health", 0.0)]
+    hint = endpoint_hint(target("serve", "/m", "--port", "8100"), skipped)  # type: ignore[arg-type]
+    assert "--endpoint http://127.0.0.1:8100/v1" in hint
+    assert "8101/v1" in endpoint_hint(target("serve", "/m", "--port=8101"), skipped)  # type: ignore[arg-type]
+    assert endpoint_hint(target("serve", "/m"), skipped) == ""  # type: ignore[arg-type]  # no default assumed
+    ran = [Result("endpoint.health", "t", "endpoint", "pass", "ok", (), "", "", 0.0)]
+    assert endpoint_hint(target("serve", "/m", "--port", "8100"), ran) == ""  # type: ignore[arg-type]
