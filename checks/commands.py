@@ -113,7 +113,8 @@ def cmd_run(options: RunOptions) -> int:
     else:
         from checks.report_terminal import render_terminal
 
-        render_terminal(run, info, sys.stdout, options.verbose)
+        render_terminal(run, info, sys.stdout, options.verbose,
+                        endpoint_url=options.endpoint.url if options.endpoint else None)
     if options.junit:
         _write_atomic(options.junit, to_junit(run, info))
     if options.prometheus:

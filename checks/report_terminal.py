@@ -33,7 +33,9 @@ _COUNT_WORDS: tuple[tuple[Status, str, str], ...] = (
 
 
 def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = False,
-                    color: bool | None = None, width: int | None = None) -> None:
+                    color: bool | None = None, width: int | None = None,
+                    endpoint_url: str | None = None) -> None:
+    """`endpoint_url`: the run's --endpoint, to say when it is not the target's server."""
     out = Writer(stream, color, width)
     out.line((f"ascend-doctor {TOOL_VERSION} — {host.description}", "bold"))
     for number, text in enumerate(target_lines(host.target)):
@@ -48,7 +50,7 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
     else:
         for line in result_lines(run.results):
             out.line(*line, hang=_DETAIL_INDENT)
-    hint = endpoint_hint(host.target, run.results)
+    hint = endpoint_hint(host.target, run.results, endpoint_url)
     if hint:
         out.line(("  ", ""), (hint, "dim"), hang=_DETAIL_INDENT)
     fixes = fix_lines(run.results)
@@ -90,14 +92,35 @@ def served_port(target: Target) -> int | None:
     return None
 
 
-def endpoint_hint(target: Target, results: Sequence[Result]) -> str:
-    """Where the endpoint checks would look, when they did not run but the target serves."""
-    ran = any(r.id.startswith("endpoint.") and r.status != "skip" for r in results)
+def endpoint_hint(target: Target, results: Sequence[Result],
+                  endpoint_url: str | None = None) -> str:
+    """Where the endpoint checks would look when they did not run but the target serves; or
+    that they looked at another server than the target (a port of this machine it does not
+    serve), so the two groups of verdicts are about different processes."""
     port = served_port(target)
-    if ran or port is None:
+    if port is None:
         return ""
-    return (f"the target serves on port {port}: add --endpoint http://127.0.0.1:{port}/v1 to "
-            "check what it answers")
+    if endpoint_url is None:
+        ran = any(r.id.startswith("endpoint.") and r.status != "skip" for r in results)
+        return "" if ran else (f"the target serves on port {port}: add --endpoint "
+                               f"http://127.0.0.1:{port}/v1 to check what it answers")
+    host, endpoint_port = _local_port(endpoint_url)
+    if host and endpoint_port is not None and endpoint_port != port:
+        return (f"--endpoint is port {endpoint_port} of this machine, the target serves on port "
+                f"{port}: the endpoint.* verdicts are about another process than the others")
+    return ""
+
+
+def _local_port(url: str) -> tuple[bool, int | None]:
+    """(the URL names this machine by a loopback name, its port or None)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return False, None
+    return parts.hostname in ("127.0.0.1", "localhost", "::1"), port
 
 
 def _status_line(status: Status, what: str, summary: str) -> tuple[Span, ...]:

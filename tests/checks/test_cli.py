@@ -306,3 +306,8 @@ def test_the_report_names_the_endpoint_a_vllm_target_serves() -> None:
     assert endpoint_hint(target("serve", "/m"), skipped) == ""  # type: ignore[arg-type]  # no default assumed
     ran = [Result("endpoint.health", "t", "endpoint", "pass", "ok", (), "", "", 0.0)]
     assert endpoint_hint(target("serve", "/m", "--port", "8100"), ran) == ""  # type: ignore[arg-type]
+    # an --endpoint on another port of this machine: the verdicts are about two processes
+    served = target("serve", "/m", "--port", "8100")
+    other = endpoint_hint(served, ran, "http://127.0.0.1:9000/v1")  # type: ignore[arg-type]
+    assert "port 9000" in other and "another process" in other
+    assert endpoint_hint(served, ran, "http://localhost:8100/v1") == ""  # type: ignore[arg-type]
