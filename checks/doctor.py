@@ -50,9 +50,12 @@ def check_selection(request: Request) -> tuple[Check, ...]:
     """The checks `request` selects; an unknown id is a UsageError (callers ask before they
     observe anything, so a typo costs no npu-smi run)."""
     try:
-        return select(all_checks(), list(request.only), list(request.skip))
+        checks = select(all_checks(), list(request.only), list(request.skip))
     except KeyError as exc:
         raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
+    if not checks:  # "no problems found" about nothing would read as a pass
+        raise UsageError("--only and --skip leave no check to run (see `ascend-doctor list`)")
+    return checks
 
 
 def run(observed: inputs.Observed, policy: Policy, request: Request) -> Judged:

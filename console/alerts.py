@@ -34,6 +34,8 @@ from console.snapshots import (
     ServingSnapshot,
 )
 
+RESTART_ALERT_S = 300.0  # how long "restarted" stays raised after the restart was seen
+
 
 def evaluate(
     npu: NpuSnapshot | None,
@@ -82,9 +84,38 @@ def evaluate_all(
                                decode_baseline_tokens_per_s))
     if not npus and engine is not None:
         alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
+    if serving is not None:
+        alerts.extend(endpoint_alerts(serving, now))
     if serving is not None and serving.ok:
         alerts.extend(serving_alerts(serving, policy, now))
     return alerts
+
+
+def endpoint_alerts(serving: ServingSnapshot, now: float) -> list[Alert]:
+    """The serving process itself: down (no HTTP answer to its /metrics) and, for
+    `RESTART_ALERT_S` after it was seen, restarted (its exported process start time changed or
+    a counter went back: console/serving.py)."""
+    out = []
+    if not serving.answered:
+        out.append(Alert(now, "serving:down", "fail",
+                         f"serving endpoint down: {serving.url} does not answer",
+                         serving.error or "no answer"))
+    restarted = serving.restarted_at
+    if restarted is not None and 0 <= now - restarted < RESTART_ALERT_S:
+        out.append(Alert(now, "serving:restarted", "warn",
+                         "serving endpoint restarted (process start time changed or counters "
+                         "went back): in-flight requests were lost",
+                         f"{now - restarted:.0f} s ago"))
+    return out
+
+
+def exporter_alerts(latest: Sequence[NpuSnapshot], now: float) -> list[Alert]:
+    """Each NPU-Exporter whose last scrape failed (no answer, or an answer not read), by host;
+    this machine's npu-smi is judged by the stale alert instead. Whether an exporter restarted
+    is not in our data: the recorded NPU-Exporter outputs export no process start time."""
+    return [Alert(now, f"exporter:down:{npu.source}", "fail",
+                  f"NPU-Exporter {npu.source} down or unreadable", npu.error or "no data")
+            for npu in latest if npu.source and not npu.ok]
 
 
 def serving_alerts(serving: ServingSnapshot, policy: Policy, now: float) -> list[Alert]:

@@ -41,9 +41,9 @@ With no arguments it loads the smollm2-moe-fp8 demo model (built by `make demo`)
 watches this machine."""
 
 EPILOG = """\
-keys: Enter send · Esc cancel the reply (or leave the prompt) · d doctor · / playbooks ·
-      ? help · r record · y copy the last reply · ctrl+s save the chat · ctrl+p every action ·
-      q quit
+keys (from the prompt too): F1 help · F2 panels/chat · F3 doctor · F4 playbooks ·
+      Ctrl+R record · Ctrl+S save the chat · Ctrl+P every action · Ctrl+C quit
+      Enter send · Esc cancel the reply (or leave the prompt; then d, /, ?, r, y, q work)
 
 examples:
   ascend-console                                  demo model, live panels
@@ -51,7 +51,7 @@ examples:
   ascend-console --endpoint http://10.0.0.5:8000/v1 --npu-exporter http://10.0.0.5:8082 \
                  --npu-exporter http://10.0.0.6:8082
   OPENAI_API_KEY=... ascend-console --endpoint https://serving.example/v1 \
-                 --api-key-env OPENAI_API_KEY --model qwen3-30b-a3b
+                 --endpoint-api-key-env OPENAI_API_KEY --endpoint-model qwen3-30b-a3b
   ascend-console --no-model --prometheus http://prometheus:9090   the fleet (key f)
   ascend-console --record /var/tmp/box.db         watch and record telemetry
   ascend-console --record                         record to the default place (bundled)
@@ -100,10 +100,16 @@ def make_parser() -> argparse.ArgumentParser:
                         help="chat with an OpenAI-compatible server (http://HOST:PORT/v1) "
                              "instead of a model in this process; its /metrics feeds the "
                              "serving panel")
-    remote.add_argument("--api-key-env", metavar="NAME",
+    # the same names as ascend-doctor's; the older spellings stay as aliases
+    remote.add_argument("--endpoint-model", metavar="NAME",
+                        help="the served model to chat with (default: the first /v1/models "
+                             "lists; --model NAME with --endpoint says the same)")
+    remote.add_argument("--endpoint-api-key-env", "--api-key-env", dest="api_key_env",
+                        metavar="NAME",
                         help="the environment variable holding the endpoint's API key (a key "
                              "is never taken from the command line)")
-    remote.add_argument("--metrics-url", metavar="URL",
+    remote.add_argument("--endpoint-metrics", "--metrics-url", dest="metrics_url",
+                        metavar="URL",
                         help="where the serving panel scrapes (default: /metrics at the "
                              "endpoint's root; MindIE serves it on its management port)")
     remote.add_argument("--connect-timeout", type=float, default=5.0, metavar="SECONDS",
@@ -147,9 +153,16 @@ def make_parser() -> argparse.ArgumentParser:
                      help="play a recording instead of sampling this machine")
     rec.add_argument("--speed", type=float, default=1.0, metavar="X",
                      help="replay speed (1 = real time, 0 = as fast as possible)")
+    parser.add_argument("--version", action="version", version=f"ascend-console {_version()}")
     parser.add_argument("--read-only", action="store_true",
                         help="disable everything that changes state (recording)")
     return parser
+
+
+def _version() -> str:
+    from checks.report import TOOL_VERSION
+
+    return TOOL_VERSION
 
 
 def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:
@@ -225,11 +238,14 @@ def _validate_remote(args: argparse.Namespace) -> None:
 
     if args.endpoint and (args.demo_model or args.no_model):
         raise UsageError("--endpoint chats with the server: drop --demo-model/--no-model")
-    if (args.api_key_env or args.metrics_url) and not args.endpoint:
-        raise UsageError("--api-key-env and --metrics-url go with --endpoint URL")
+    if (args.api_key_env or args.metrics_url or args.endpoint_model) and not args.endpoint:
+        raise UsageError("--endpoint-model, --endpoint-api-key-env and --endpoint-metrics go "
+                         "with --endpoint URL")
+    if args.endpoint_model and args.model:
+        raise UsageError("--endpoint-model and --model both name the served model: give one")
     if args.api_key_env and not os.environ.get(args.api_key_env):
-        raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is "
-                         "not set (or empty)")
+        raise UsageError(f"--endpoint-api-key-env {args.api_key_env}: that environment "
+                         "variable is not set (or empty)")
     for name in ("connect_timeout", "first_token_timeout", "idle_timeout"):
         if not 0.1 <= getattr(args, name) <= 3600:
             raise UsageError(f"--{name.replace('_', '-')}: use 0.1 to 3600 seconds")
@@ -237,7 +253,7 @@ def _validate_remote(args: argparse.Namespace) -> None:
         if args.endpoint:
             check_url(args.endpoint, "--endpoint")
         if args.metrics_url:
-            check_url(args.metrics_url, "--metrics-url")
+            check_url(args.metrics_url, "--endpoint-metrics")
         for url in args.npu_exporter:
             exporter_url(url)
     except EndpointURLError as exc:
@@ -259,7 +275,7 @@ def _endpoint_spec(args: argparse.Namespace) -> EndpointSpec | None:
 
     if not args.endpoint:
         return None
-    return EndpointSpec(api_base(args.endpoint), model=args.model or None,
+    return EndpointSpec(api_base(args.endpoint), model=args.endpoint_model or args.model or None,
                         api_key_env=args.api_key_env,
                         connect_timeout_s=args.connect_timeout,
                         first_token_timeout_s=args.first_token_timeout,
@@ -270,7 +286,7 @@ def _serving_metrics_url(args: argparse.Namespace) -> str | None:
     from probes.http import check_url, metrics_url
 
     if args.metrics_url:
-        return check_url(args.metrics_url, "--metrics-url")
+        return check_url(args.metrics_url, "--endpoint-metrics")
     return metrics_url(args.endpoint) if args.endpoint else None
 
 

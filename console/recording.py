@@ -109,7 +109,11 @@ def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Sna
     if kind == "npu":
         return _decode_npu(doc, columns)
     if kind == "host":
-        return HostSnapshot(**_known(HostSnapshot, doc))
+        fields = _known(HostSnapshot, doc)
+        cores = fields.get("cpu_cores_percent")
+        fields["cpu_cores_percent"] = tuple(float(c) for c in cores) if isinstance(
+            cores, list) else ()
+        return HostSnapshot(**fields)
     if kind == "engine":
         fields = _known(EngineSnapshot, doc)
         fields["fused_ops"] = tuple(fields.get("fused_ops") or ())

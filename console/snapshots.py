@@ -93,12 +93,13 @@ class HostSnapshot:
     """CPU, memory and the log directory's file system, from psutil."""
 
     taken_at: float
-    cpu_percent: float
+    cpu_percent: float | None  # None: the first sample, before there is an interval to average
     mem_used_mb: float
     mem_total_mb: float
     log_dir: str | None  # the directory whose file system was measured (may be a parent)
     log_disk_free_mb: float | None
     log_disk_total_mb: float | None
+    cpu_cores_percent: tuple[float, ...] = ()  # per logical core, same interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +181,8 @@ class ServingSnapshot:
     window_s: float | None = None  # the span the rates and quantiles cover; None: first scrape
     not_exported: tuple[str, ...] = ()  # logical metrics this server lacks
     read_from: tuple[tuple[str, str], ...] = ()  # (logical metric, metric name it came from)
+    answered: bool = True  # False: no HTTP answer at all (down, or unreachable from here)
+    restarted_at: float | None = None  # when the tracker last saw the server restart
 
     @property
     def ok(self) -> bool:

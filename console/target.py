@@ -34,6 +34,7 @@ class Found:
     host: Host
     target: Target
     log_dir: str | None
+    observed: Observed | None = None  # what the doctor's context is built from
 
 
 def check_pid(options: ConsoleOptions) -> None:
@@ -49,7 +50,7 @@ def find(options: ConsoleOptions) -> Found:
     log_dir = options.log_dir
     if log_dir is None:
         log_dir = _log_dir_on_this_machine(observed.host)
-    return Found(observed.host, observed.target, log_dir)
+    return Found(observed.host, observed.target, log_dir, observed)
 
 
 def _observe(options: ConsoleOptions, npu_smi: bool) -> Observed:

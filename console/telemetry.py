@@ -15,6 +15,7 @@ pressure panel's heuristic reading, never a measurement of bank conflicts.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -116,15 +117,35 @@ def _reading_error(reading: inventory.NpuReading, timeout_s: float) -> str:
 # host
 
 
+class _CpuMeter:
+    """psutil's CPU use since its previous call. The very first call has no interval behind
+    it (psutil answers 0.0, meaningless): it is reported as None, never as 0 %."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._primed = False
+
+    def read(self) -> tuple[float | None, tuple[float, ...]]:
+        with self._lock:
+            total = float(psutil.cpu_percent(interval=None))
+            cores = tuple(float(c) for c in psutil.cpu_percent(interval=None, percpu=True))
+            primed, self._primed = self._primed, True
+        return (total, cores) if primed else (None, ())
+
+
+_CPU = _CpuMeter()
+
+
 def sample_host(log_dir: str | None, clock: Clock = time.time) -> HostSnapshot:
-    """CPU (since the previous call: `cpu_percent(interval=None)`), memory, log disk."""
+    """CPU and each core (since the previous call), memory, log disk."""
     taken_at = clock()
-    cpu = float(psutil.cpu_percent(interval=None))
+    cpu, cores = _CPU.read()
     mem = psutil.virtual_memory()
     measured, free_mb, total_mb = _disk_of(log_dir)
     return HostSnapshot(
         taken_at=taken_at,
         cpu_percent=cpu,
+        cpu_cores_percent=cores,
         mem_used_mb=(mem.total - mem.available) / MB,
         mem_total_mb=mem.total / MB,
         log_dir=measured,

@@ -33,6 +33,7 @@ SMOKE_PROMPT = "Reply with the single word: ready"
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 SMOKE_TOKENS = 8
 START_HINT = "start the server (vllm serve ...), or fix --endpoint"
+CRASH_HINT = "the server closed the connection mid-reply: did it crash? see its log"
 
 # The checks' rules, by name -> the statuses they give (each check's playbook lists the same
 # rules under "What the check does"; tests/checks/test_check_rules.py).
@@ -97,6 +98,8 @@ def _remedy(error: str) -> str:
         return "trust the server's CA (SSL_CERT_FILE) or use the scheme the server speaks"
     if "HTTP 401" in error or "HTTP 403" in error:
         return "pass the key with --endpoint-api-key-env NAME (the variable holding it)"
+    if "broke the HTTP exchange" in error:  # it was up: it answered, then went away
+        return CRASH_HINT
     return START_HINT
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from checks import inputs
-from checks.bundle.collect.redact import (
+from checks.bundle.redact import (
     RedactedRecording,
     Redaction,
     Redactor,
@@ -447,10 +447,10 @@ def read_metrics(path: Path) -> MetricsFound:
 
 def redact_metrics(found: MetricsFound, redacted: RedactedRecording
                    ) -> tuple[MetricsFound, tuple[str, bytes] | None]:
-    """The (member, bytes) of the recording, its text redacted whole (checks.bundle.collect.redact_sqlite),
+    """The (member, bytes) of the recording, its text redacted whole (checks.bundle.redact_sqlite),
     and `found` with its paths redacted like every other path of the bundle. A recording that
     cannot be read as SQLite is left out, never copied raw."""
-    from checks.bundle.collect.redact_sqlite import NotRedactable, rewrite
+    from checks.bundle.redact_sqlite import NotRedactable, rewrite
 
     redactor = redacted.redactor
     source = redactor.path(found.source, "bundle.json") if found.source else None

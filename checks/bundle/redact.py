@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from checks.bundle.collect.pseudonyms import Fit, Pseudonyms
-from checks.bundle.collect.redact_rules import Span, merge, raw_spans, secret_spans
+from checks.bundle.pseudonyms import Fit, Pseudonyms
+from checks.bundle.redact_rules import Span, merge, raw_spans, secret_spans
 from checks.env_allow import WITHHELD, value_allowed
 from checks.redact_structural import (
     is_safetensors,

@@ -120,7 +120,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="print the ascend-doctor/1 JSON report")
     out.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE")
     parser.add_argument("--verbose", "-v", action="store_true",
-                        help="show the evidence of passing checks too")
+                        help="show every check's evidence and rules, one line per skip")
     parser.add_argument("--baseline", metavar="FILE",
                         help="compare with a baseline (ascend-doctor baseline record): adds "
                         "the baseline.drift check")
@@ -159,8 +159,17 @@ EPILOG = """commands:
   triage [FILE|-]   read logs (files, .gz, directories, stdin, or --pid PID's CANN
                     log directories) and rank the error signatures and codes found
 
+examples:
+  ascend-doctor                           this machine and the serving process found on it
+  ascend-doctor --pid 4242 --verbose      that process, with the evidence of every check
+  ascend-doctor --model /models/Qwen3-30B-A3B --tp 4
+  ascend-doctor --endpoint http://127.0.0.1:8000/v1 --only endpoint.health,endpoint.smoke
+  ascend-doctor --from bundle.tar.gz --json > report.json
+  ascend-doctor explain npu.health | less
+
 exit codes: 0 all pass (skips allowed), 1 warnings only, 2 at least one failure,
-            3 the doctor itself could not run (bad arguments, unreadable policy)
+            3 the doctor itself could not run (bad arguments, unreadable policy,
+            --only/--skip leaving no check)
 """
 
 
@@ -201,15 +210,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def _main_parser(parser_class: type[_Parser]) -> _Parser:
     parser = parser_class(prog="ascend-doctor", epilog=EPILOG,
                           formatter_class=_RawFormatter,
+                          usage="%(prog)s [OPTIONS]\n       %(prog)s COMMAND [OPTIONS]   "
+                          "(the commands are listed below)",
                           description="Is this Ascend machine, its software stack and this "
                           "checkpoint ready to serve a Qwen MoE model?")
     _add_run_options(parser)
+    parser.add_argument("--version", action="version", version=f"ascend-doctor {_version()}")
     return parser
+
+
+def _version() -> str:
+    from checks.report import TOOL_VERSION
+
+    return TOOL_VERSION
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _main_parser(_Parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    # the commands are listed once, in the epilog: not again as a positional argument
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                help=argparse.SUPPRESS)
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
     explain.add_argument("id", metavar="ID")

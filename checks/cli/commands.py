@@ -55,7 +55,12 @@ def cmd_explain(playbook_id: str) -> int:
     except playbooks.PlaybookNotFound as exc:
         console.print(Text(f"ascend-doctor: {exc}", style="red"))
         return EXIT_USAGE
-    console.print(Markdown(f"# {book.title}\n\n{book.body}"))
+    source = f"# {book.title}\n\n{book.body}"
+    if console.is_terminal:
+        console.print(Markdown(source))
+    else:
+        # piped or redirected (pasted into a ticket): the Markdown as written, never cropped
+        console.print(Text(source.rstrip("\n")), soft_wrap=True)
     if book.sources:
         print_sources(console, book.sources)
     return EXIT_OK
@@ -82,7 +87,8 @@ def cmd_run(options: RunOptions) -> int:
     else:
         from checks.cli.report_terminal import render_terminal
 
-        render_terminal(run, info, sys.stdout, options.verbose)
+        render_terminal(run, info, sys.stdout, options.verbose,
+                        endpoint_url=options.endpoint.url if options.endpoint else None)
     if options.junit:
         _write_atomic(options.junit, to_junit(run, info))
     if options.prometheus:
@@ -145,7 +151,11 @@ def _read_input(path: str) -> str:
 
 def cmd_bundle(options: BundleOptions) -> int:
     """Record this machine into one .tar.gz and say what went into it."""
-    from checks.bundle.collect.collect import Progress, make_bundle, summary_lines
+    from checks.bundle.collect import (
+        Progress,
+        make_bundle,
+        summary_lines,
+    )
 
     observed = inputs.observe(options.host)
     result = make_bundle(observed.host, options, Progress(), observed)
@@ -231,6 +241,17 @@ def _comparison_document(comparison: Any) -> dict[str, Any]:
                       for p in comparison.peaks]}
 
 
+def _say_if_busy(load_before: float | None) -> None:
+    """On stderr (the JSON on stdout stays a document): the machine was busy while timed."""
+    import torch
+
+    from checks.busy import busy_note
+
+    note = busy_note(load_before, os.cpu_count(), torch.get_num_threads())
+    if note:
+        print(f"ascend-doctor bench: {note}", file=sys.stderr)
+
+
 def cmd_bench(options: BenchOptions) -> int:
     """Micro-benchmarks of --model's hot operators; with --compare, what got slower."""
     _needs_torch("bench")
@@ -240,12 +261,14 @@ def cmd_bench(options: BenchOptions) -> int:
         other = load(options.compare) if options.compare else None
     except CompareError as exc:
         raise UsageError(f"--compare {exc}") from None
+    from checks.busy import load_1m
     from checks.cli.bench_view import progress_bar, render, render_comparison
     from engine.config import load_config
     from engine.errors import EngineError
     from engine.runner import parse_dtype, pick_device
     from engine.tools.microbench import QUICK, Settings, bench
 
+    load_before = load_1m()  # before the bench's own threads add to it
     try:
         config = load_config(Path(options.model))
         device = pick_device(options.device)
@@ -269,6 +292,7 @@ def cmd_bench(options: BenchOptions) -> int:
         render(document, console)
         if comparison is not None:
             render_comparison(comparison, console)
+    _say_if_busy(load_before)
     return EXIT_WARN if comparison is not None and comparison.slower else EXIT_OK
 
 

@@ -23,10 +23,11 @@ Progress = Callable[[str], None]  # "reading the weights", shown with the elapse
 class BackendUnavailable(Exception):
     """The backend cannot chat: `reason` says what is wrong, `remedy` what to type to fix it."""
 
-    def __init__(self, reason: str, remedy: str = "") -> None:
+    def __init__(self, reason: str, remedy: str = "", transient: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.remedy = remedy
+        self.transient = transient  # True: the same call may work later (a server coming up)
 
 
 class BackendError(Exception):

@@ -49,6 +49,19 @@ class EndpointSpec:
     idle_timeout_s: float = 60.0
 
 
+def short_model_id(model: str, limit: int = 40) -> str:
+    """A model id short enough for one status line: a path (llama.cpp lists the GGUF file's
+    path) keeps its file name; anything still too long keeps its two ends."""
+    if len(model) <= limit:
+        return model
+    if "/" in model.rstrip("/"):
+        model = "…/" + model.rstrip("/").rsplit("/", 1)[1]
+    if len(model) <= limit:
+        return model
+    half = (limit - 1) // 2
+    return f"{model[:half]}…{model[-(limit - 1 - half):]}"
+
+
 def list_models(http_client: httpx.Client, base: str) -> list[str]:
     """The ids /v1/models lists; raises BackendUnavailable with one line."""
     fetched = http.get(http_client, f"{base}/models", max_bytes=4 * 1024 * 1024)
@@ -126,7 +139,7 @@ class EndpointBackend:
 
     @property
     def label(self) -> str:
-        return f"{self.model or '?'} @ {self.spec.url}"
+        return f"{short_model_id(self.model or '?')} @ {self.spec.url}"
 
     def _timeout(self) -> httpx.Timeout:
         import httpx
@@ -137,9 +150,14 @@ class EndpointBackend:
         return httpx.Timeout(connect=spec.connect_timeout_s, read=read_s, write=30.0, pool=5.0)
 
     def prepare(self, progress: Progress) -> str:
+        """Every failure here is transient: a server that is down, starting or loading another
+        model may answer later, and the console asks again."""
         progress(f"asking {self.spec.url}/models")
-        models = list_models(self._client, self.spec.url)
-        self.model = pick_model(models, self.spec.model, self.spec.url)
+        try:
+            models = list_models(self._client, self.spec.url)
+            self.model = pick_model(models, self.spec.model, self.spec.url)
+        except BackendUnavailable as exc:
+            raise BackendUnavailable(exc.reason, exc.remedy, transient=True) from None
         return "ready" if len(models) == 1 else f"ready ({len(models)} models served)"
 
     def request_body(self, messages: Sequence[Mapping[str, str]],

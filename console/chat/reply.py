@@ -26,12 +26,16 @@ class ReplyStats:
     tokens_per_s: float | None = None
     elapsed_s: float = 0.0
     finish_reason: str = ""  # "stop" | "length" | "cancelled" | "error"
+    max_tokens: int | None = None  # the limit the request set (max new tokens)
 
     def footer(self) -> str:
         parts = [f"TTFT {self.ttft_s * 1000:.0f} ms" if self.ttft_s is not None else "TTFT —",
                  f"{self.tokens_per_s:.1f} tok/s" if self.tokens_per_s is not None else "— tok/s",
                  f"{self.tokens} tokens"]
-        if self.finish_reason and self.finish_reason != "stop":
+        if self.finish_reason == "length":  # OpenAI's word for "the token limit was reached"
+            limit = f"{self.max_tokens}-token " if self.max_tokens else "token "
+            parts.append(f"stopped at the {limit}limit")
+        elif self.finish_reason and self.finish_reason != "stop":
             parts.append(self.finish_reason)
         return " · ".join(parts)
 
@@ -91,11 +95,11 @@ class _Tally:
         if chunk.finish_reason:
             self.finish = chunk.finish_reason
 
-    def stats(self, finish: str, elapsed_s: float) -> ReplyStats:
+    def stats(self, finish: str, elapsed_s: float, max_tokens: int | None = None) -> ReplyStats:
         tokens = self.reported if self.reported is not None else self.tokens
         ttft = None if self.first_at is None else self.first_at - self.start
         return ReplyStats(tokens, ttft, _rate(tokens, self.first_at, self.last_at), elapsed_s,
-                          finish)
+                          finish, max_tokens)
 
 
 def run_reply(backend: ChatBackend, messages: Sequence[Mapping[str, str]],
@@ -128,7 +132,7 @@ def run_reply(backend: ChatBackend, messages: Sequence[Mapping[str, str]],
         finish, error = _failed(stopper, one_line(f"{type(exc).__name__}: {exc}"))
     if pending:
         emit(ReplyDelta(reply_id, "".join(pending), tally.tokens))
-    stats = tally.stats(finish, clock() - tally.start)
+    stats = tally.stats(finish, clock() - tally.start, settings.max_new_tokens)
     emit(ReplyDone(reply_id, stats, error))
     return stats
 

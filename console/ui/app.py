@@ -33,6 +33,7 @@ from console.target import FINDING, Found, TargetError
 from console.ui import messages as msg
 from console.ui import safe
 from console.ui.chat_controller import ChatController
+from console.ui.keys import key_rows
 from console.ui.recording_controller import RecordingController
 from console.ui.telemetry_controller import TelemetryController
 from console.ui.widgets.alerts import AlertsPanel
@@ -49,10 +50,15 @@ from probes.target.model import Target, shell_target
 Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
 _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
-REMOTE_ENGINE = "the engine runs behind --endpoint: its numbers are in the Serving panel"
+REMOTE_ENGINE = "the engine runs behind --endpoint: see the Serving panel"
 # how long the doctor screen waits for the target beyond npu-smi's own timeout
 TARGET_WAIT_S = 30.0
 TRIAGE_SINCE_S = 24 * 3600.0  # the triage screen reads the logs written in the last day
+# below this width the chat and the panels stack (console.tcss, Screen.-narrow)
+NARROW_BELOW_COLUMNS = 100
+# a second Ctrl+C within this time quits while a reply streams
+QUIT_CONFIRM_S = 3.0
+QUIT_CONFIRM = "a reply is streaming: Ctrl+C again quits (Esc only cancels the reply)"
 
 
 class ConsoleApp(App[int]):
@@ -62,19 +68,36 @@ class ConsoleApp(App[int]):
     TITLE = "ascend-console"
     ENABLE_COMMAND_PALETTE = True
 
+    # focus starts in the prompt, where letters are typed: every action has a key that works
+    # from there too (an F-key or a ctrl chord, with priority), and that one is in the footer
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "escape", "cancel / leave prompt", show=True),
-        Binding("d", "doctor", "doctor"),
+        Binding("escape", "escape", "cancel", key_display="Esc",
+                tooltip="cancel the reply; else leave the prompt (then the letter keys work)"),
+        Binding("f1", "help", "help", key_display="F1", priority=True),
+        Binding("question_mark", "help", "help", show=False),
+        Binding("f2", "toggle_panels", "panels", key_display="F2", priority=True,
+                tooltip="the panels take the whole screen, or share it with the chat again"),
+        Binding("f3", "doctor", "doctor", key_display="F3", priority=True),
+        Binding("d", "doctor", "doctor", show=False),
+        Binding("f4", "playbooks", "playbooks", key_display="F4", priority=True),
+        Binding("slash", "playbooks", "playbooks", show=False),
+        Binding("ctrl+r", "toggle_record", "record", key_display="Ctrl+R", priority=True),
+        Binding("r", "toggle_record", "record", show=False),
+        Binding("ctrl+y", "copy_reply", "copy reply", show=False, priority=True),
+        Binding("y", "copy_reply", "copy reply", show=False),
+        Binding("ctrl+s", "save_transcript", "save chat", key_display="Ctrl+S", priority=True),
+        Binding("f5", "triage", "triage", key_display="F5", priority=True, show=False),
         Binding("t", "triage", "triage", show=False),
-        Binding("slash", "playbooks", "playbooks"),
-        Binding("question_mark", "help", "help"),
-        Binding("r", "toggle_record", "record"),
+        Binding("f6", "fleet", "fleet", key_display="F6", priority=True, show=False),
         Binding("f", "fleet", "fleet", show=False),
-        Binding("y", "copy_reply", "copy reply"),
-        Binding("ctrl+s", "save_transcript", "save chat", priority=True),
         Binding("i", "focus_prompt", "prompt", show=False),
-        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "interrupt", "quit", key_display="Ctrl+C", priority=True,
+                tooltip="quit (while a reply streams: press it twice)"),
+        Binding("q", "quit", "quit", show=False),
     ]
+    # Textual types these as plain class attributes: ClassVar would not type-check
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW_COLUMNS, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (50, "-tall")]  # noqa: RUF012
 
     def __init__(self, options: ConsoleOptions | None = None, *,
                  backend: ChatBackend | None = _FROM_OPTIONS, host: Host | None = None,
@@ -89,10 +112,12 @@ class ConsoleApp(App[int]):
         self.policy = policy or load_policy(self.options.policy_path)
         self.host = host if host is not None else _live_host(self.options.root)
         self.target = target or shell_target("ascend-console without a target")
+        self.observed: Any = None  # the target as found (checks.inputs.Observed), if found
         self._find_target = find_target if target is None else None
         self.target_error = ""  # why the target could not be found
         self.target_known = threading.Event()  # also set when the app closes
         self._leaving = False
+        self._interrupted_at: float | None = None  # the first Ctrl+C while generating
         if self._find_target is None:
             self.target_known.set()
         self.conflicts, self.msprof_error = _read_conflicts(self.options)
@@ -207,6 +232,7 @@ class ConsoleApp(App[int]):
     def on_target_found(self, message: msg.TargetFound) -> None:
         found = message.found
         self.host, self.target = found.host, found.target
+        self.observed = found.observed
         self.telemetry.log_dir = found.log_dir
         self.target_known.set()  # after host and target: the doctor's worker reads them
         with suppress(NoMatches):
@@ -235,6 +261,8 @@ class ConsoleApp(App[int]):
     def on_serving_sampled(self, message: msg.ServingSampled) -> None:
         with suppress(NoMatches):
             self.telemetry.take_serving(message.snapshot)
+            if self.options.endpoint is not None and self.options.replay is None:
+                self.chat.endpoint_seen(message.snapshot.answered, message.snapshot.error or "")
 
     def on_replayed(self, message: msg.Replayed) -> None:
         with suppress(NoMatches):
@@ -254,7 +282,7 @@ class ConsoleApp(App[int]):
 
     def on_backend_failed(self, message: msg.BackendFailed) -> None:
         with suppress(NoMatches):
-            self.chat.failed(message.reason, message.remedy)
+            self.chat.failed(message.reason, message.remedy, message.transient)
 
     async def on_reply_event(self, message: msg.ReplyEvent) -> None:
         with suppress(NoMatches):
@@ -283,18 +311,35 @@ class ConsoleApp(App[int]):
     def action_focus_prompt(self) -> None:
         self.main_widget(ChatPane).focus_prompt()
 
+    def action_toggle_panels(self) -> None:
+        """F2: the panels take the whole screen, or share it with the chat again."""
+        main = self._main.query_one("#main")
+        main.toggle_class("-panels-only")
+        if main.has_class("-panels-only"):
+            self._main.set_focus(None)
+        else:
+            self.main_widget(ChatPane).focus_prompt()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C quits; while a reply streams, only when pressed twice within a few seconds."""
+        now = time.monotonic()
+        first = self._interrupted_at
+        if self.generating and (first is None or now - first > QUIT_CONFIRM_S):
+            self._interrupted_at = now
+            safe.notify(self, QUIT_CONFIRM, severity="warning", timeout=QUIT_CONFIRM_S)
+            return
+        self.run_worker(self.action_quit(), exclusive=True, group="quit")
+
     def action_doctor(self) -> None:
         from console.ui.screens.doctor import DoctorScreen
 
+        if isinstance(self.screen, DoctorScreen):
+            return  # F3 on the doctor screen: it is already open
         self.push_screen(DoctorScreen(self.run_doctor, waiting_for=self.target_pending))
 
     def run_doctor(self) -> Any:
-        """What the doctor screen runs (in its worker): `ascend-doctor`'s own run (checks.doctor)
-        against this console's host and target, once the target is known, so both faces judge
-        the same model and checks."""
-        from checks import doctor
         from checks.inputs import Observed
-        from checks.options import HostOptions
+        from console.doctor_run import run_doctor
 
         if not self.target_known.wait(self.options.npu_timeout_s + TARGET_WAIT_S):
             raise TargetError("the serving process was not found in time")
@@ -303,14 +348,8 @@ class ConsoleApp(App[int]):
         if self.target_error:
             raise TargetError(self.target_error)
 
-        model = None  # None: the target's own model, as ascend-doctor judges it
-        spec = self.options.model
-        if spec is not None and spec.path.is_dir() and self.options.root == "/":
-            model = str(spec.path.resolve())
-        root = None if self.options.root == "/" else self.options.root
-        request = doctor.Request(HostOptions(root=root, timeout_s=self.options.npu_timeout_s),
-                                 model, endpoint=self._endpoint_target())
-        return doctor.run(Observed(self.host, self.target), self.policy, request).run
+        observed = self.observed or Observed(self.host, self.target)
+        return run_doctor(self.options, observed, self.policy, self._endpoint_target())
 
     def _endpoint_target(self) -> Any:
         """The console's --endpoint as the doctor's endpoint checks take it."""
@@ -344,6 +383,8 @@ class ConsoleApp(App[int]):
     def action_playbooks(self) -> None:
         from console.ui.screens.playbook import PlaybookBrowser
 
+        if isinstance(self.screen, PlaybookBrowser):
+            return
         self.push_screen(PlaybookBrowser())
 
     def action_help(self) -> None:
@@ -352,14 +393,15 @@ class ConsoleApp(App[int]):
         self.push_screen(HelpScreen(self.key_help()))
 
     def key_help(self) -> list[tuple[str, str]]:
-        """(key, what it does) for every binding, for the help screen."""
-        out = []
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding):
-                out.append((binding.key_display or binding.key, binding.description
-                            or binding.action))
-        out.append(("ctrl+p", "command palette: every action by name"))
-        out.append(("enter", "send the prompt (queued while the model loads)"))
+        """(keys, what they do) for every binding of the app and of the doctor screen, as
+        people write keys ("Esc", "/", "?"), for the help screen."""
+        from console.ui.screens.doctor import DoctorScreen
+
+        out = key_rows(self.BINDINGS)
+        out.append(("Ctrl+P", "command palette: every action by name"))
+        out.append(("Enter", "send the prompt (queued while the model loads)"))
+        out += [(keys, f"doctor screen: {does}") for keys, does in key_rows(DoctorScreen.BINDINGS)]
+        out.append(("Enter", "doctor screen: open the highlighted check's playbook"))
         return out
 
     def action_toggle_record(self) -> None:
@@ -386,19 +428,21 @@ class ConsoleApp(App[int]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Doctor", "run every check (d)", self.action_doctor)
-        yield SystemCommand("Playbooks", "search the playbooks by symptom (/)",
+        yield SystemCommand("Doctor", "run every check (F3, d)", self.action_doctor)
+        yield SystemCommand("Playbooks", "search the playbooks by symptom (F4, /)",
                             self.action_playbooks)
-        yield SystemCommand("Help", "every key (?)", self.action_help)
-        yield SystemCommand("Cancel generation", "stop the running reply (esc)",
+        yield SystemCommand("Help", "every key (F1, ?)", self.action_help)
+        yield SystemCommand("Cancel generation", "stop the running reply (Esc)",
                             self.cancel_generation)
-        yield SystemCommand("Copy last reply", "to the clipboard via OSC 52 (y)",
+        yield SystemCommand("Copy last reply", "to the clipboard via OSC 52 (Ctrl+Y, y)",
                             self.action_copy_reply)
-        yield SystemCommand("Save transcript", "write the chat as Markdown and JSON (ctrl+s)",
+        yield SystemCommand("Save transcript", "write the chat as Markdown and JSON (Ctrl+S)",
                             self.action_save_transcript)
         yield SystemCommand("Focus prompt", "type a message (i)", self.action_focus_prompt)
+        yield SystemCommand("Chat / panels", "give the panels the whole screen, or not (F2)",
+                            self.action_toggle_panels)
         if not self.options.read_only:
-            yield SystemCommand("Toggle recording", "record telemetry to SQLite (r)",
+            yield SystemCommand("Toggle recording", "record telemetry to SQLite (Ctrl+R, r)",
                                 self.action_toggle_record)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

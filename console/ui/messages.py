@@ -33,10 +33,11 @@ class BackendReady(Message):
 class BackendFailed(Message):
     """No chat: `reason` says what is wrong, `remedy` what to type to fix it."""
 
-    def __init__(self, reason: str, remedy: str = "") -> None:
+    def __init__(self, reason: str, remedy: str = "", transient: bool = False) -> None:
         super().__init__()
         self.reason = reason
         self.remedy = remedy
+        self.transient = transient  # worth trying again later (an endpoint that is down)
 
 
 class ReplyEvent(Message):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual.css.query import NoMatches
 
 from console import exporter, pressure, serving, telemetry
-from console.alerts import AlertLog, evaluate_all
+from console.alerts import AlertLog, evaluate_all, exporter_alerts
 from console.chat.backend import ChatBackend
 from console.chat.reply import ReplyStats
 from console.history import History
@@ -93,7 +93,7 @@ class TelemetryController:
                                       partial(self._sample_exporter, exporter.metrics_url(url)))
         else:
             late = not self._run("npu", self._sample_npu)
-        if self._tracker is not None:
+        if self._tracker is not None and self._tracker.due(self.w.clock()):
             self._run("serving", self._sample_serving)
         if late:
             with suppress(NoMatches):
@@ -237,6 +237,8 @@ class TelemetryController:
         good = [s.last_good for s in self.samplers.values() if s.last_good is not None]
         alerts = evaluate_all(good, self.engine_snapshot, self.serving_snapshot, self.w.policy,
                               now, self.sampler.stale_after_s, self.best_decode_tokens_per_s)
+        latest = [s.latest for s in self.samplers.values() if s.latest is not None]
+        alerts += exporter_alerts(latest, now)
         raised = self.alert_log.update(alerts)
         self.w.widget(AlertsPanel).show(list(self.alert_log.entries))
         for alert in raised:  # a toast reaches whatever screen is on top

@@ -496,7 +496,7 @@ def test_no_default_recording_says_none(fake_root: FakeRoot, tmp_path: Path,
 
 
 def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot) -> None:
-    from checks.bundle.collect.collect import find_metrics
+    from checks.bundle.collect import find_metrics
 
     host = build_a2(fake_root)
     fake_root.file("/srv/recs/a-20250101T000000Z.sqlite", b"x" * 100)
@@ -513,8 +513,7 @@ def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot)
 
 
 def test_command_outputs_are_cut_to_fit_a_member() -> None:
-    from checks.bundle.collect.collect import fit_commands
-
+    from checks.bundle.collect import fit_commands
     from probes.host import CommandResult
     from probes.recording import CommandRecord, Manifest, Recording
 
@@ -536,8 +535,7 @@ def test_command_outputs_are_cut_to_fit_a_member() -> None:
 def test_command_outputs_full_of_json_marks_still_read_back(tmp_path: Path) -> None:
     """Commas and brackets in outputs count toward the reader's bound of JSON values
     (probes.recording.BundleLimits.max_json_values): the writer cuts them to fit it too."""
-    from checks.bundle.collect.collect import COMMANDS_JSON_VALUES, fit_commands
-
+    from checks.bundle.collect import COMMANDS_JSON_VALUES, fit_commands
     from probes.host import CommandResult
     from probes.recording import (
         BundleLimits,

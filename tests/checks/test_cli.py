@@ -221,3 +221,110 @@ def test_one_exit_code_enum_and_one_usage_error_serve_both_tools() -> None:
     assert errors.exit_code_for(errors.UsageError("x")) is errors.ExitCode.USAGE
     assert errors.exit_code_for(KeyboardInterrupt()) is errors.ExitCode.INTERRUPTED
     assert errors.exit_code_for(BrokenPipeError()) is errors.ExitCode.OK
+
+
+# --- reports as short as `flutter doctor`, and the options both tools share ---------------------
+
+
+def test_counts_say_one_warning_not_one_warnings() -> None:
+    from checks.cli.report_terminal import count_words
+
+    counts = {"pass": 1, "warn": 1, "fail": 2, "skip": 0, "error": 1}
+    assert count_words(counts) == ["1 passed", "1 warning", "2 failed", "1 error"]  # type: ignore[arg-type]
+    assert count_words({**counts, "warn": 2, "error": 3}) == [  # type: ignore[arg-type]
+        "1 passed", "2 warnings", "2 failed", "3 errors"]
+
+
+def test_a_run_that_selects_no_check_exits_3(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--only", "npu.health", "--skip", "npu.health"]) == 3
+    captured = capsys.readouterr()
+    assert "leave no check to run" in captured.err and "no problems found" not in captured.out
+
+
+def test_version_of_both_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import make_parser
+
+    for parse in (lambda: main(["--version"]), lambda: make_parser().parse_args(["--version"])):
+        with pytest.raises(SystemExit) as stop:
+            parse()
+        assert stop.value.code == 0
+    out = capsys.readouterr().out.split()
+    assert out[0] == "ascend-doctor" and out[2] == "ascend-console" and out[1] == out[3]
+
+
+def test_help_has_examples_and_lists_each_command_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and "ascend-doctor --pid 4242" in out
+    for command in ("list", "explain ID", "playbooks [TEXT]", "bundle", "ops", "bench"):
+        assert sum(line.lstrip().startswith(command) for line in out.splitlines()) == 1, command
+
+
+def test_explain_piped_prints_the_markdown_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """People paste it into tickets: no list item cut at the width of a terminal."""
+    import playbooks
+
+    assert main(["explain", "versions.parity"]) == 0
+    out = capsys.readouterr().out
+    book = playbooks.get("versions.parity")
+    assert out.startswith(f"# {book.title}\n")
+    for line in book.body.splitlines():
+        assert line.rstrip() in out  # every line as written, however long
+
+
+def test_the_console_takes_the_doctors_endpoint_option_names() -> None:
+    from console.cli import parse_options
+
+    url = "http://127.0.0.1:8000/v1"
+    new = parse_options(["--endpoint", url, "--endpoint-model", "qwen",
+                         "--endpoint-metrics", "http://127.0.0.1:9000/metrics"])
+    old = parse_options(["--endpoint", url, "--model", "qwen",
+                         "--metrics-url", "http://127.0.0.1:9000/metrics"])
+    assert new.endpoint == old.endpoint and new.endpoint is not None
+    assert new.endpoint.model == "qwen"
+    assert new.serving_metrics_url == old.serving_metrics_url == "http://127.0.0.1:9000/metrics"
+
+
+@pytest.mark.parametrize(("load", "cores", "threads", "says"), [
+    (3.4, 2, 2, "busy: load average 3.4 over 2 cores"),
+    (1.2, 16, 16, "16 threads on 16 cores while other work ran"),
+    (0.1, 16, 16, ""),
+    (1.2, 16, 8, ""),
+    (None, 16, 16, ""),
+])
+def test_bench_says_when_the_box_was_busy(load: float | None, cores: int, threads: int,
+                                          says: str) -> None:
+    from checks.busy import busy_note
+
+    note = busy_note(load, cores, threads)
+    assert (says in note) if says else note == ""
+
+
+def test_the_report_names_the_endpoint_a_vllm_target_serves() -> None:
+    from checks.cli.report_terminal import endpoint_hint
+    from checks.model import Result
+    from probes.target.model import ServingArgs, shell_target
+    from probes.target.parts import ProcessInfo
+
+    def target(*cmdline: str) -> object:
+        from dataclasses import replace
+
+        return replace(shell_target("x"), kind="process",
+                       process=ProcessInfo(4242, ("python3", "/usr/bin/vllm", *cmdline)),
+                       serving=ServingArgs(server="vllm"))
+
+    skipped = [Result("endpoint.health", "t", "endpoint", "skip", "no --endpoint URL given",
+                      (), "", "endpoint.health", 0.0)]
+    hint = endpoint_hint(target("serve", "/m", "--port", "8100"), skipped)  # type: ignore[arg-type]
+    assert "--endpoint http://127.0.0.1:8100/v1" in hint
+    assert "8101/v1" in endpoint_hint(target("serve", "/m", "--port=8101"), skipped)  # type: ignore[arg-type]
+    assert endpoint_hint(target("serve", "/m"), skipped) == ""  # type: ignore[arg-type]  # no default assumed
+    ran = [Result("endpoint.health", "t", "endpoint", "pass", "ok", (), "", "", 0.0)]
+    assert endpoint_hint(target("serve", "/m", "--port", "8100"), ran) == ""  # type: ignore[arg-type]
+    # an --endpoint on another port of this machine: the verdicts are about two processes
+    served = target("serve", "/m", "--port", "8100")
+    other = endpoint_hint(served, ran, "http://127.0.0.1:9000/v1")  # type: ignore[arg-type]
+    assert "port 9000" in other and "another process" in other
+    assert endpoint_hint(served, ran, "http://localhost:8100/v1") == ""  # type: ignore[arg-type]

@@ -1,9 +1,10 @@
-"""checks.bundle.collect.redact: what is masked, what is kept, and that only names reach the list."""
+"""checks.bundle.redact: what is masked, what is kept, and that only names reach the list."""
 
 from __future__ import annotations
 
 import pytest
-from checks.bundle.collect.redact import (
+
+from checks.bundle.redact import (
     REDACTED,
     Pseudonyms,
     Redactor,
@@ -12,7 +13,6 @@ from checks.bundle.collect.redact import (
     redact_recording,
     summarise,
 )
-
 from probes.host import CommandResult
 from probes.recording import CommandRecord, FileRecord, Manifest, RangeRecord, Recording
 
@@ -152,9 +152,10 @@ def test_structural_files_are_data_not_text() -> None:
 
 # -- properties: every spelling, any value -----------------------------------------------------
 
-from checks.bundle.collect.pseudonyms import Pseudonyms as _Pseudonyms  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+
+from checks.bundle.pseudonyms import Pseudonyms as _Pseudonyms  # noqa: E402
 
 SPELLINGS = [
     "token = {v}", "token={v}", "--token={v}", "--password {v}", "mysql -uroot -p{v} -h x",

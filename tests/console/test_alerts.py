@@ -124,3 +124,32 @@ def test_alert_log_is_bounded() -> None:
         log.update([Alert(float(i), f"k{i % 2}", "warn" if i % 4 < 2 else "fail", "m", "v")])
     assert len(log.entries) == 100
     assert len(log.active) == 1
+
+
+def test_a_dead_endpoint_and_a_restart_raise_and_clear() -> None:
+    from console.alerts import RESTART_ALERT_S, endpoint_alerts
+    from console.snapshots import ServingSnapshot
+
+    url = "http://node:8000/metrics"
+    log = AlertLog()
+    up = ServingSnapshot(NOW, url, "vLLM", None, 0.01)
+    down = ServingSnapshot(NOW + 2, url, "unknown", "cannot connect", 0.01, answered=False)
+    back = ServingSnapshot(NOW + 4, url, "vLLM", None, 0.01, restarted_at=NOW + 4)
+    assert endpoint_alerts(up, NOW) == []
+    raised = log.update(endpoint_alerts(down, NOW + 2))
+    assert _keys(raised) == {"serving:down": "fail"} and "cannot connect" in raised[0].value
+    log.update(endpoint_alerts(back, NOW + 4))
+    assert set(log.active) == {"serving:restarted"}  # down cleared, restarted raised
+    log.update(endpoint_alerts(back, NOW + 4 + RESTART_ALERT_S + 1))
+    assert log.active == {}  # and cleared in its turn
+
+
+def test_each_exporter_that_does_not_answer_raises_its_own_alert() -> None:
+    from console.alerts import exporter_alerts
+
+    good = NpuSnapshot(NOW, (), (), True, None, 0.2, "node-a:8082")
+    dead = NpuSnapshot(NOW, (), (), False, "cannot connect", 0.2, "node-b:8082")
+    local = NpuSnapshot(NOW, (), (), False, "npu-smi not found", 0.2)
+    alerts = exporter_alerts([good, dead, local], NOW)
+    assert _keys(alerts) == {"exporter:down:node-b:8082": "fail"}
+    assert "node-b:8082" in alerts[0].message

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
@@ -321,10 +322,65 @@ async def test_playbook_search_and_help(fake_root: FakeRoot) -> None:
         await pilot.press("escape")
         await pilot.press("escape", "question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
-        keys = [key for key, _ in app.key_help()]
-        assert {"d", "/", "?", "q", "r", "ctrl+p", "escape"} <= {k.lower() for k in keys} | {
-            "/" if "slash" in keys else "", "?" if "question_mark" in keys else ""}
+        rows = app.key_help()
+        words = {word for keys, _ in rows for word in keys.split()}
+        # keys as people write them, never Textual's names
+        assert {"Esc", "/", "?", "d", "q", "r", "y", "i", "F1", "F2", "F3", "F4", "Ctrl+C",
+                "Ctrl+S", "Ctrl+P", "Enter"} <= words
+        assert not words & {"escape", "slash", "question_mark", "ctrl+s"}
+        actions = {b.action for b in app.BINDINGS if isinstance(b, Binding)}
+        assert len(rows) >= len(actions)  # every action of the app has a row
+        doctor = [does for _, does in rows if does.startswith("doctor screen:")]
+        assert any("Run again" in d for d in doctor) and any("Back" in d for d in doctor)
         await pilot.press("escape")
+
+
+async def test_app_keys_work_from_the_prompt(fake_root: FakeRoot) -> None:
+    from console.ui.screens.doctor import DoctorScreen
+    from console.ui.screens.help import HelpScreen
+    from console.ui.screens.playbook import PlaybookBrowser
+
+    app = make_app(no_npu_host(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.focused is app.query_one("#prompt")
+        shown = {b.key for b in app.BINDINGS if isinstance(b, Binding) and b.show}
+        assert {"f1", "f3", "f4", "ctrl+c"} <= shown  # in the footer
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main, what="back")
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: isinstance(app.screen, PlaybookBrowser), what="browser")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.main, what="back")
+        app.action_focus_prompt()
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: isinstance(app.screen, DoctorScreen), what="doctor")
+        await pilot.press("f3")  # already open: not a second one
+        await pilot.pause()
+        assert len(app.screen_stack) == 2
+        # the NPU filter does not advertise "/", which opens the playbooks
+        assert "/" not in str(app.main.query_one("#npu-filter", Input).placeholder).split()[0]
+
+
+async def test_ctrl_c_quits_and_asks_first_while_a_reply_streams(fake_root: FakeRoot) -> None:
+    app = make_app(no_npu_host(fake_root), FakeEngine(endless=True, token_delay_s=0.05))
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "go on forever")
+        await wait_for(pilot, lambda: app.generating, what="the reply to start")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running and app.generating  # a confirmation, not a quit
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not app.is_running, what="the quit")
+    assert app.return_code == 0
+
+
+async def test_ctrl_c_quits_at_once_when_idle(fake_root: FakeRoot) -> None:
+    app = make_app(no_npu_host(fake_root))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not app.is_running, what="the quit")
 
 
 async def test_command_palette_lists_every_action(fake_root: FakeRoot) -> None:
@@ -480,7 +536,7 @@ async def test_endpoint_chat_streams_and_an_http_error_is_one_line(fake_root: Fa
         await wait_for(pilot, lambda: len(history(app)) == 2, what="the streamed reply")
         await pilot.pause()
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
-        assert "12 tokens" in footer and "length" in footer
+        assert "12 tokens" in footer and "stopped at the 256-token limit" in footer
         assert "Serving panel" in text_of(app, "#engine-facts")
         await send(pilot, "again")
         await wait_for(pilot, lambda: last_turn(app).has_class("failed"), what="the failure")

@@ -17,7 +17,8 @@ def test_help_reads_well() -> None:
     out = subprocess.run([sys.executable, "-m", "console.cli", "--help"], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     for word in ("--model PATH", "--demo-model KIND", "--interval SECONDS", "--replay FILE",
-                 "--read-only", "make demo", "keys:"):
+                 "--read-only", "make demo", "keys (from the prompt too):", "--version",
+                 "--endpoint-model NAME", "--endpoint-api-key-env NAME, --api-key-env NAME"):
         assert word in out
 
 

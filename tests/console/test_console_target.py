@@ -171,3 +171,30 @@ async def test_quitting_while_the_doctor_waits_leaves_nothing_waiting() -> None:
     assert app.target_known.is_set()
     with pytest.raises(TargetError, match="closing"):
         app.run_doctor()
+
+
+async def test_the_console_doctor_judges_what_ascend_doctor_judges(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One target, with its model on its command line: the doctor screen's run and
+    `ascend-doctor --pid PID --json` give every check the same status and summary."""
+    import asyncio
+    import json
+
+    from checks.cli import main as doctor_main
+
+    env = {"ASCEND_GLOBAL_LOG_LEVEL": "1"}
+    with fake_vllm(tmp_path, env) as server:
+        options = parse_options(["--no-model", "--pid", str(server.pid), "--interval", "3600"])
+        app = ConsoleApp(options, backend=None, find_target=partial(find, options))
+        async with app.run_test(size=(160, 50)) as pilot:
+            await wait_for(pilot, app.target_known.is_set, timeout_s=30, what="the target")
+            console_run = await asyncio.to_thread(app.run_doctor)
+        capsys.readouterr()
+        doctor_main(["--pid", str(server.pid), "--json"])
+        document = json.loads(capsys.readouterr().out)
+    console_results = {r.id: (r.status, r.summary) for r in console_run.results}
+    doctor_results = {r["id"]: (r["status"], r["summary"]) for r in document["results"]}
+    assert console_results == doctor_results
+    # the model on the target's command line was judged, not skipped for want of one
+    checkpoint = next(r for r in console_run.results if r.id == "checkpoint.format")
+    assert checkpoint.status != "skip", checkpoint.summary

@@ -96,6 +96,44 @@ async def test_doctor_runs_checks_in_a_thread_and_groups_results() -> None:
         assert "1 pass · 1 warn · 1 fail · 1 skip · 0 error" in summary
 
 
+async def test_doctor_starts_on_the_first_problem_wraps_and_shows_problems_only() -> None:
+    app = Host()
+    long_summary = "the HBM does not hold the weights and the KV cache: " + "needs more " * 20
+    run = Run((*sample_run().results,
+               result("npu.hbm-fit", "npu", "warn", long_summary)), 10.0)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = DoctorScreen(lambda: run)
+        await app.push_screen(screen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = screen.query_one("#doctor-results", DataTable)
+        assert plain(table.get_row_at(table.cursor_row)[1]) == "npu.health"  # not the PASS
+        row = table.rows[next(k for k in table.rows if k.value and "hbm-fit" in k.value)]
+        assert row.height > 1  # the long summary wraps instead of running off the screen
+        await pilot.press("p")
+        await pilot.pause()
+        shown = [r[1] for r in rows(table) if r[0]]
+        assert shown == ["npu.health", "npu.temperature", "npu.hbm-fit"]  # no PASS, no SKIP
+        assert "versions" not in [r[1] for r in rows(table)]  # nor their empty categories
+        await pilot.press("p")
+        await pilot.pause()
+        assert len([r for r in rows(table) if r[0]]) == 5
+
+
+async def test_problems_only_says_when_there_is_none() -> None:
+    app = Host()
+    clean = Run((result("versions.parity", "versions", "pass", "all pair"),), 1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = DoctorScreen(lambda: clean)
+        await app.push_screen(screen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("p")
+        await pilot.pause()
+        assert rows(screen.query_one("#doctor-results", DataTable)) == [
+            ["", "no FAIL, ERROR or WARN", "p shows every result"]]
+
+
 async def test_doctor_enter_opens_the_results_playbook_and_escape_comes_back() -> None:
     app = Host()
     async with app.run_test(size=SIZE) as pilot:
@@ -104,8 +142,7 @@ async def test_doctor_enter_opens_the_results_playbook_and_escape_comes_back() -
         await app.workers.wait_for_complete()
         await pilot.pause()
         table = screen.query_one("#doctor-results", DataTable)
-        assert table.has_focus and table.cursor_row == 1
-        await pilot.press("down", "down")  # skip the "npu" heading: on npu.health
+        assert table.has_focus and table.cursor_row == 3  # the first problem: npu.health
         assert "fix: npu-smi info -t health -i 1" in static_text(screen, "#doctor-detail")
         await pilot.press("enter")
         await pilot.pause()

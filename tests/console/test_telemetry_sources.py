@@ -62,6 +62,36 @@ def test_no_metrics_is_said_plainly() -> None:
     snap = serving.sample(client({}), serving.ServingTracker(URL), lambda: 1.0)
     assert not snap.ok and "HTTP 404" in (snap.error or "")
     assert serving.NOT_EXPORTED_NOTE in (snap.error or "")
+    assert snap.answered  # a 404 is an answer: the server is up
+
+
+def test_a_404_is_asked_again_ever_more_rarely() -> None:
+    tracker = serving.ServingTracker(URL)
+    asked = []
+    for now in range(0, 200):  # a tick a second for 200 s
+        if tracker.due(float(now)):
+            asked.append(now)
+            serving.sample(client({}), tracker, lambda now=now: float(now))
+    assert asked == [0, 10, 40, 100]  # 10 s, 30 s, 60 s after each 404, not every tick
+    serving.sample(client({URL: prom("vllm_v1_names_a.prom")}), tracker, lambda: 200.0)
+    assert tracker.due(200.5)  # exported again: every interval
+
+
+def test_no_answer_and_a_new_start_time_are_told_apart() -> None:
+    tracker = serving.ServingTracker(URL)
+    page = prom("vllm_v1_names_a.prom") + b"process_start_time_seconds 1000.0\n"
+    first = serving.sample(client({URL: page}), tracker, lambda: 1.0)
+    assert first.ok and first.restarted_at is None
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    down = serving.sample(http.client(5.0, httpx.MockTransport(refuse)), tracker, lambda: 2.0)
+    assert not down.ok and not down.answered
+    # same counters, a new process start time: a restart all the same
+    again = serving.sample(client({URL: page.replace(b"1000.0", b"1500.0")}), tracker,
+                           lambda: 3.0)
+    assert again.ok and again.restarted_at == 3.0
 
 
 def test_mindie_counts_failures_not_aborts() -> None:

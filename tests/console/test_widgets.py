@@ -148,7 +148,8 @@ async def test_npu_panel_shows_every_a2_chip() -> None:
         assert shown[0][:5] == ["0", "0", "910B4", "OK", "33 °C"]
         assert shown[0][5] == "87.2 W"
         assert shown[0][7] == "2654 / 32768 MB (8%)"
-        assert all(len(r[8]) == 10 for r in shown)  # ten points of temperature history
+        # ten points of temperature history, then the range the blocks stand for
+        assert all(len(r[8].split()[0]) == 10 and r[8].endswith("°C") for r in shown)
         status = static_text(panel, "#npu-status")
         assert "8 chips" in status and "1.5 s old" in status and "STALE" not in status
         assert "no processes" in static_text(panel, "#npu-process-note")
@@ -311,17 +312,22 @@ async def test_pressure_panel_names_a_documented_zero_instead_of_idle() -> None:
 
 async def test_host_panel() -> None:
     panel = HostPanel()
-    snapshot = HostSnapshot(NOW, 12.5, 6144.0, 16384.0, "/var/log/ascend", 51200.0, 102400.0)
+    snapshot = HostSnapshot(NOW, 12.5, 6144.0, 16384.0, "/var/log/ascend", 71680.0, 102400.0,
+                            cpu_cores_percent=(0.0, 100.0, 50.0, 0.0))
     async with Host(panel).run_test(size=SIZE) as pilot:
         panel.show(snapshot)
         await pilot.pause()
         text = static_text(panel, "#host-lines")
-        assert "CPU" in text and "12.5 %" in text
+        assert "CPU" in text and "12.5 %" in text and "busiest core 100 %" in text
+        assert "cores▁█▅▁" in text.replace(" ", "")  # one block per core, 0 to 100 %
         assert "6.0 GiB / 16.0 GiB" in text and "37.5 %" in text
-        assert "50.0 GiB free of 100.0 GiB (/var/log/ascend)" in text
-        panel.show(HostSnapshot(NOW, 1.0, 1.0, 2.0, None, None, None))
+        # the disk's percent is used space, and so is the size beside it
+        assert "30.0 %" in text and "30.0 GiB / 100.0 GiB · 70.0 GiB free" in text
+        panel.show(HostSnapshot(NOW, None, 1.0, 2.0, None, None, None))
         await pilot.pause()
-        assert "not measured" in static_text(panel, "#host-lines")
+        text = static_text(panel, "#host-lines")
+        assert "not measured" in text
+        assert "CPU  measuring" in text  # the first sample has no interval: not "0.0 %"
 
 
 async def test_engine_panel_with_and_without_model() -> None:
@@ -336,14 +342,16 @@ async def test_engine_panel_with_and_without_model() -> None:
         panel.show(engine_snapshot(), history)
         await pilot.pause()
         facts = rendered(panel, "#engine-facts")
-        for expected in ("cpu", "bfloat16", "Qwen3MoeForCausalLM", "dequantise at load",
-                         "rms_norm, rope", "125 ms", "512.0 tok/s", "23.5 tok/s",
-                         "64.0 MiB, 25% (512 / 2048 positions)",
+        for expected in ("cpu · bfloat16 · Qwen3MoeForCausalLM", "dequantise at load",
+                         "rms_norm, rope", "TTFT 125 ms", "prefill 512.0 tok/s",
+                         "decode 23.5 tok/s", "64.0 MiB, 25% (512 / 2048 positions)",
                          "[layers, 2, heads, seq, dim]"):
-            assert expected in facts
+            assert expected in " ".join(facts.split())
         assert "512 B base address (informational: no vendor source" in facts
         assert list(panel.query_one("#engine-decode-trend", Sparkline).data or []) == [
             20.0, 22.0, 23.5]
+        # the sparkline's scale: its lowest and highest bars
+        assert static_text(panel, "#engine-decode-label") == "decode 20.0–23.5 tok/s"
         panel.show(engine_snapshot(fp8_mode="resident",
                                    fp8_decode="torch path: ASCEND_DOCTOR_CPU_KERNEL=0"), history)
         await pilot.pause()

@@ -33,6 +33,8 @@ STATUS_ORDER: dict[Status, int] = {"fail": 0, "error": 1, "warn": 2, "pass": 3, 
 CATEGORY_PREFIX = "category:"
 RUNNING = "running the checks…"
 STAGE_POLL_S = 0.2
+PROBLEMS: frozenset[Status] = frozenset({"fail", "error", "warn"})
+FIXED_COLUMNS_WIDTH = 6 + 24 + 8  # status, check id, cell padding and the scrollbar
 
 
 def status_cell(status: Status) -> Text:
@@ -76,9 +78,10 @@ class DoctorScreen(Screen[None]):
     """The doctor inside the console: `run_checks` is called in a thread, never on the UI."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "close", "Back", key_display="Esc"),
         Binding("q", "close", "Back", show=False),
         Binding("r", "rerun", "Run again"),
+        Binding("p", "problems_only", "Problems only"),
     ]
     DEFAULT_CSS = """
     DoctorScreen #doctor-summary { height: 1; margin: 0 1; }
@@ -113,14 +116,15 @@ class DoctorScreen(Screen[None]):
         self._stage_timer: Timer | None = None
         self._results: dict[str, Result] = {}
         self.last_run: Run | None = None
+        self.problems_only = False
 
     def compose(self) -> ComposeResult:
         yield Static(RUNNING, id="doctor-summary")
         yield LoadingIndicator(id="doctor-loading")
         table: DataTable[Text] = DataTable(id="doctor-results", cursor_type="row")
         table.add_column("Status", key="status", width=6)
-        table.add_column("Check", key="id")
-        table.add_column("Summary", key="summary")
+        table.add_column("Check", key="id", width=22)
+        table.add_column("Summary", key="summary", width=self._summary_width())
         yield table
         yield Static("", id="doctor-detail")
         yield Footer()
@@ -181,20 +185,42 @@ class DoctorScreen(Screen[None]):
             safe.text(f"the doctor could not run: {message.error} (press r to try again)",
                       style="bold red"))
 
+    def _summary_width(self) -> int:
+        """The summary column fills the screen's width, so that long summaries wrap in it."""
+        return max(20, self.app.size.width - FIXED_COLUMNS_WIDTH)
+
     def _fill(self, table: DataTable[Text], run: Run) -> None:
+        """Results by category (only the problems when toggled), each summary wrapped over as
+        many lines as it needs; the cursor starts on the first FAIL, ERROR or WARN."""
         table.clear()
+        table.columns["summary"].width = self._summary_width()  # type: ignore[index]
         self._results = {}
+        first_problem: int | None = None
         for category, results in group_by_category(run.results).items():
+            shown = [r for r in results if not self.problems_only or r.status in PROBLEMS]
+            if not shown:
+                continue
             table.add_row(Text(""), safe.text(category, style="bold underline"), Text(""),
                           key=CATEGORY_PREFIX + category)
-            for index, result in enumerate(results):
+            for index, result in enumerate(shown):
                 key = f"{category}:{index}:{result.id}"
                 self._results[key] = result
+                if first_problem is None and result.status in PROBLEMS:
+                    first_problem = table.row_count
                 table.add_row(status_cell(result.status), safe.text(result.id),
-                              safe.text(result.summary),
-                              key=key)
-        if len(table.rows) > 1:
-            table.move_cursor(row=1)
+                              safe.text(result.summary), key=key, height=None)
+        if self.problems_only and not self._results:
+            table.add_row(Text(""), Text("no FAIL, ERROR or WARN", style="green"),
+                          Text("p shows every result", style="dim"), key="none")
+        if table.row_count > 1:
+            table.move_cursor(row=first_problem if first_problem is not None else 1)
+
+    def action_problems_only(self) -> None:
+        """p: show only FAIL, ERROR and WARN results, or every result again."""
+        self.problems_only = not self.problems_only
+        if self.last_run is not None:
+            self._fill(self.query_one("#doctor-results", DataTable), self.last_run)
+        self.notify("problems only" if self.problems_only else "every result", timeout=2)
 
     def result_at(self, row_key: str | None) -> Result | None:
         return self._results.get(row_key or "")

@@ -37,6 +37,7 @@ class AlertsPanel(Widget):
         border: round $primary;
         padding: 0 1;
     }
+    AlertsPanel.-empty { border: none; height: 1; }
     AlertsPanel #alerts-empty { height: auto; color: $text-muted; }
     AlertsPanel #alerts-table { height: auto; max-height: 10; }
     """
@@ -46,6 +47,7 @@ class AlertsPanel(Widget):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.border_title = "Alerts"
+        self.add_class("-empty")  # one line, no border: the rows go to the panels
 
     def compose(self) -> ComposeResult:
         yield Static("no alerts raised", id="alerts-empty")
@@ -62,6 +64,7 @@ class AlertsPanel(Widget):
         self.query_one("#alerts-empty", Static).display = not alerts
         table.display = bool(alerts)
         self.border_title = f"Alerts ({len(alerts)})" if alerts else "Alerts"
+        self.set_class(not alerts, "-empty")
 
     @staticmethod
     def _cells(alert: Alert) -> list[Text]:

@@ -45,21 +45,27 @@ def kv_occupancy_text(snapshot: EngineSnapshot) -> str:
 def engine_facts(snapshot: EngineSnapshot) -> list[tuple[str, str]]:
     ttft = NO_VALUE if snapshot.ttft_s is None else f"{snapshot.ttft_s * 1000:.0f} ms"
     kernel = [("CPU kernel", snapshot.kernel_layers)] if snapshot.kernel_layers else []
+    # related facts share a line: the panel stays short enough for the others to show
     return [
-        ("device", snapshot.device),
-        ("dtype", snapshot.dtype),
-        ("architecture", snapshot.architecture),
+        ("device", f"{snapshot.device} · {snapshot.dtype} · {snapshot.architecture}"),
         ("fp8 mode", f"{snapshot.fp8_mode} ({snapshot.fp8_decode})" if snapshot.fp8_decode
          else snapshot.fp8_mode),
         ("fused ops", ", ".join(snapshot.fused_ops) or "none active (standard torch ops)"),
         *kernel,
-        ("TTFT", ttft),
-        ("prefill", format_rate(snapshot.prefill_tokens_per_s)),
-        ("decode", format_rate(snapshot.decode_tokens_per_s)),
-        ("KV cache", f"{format_bytes(snapshot.kv_cache_bytes)}, {kv_occupancy_text(snapshot)}"),
-        ("KV layout", snapshot.kv_layout),
+        ("speed", f"TTFT {ttft} · prefill {format_rate(snapshot.prefill_tokens_per_s)} · "
+                  f"decode {format_rate(snapshot.decode_tokens_per_s)}"),
+        ("KV cache", f"{format_bytes(snapshot.kv_cache_bytes)}, {kv_occupancy_text(snapshot)}"
+                     f" · layout {snapshot.kv_layout}"),
         ("KV alignment", f"{snapshot.kv_alignment_bytes} B base address ({KV_ALIGNMENT_NOTE})"),
     ]
+
+
+def trend_label(name: str, values: list[float]) -> str:
+    """A sparkline's name with its scale: its lowest bar is the smallest value shown, its
+    highest the largest (Textual's Sparkline scales to the data's own range)."""
+    if not values:
+        return name
+    return f"{name} {min(values):.1f}–{max(values):.1f} tok/s"
 
 
 def facts_table(rows: list[tuple[str, str]]) -> Table:
@@ -82,7 +88,7 @@ class EnginePanel(Widget):
     }
     EnginePanel #engine-facts { height: auto; }
     EnginePanel .engine-trend { height: 1; }
-    EnginePanel .engine-trend-label { width: 10; }
+    EnginePanel .engine-trend-label { width: auto; min-width: 10; padding-right: 1; }
     EnginePanel Sparkline { width: 1fr; height: 1; }
     """
 
@@ -96,11 +102,14 @@ class EnginePanel(Widget):
 
     def compose(self) -> ComposeResult:
         yield Static(self.empty, id="engine-facts")
-        with Horizontal(classes="engine-trend"):
-            yield Static("prefill", classes="engine-trend-label")
+        # no trend lines until the engine has a snapshot (none ever beside an endpoint)
+        with Horizontal(classes="engine-trend") as prefill:
+            prefill.display = False
+            yield Static("prefill", id="engine-prefill-label", classes="engine-trend-label")
             yield Sparkline([], id="engine-prefill-trend")
-        with Horizontal(classes="engine-trend"):
-            yield Static("decode", classes="engine-trend-label")
+        with Horizontal(classes="engine-trend") as decode:
+            decode.display = False
+            yield Static("decode", id="engine-decode-label", classes="engine-trend-label")
             yield Sparkline([], id="engine-decode-trend")
 
     def show(self, snapshot: EngineSnapshot | None, history: History) -> None:
@@ -111,7 +120,7 @@ class EnginePanel(Widget):
             facts.update(facts_table(engine_facts(snapshot)))
         for trend in self.query(".engine-trend"):
             trend.display = snapshot is not None
-        self.query_one("#engine-prefill-trend", Sparkline).data = history.values(
-            PREFILL_HISTORY_KEY)
-        self.query_one("#engine-decode-trend", Sparkline).data = history.values(
-            DECODE_HISTORY_KEY)
+        for name, key in (("prefill", PREFILL_HISTORY_KEY), ("decode", DECODE_HISTORY_KEY)):
+            values = history.values(key)
+            self.query_one(f"#engine-{name}-trend", Sparkline).data = values
+            self.query_one(f"#engine-{name}-label", Static).update(trend_label(name, values))

@@ -13,6 +13,7 @@ from console.ui import safe
 BAR_WIDTH = 20
 WARN_PERCENT = 80.0
 FAIL_PERCENT = 95.0
+CORE_BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def bar(percent: float, width: int = BAR_WIDTH) -> Text:
@@ -43,7 +44,7 @@ def _line(label: str, percent: float, detail: str) -> Text:
 
 
 class HostPanel(Widget):
-    """Three lines: CPU, memory, and free space where the logs are written."""
+    """CPU (and one block per core), memory, and the disk where the logs are written."""
 
     DEFAULT_CSS = """
     HostPanel {
@@ -71,12 +72,32 @@ class HostPanel(Widget):
         self.border_subtitle = safe.text(target) if target else ""
 
     def show(self, snapshot: HostSnapshot) -> None:
-        lines = [self._cpu(snapshot), self._memory(snapshot), self._disk(snapshot)]
+        cores = self._cores(snapshot)
+        lines = [self._cpu(snapshot), *([cores] if cores else []), self._memory(snapshot),
+                 self._disk(snapshot)]
         self.query_one("#host-lines", Static).update(Text("\n").join(lines))
 
     @staticmethod
     def _cpu(snapshot: HostSnapshot) -> Text:
-        return _line("CPU", snapshot.cpu_percent, "")
+        if snapshot.cpu_percent is None:
+            return Text(f"{'CPU':<5}measuring (needs two samples)…", style="dim")
+        cores = snapshot.cpu_cores_percent
+        busiest = f"busiest core {max(cores):.0f} %  " if cores else ""
+        return _line("CPU", snapshot.cpu_percent, f"{busiest}{len(cores) or '?'} cores")
+
+    @staticmethod
+    def _cores(snapshot: HostSnapshot) -> Text | None:
+        """One block per core, 0 % (▁) to 100 % (█): a single pegged core shows here."""
+        if not snapshot.cpu_cores_percent:
+            return None
+        text = Text("cores ")
+        for percent in snapshot.cpu_cores_percent:
+            level = min(max(percent, 0.0), 100.0) / 100
+            style = ("red" if percent >= FAIL_PERCENT else "yellow" if percent >= WARN_PERCENT
+                     else "green")
+            text.append(CORE_BLOCKS[round(level * (len(CORE_BLOCKS) - 1))], style=style)
+        text.append("  (0–100 % each)", style="dim")
+        return text
 
     @staticmethod
     def _memory(snapshot: HostSnapshot) -> Text:
@@ -91,6 +112,9 @@ class HostPanel(Widget):
         where = snapshot.log_dir or "log directory"
         if free is None or not total:
             return safe.text(f"{'Logs':<5}disk of {where}: not measured", style="dim")
-        percent = 100 * (total - free) / total
-        detail = f"{format_size_mb(free)} free of {format_size_mb(total)} ({where})"
+        used = total - free
+        percent = 100 * used / total
+        # the bar and the percent are used space: the sizes say used first, as for memory
+        detail = (f"{format_size_mb(used)} / {format_size_mb(total)} · {format_size_mb(free)} "
+                  f"free ({where})")
         return _line("Logs", percent, detail)

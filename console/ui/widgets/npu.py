@@ -72,6 +72,16 @@ def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
     return "".join(SPARK_BLOCKS[round((v - low) / (high - low) * top)] for v in recent)
 
 
+def trend_text(values: Sequence[float], unit: str, width: int = SPARK_WIDTH) -> str:
+    """A sparkline with its scale: the range its lowest and highest blocks stand for."""
+    recent = list(values)[-width:]
+    if not recent:
+        return ""
+    low, high = min(recent), max(recent)
+    scale = f"{low:g}{unit}" if high <= low else f"{low:g}–{high:g}{unit}"
+    return f"{sparkline(recent, width)} {scale}"
+
+
 def format_mb(used_mb: int | None, total_mb: int | None) -> str:
     if used_mb is None and total_mb is None:
         return NO_VALUE
@@ -113,11 +123,11 @@ class NpuPanel(Widget):
         border-title-color: $text;
         padding: 0 1;
     }
-    NpuPanel #npu-status { height: 1; }
+    NpuPanel #npu-status { height: auto; }
     NpuPanel #npu-status.-stale { background: $warning 30%; }
     NpuPanel #npu-status.-error { color: $error; text-style: bold; }
     NpuPanel #npu-chips { height: auto; max-height: 20; }
-    NpuPanel #npu-filter { height: 3; margin-top: 1; }
+    NpuPanel #npu-filter { height: 1; border: none; padding: 0 1; background: $boost; }
     NpuPanel #npu-processes { height: auto; max-height: 12; }
     NpuPanel #npu-process-note { height: auto; color: $text-muted; }
     """
@@ -149,7 +159,7 @@ class NpuPanel(Widget):
         for key, label in CHIP_COLUMNS:
             chips.add_column(label, key=key)
         yield chips
-        yield Input(placeholder="/ filter processes by pid, name or npu/chip", id="npu-filter")
+        yield Input(placeholder="filter processes by pid, name or npu/chip", id="npu-filter")
         processes: DataTable[Text] = DataTable(id="npu-processes", cursor_type="row")
         for key, label in PROCESS_COLUMNS:
             processes.add_column(label, key=key)
@@ -200,8 +210,8 @@ class NpuPanel(Widget):
         text.append(f" · data {format_age(now - snapshot.taken_at)} old")
         tool = "the exporter" if snapshot.source else "npu-smi"
         text.append(f" · {tool} took {snapshot.sample_duration_s:.2f} s", style="dim")
-        text.append(f" · temp warn at +{self.thermal.above_peers_warn_c:g} °C over the "
-                    "other chips' median", style="dim")
+        text.append(f" · temp warn: +{self.thermal.above_peers_warn_c:g} °C over peers' median",
+                    style="dim")
         return text
 
     # -- chips ------------------------------------------------------------------------------
@@ -224,7 +234,7 @@ class NpuPanel(Widget):
         used_mb, total_mb = chip.hbm_used_mb, chip.hbm_total_mb
         if used_mb is None and total_mb is None:  # 310P: only its DDR is shown
             used_mb, total_mb = chip.memory_used_mb, chip.memory_total_mb
-        trend = sparkline(self._history.values(temperature_history_key(chip.key)))
+        trend = trend_text(self._history.values(temperature_history_key(chip.key)), " °C")
         level = self.chip_level(chip)
         return [
             Text(str(chip.npu_id), style=LEVEL_STYLES[level] if level in ("warn", "fail") else ""),

@@ -26,6 +26,7 @@ MSPROF_LABEL = ("from the msprof profile (--msprof), not live: UB bank-conflict 
                 "operator, highest first")
 NO_PROFILE = ("bank conflicts are not measured live: they are per-kernel UB counters that "
               "msprof reads; --msprof DIR lists a profile's worst operators")
+NO_PROFILE_SHORT = "bank conflicts: not live; --msprof DIR reads a profile"
 NO_VALUE = "–"
 MAX_CONFLICTS = 8
 CONFLICT_WARN = 0.05
@@ -89,7 +90,7 @@ class PressurePanel(Widget):
         self, *, name: str | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.border_title = TITLE
+        self.border_title = f"{TITLE} (heuristic)"
 
     def compose(self) -> ComposeResult:
         yield Static(HEURISTIC_LABEL, id="pressure-heuristic", classes="pressure-label")
@@ -132,8 +133,11 @@ class PressurePanel(Widget):
                           ratio_text(conflict.worst_ratio), Text(str(conflict.rows)))
         table.display = bool(top)
         self.query_one("#pressure-msprof", Static).display = conflicts is not None
-        self.query_one("#pressure-msprof-note", Static).update(
-            Text(self._conflict_note(conflicts)))
+        note = self.query_one("#pressure-msprof-note", Static)
+        note.update(Text(self._conflict_note(conflicts)))
+        note.display = conflicts is not None
+        # without a profile, one line on the border says where bank conflicts come from
+        self.border_subtitle = NO_PROFILE_SHORT if conflicts is None else ""
 
     @staticmethod
     def _conflict_note(conflicts: Sequence[OpConflict] | None) -> str:

@@ -15,10 +15,10 @@ from textual.widgets import Static
 from console.history import History
 from console.snapshots import ServingSnapshot
 from console.ui import safe
-from console.ui.widgets.npu import format_age, sparkline
+from console.ui.widgets.npu import format_age, trend_text
 
 NOT_EXPORTED = "not exported"
-NO_TRAFFIC = "– (no requests in the window)"
+NO_TRAFFIC = "– (no requests)"  # in the window the status line names
 WAITING_FIRST = "– (needs two scrapes)"
 
 # row label, logical metric(s) it shows (console/serving.py, probes/serving_metrics.py)
@@ -57,7 +57,7 @@ def _rate(value: float | None, snapshot: ServingSnapshot) -> str:
 def _count(total: float | None, in_window: float | None) -> str:
     if total is None:
         return "–"
-    return f"{total:g}" + ("" if in_window is None else f" (+{in_window:g} in the window)")
+    return f"{total:g}" + ("" if in_window is None else f" (+{in_window:g})")
 
 
 def row_values(s: ServingSnapshot) -> dict[str, str]:
@@ -76,17 +76,26 @@ def row_values(s: ServingSnapshot) -> dict[str, str]:
     }
 
 
-def serving_table(snapshot: ServingSnapshot) -> Table:
+def serving_table(snapshot: ServingSnapshot, columns: int = 2) -> Table:
+    """The rows as label/value pairs, `columns` pairs a line (the panel keeps its height
+    small so that the NPU panel below it stays on screen)."""
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
+    for _ in range(columns):
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column()
     values = row_values(snapshot)
     missing = set(snapshot.not_exported)
+    cells: list[str | Text] = []
     for label, logical in ROWS:
+        cells.append(label)
         if all(m in missing for m in logical):
-            grid.add_row(label, Text(NOT_EXPORTED, style="dim"))
+            cells.append(Text(NOT_EXPORTED, style="dim"))
         else:
-            grid.add_row(label, safe.text(values[label]))
+            cells.append(safe.text(values[label]))
+    width = 2 * columns
+    for start in range(0, len(cells), width):
+        row = cells[start:start + width]
+        grid.add_row(*row, *[""] * (width - len(row)))
     return grid
 
 
@@ -131,7 +140,7 @@ class ServingPanel(Widget):
         table = self.query_one("#serving-table", Static)
         table.display = snapshot.ok
         if snapshot.ok:
-            table.update(serving_table(snapshot))
-        trend = sparkline(history.values("serving:generation_tokens_per_s"))
+            table.update(serving_table(snapshot, 2 if self.size.width >= 60 else 1))
+        trend = trend_text(history.values("serving:generation_tokens_per_s"), " tok/s")
         self.query_one("#serving-trend", Static).update(
-            Text(f"generation tok/s {trend}") if trend else Text(""))
+            Text(f"generation {trend}") if trend else Text(""))

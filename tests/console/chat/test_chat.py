@@ -94,6 +94,9 @@ def test_reply_stats_footer() -> None:
         "TTFT 85 ms · 42.0 tok/s · 12 tokens"
     assert ReplyStats(0, None, None, 0.0, "cancelled").footer() == \
         "TTFT — · — tok/s · 0 tokens · cancelled"
+    # "length" is OpenAI's finish_reason for a reply cut at max_tokens: said in words
+    assert ReplyStats(256, 0.1, 20.0, 13.0, "length", 256).footer().endswith(
+        "256 tokens · stopped at the 256-token limit")
 
 
 def test_settings_validation_and_messages() -> None:
