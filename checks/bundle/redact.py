@@ -15,7 +15,7 @@ What happens to each part (what is and is not guaranteed: docs/snapshot-format.m
 
 Byte ranges (`read_bytes` answers: plog tails) are masked in place with masks of the same
 length, so offsets and sizes in the recording stay true. Structural files (safetensors
-headers, shard indexes, model configs) are data: checks/redact_structural.py.
+headers, shard indexes, model configs) are data: checks/bundle/redact_structural.py.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import Any
 
 from checks.bundle.pseudonyms import Fit, Pseudonyms
 from checks.bundle.redact_rules import Span, merge, raw_spans, secret_spans
-from checks.env_allow import WITHHELD, value_allowed
-from checks.redact_structural import (
+from checks.bundle.redact_structural import (
     is_safetensors,
     is_structural,
     is_structural_json,
     json_values,
     redact_json,
 )
+from checks.env_allow import WITHHELD, value_allowed
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
 from probes.recording import (
