@@ -59,15 +59,23 @@ typecheck: $(STAMP)
 # general protection fault). GGML_NATIVE=OFF with an explicit AVX/AVX2/FMA/F16C set
 # (ggml/CMakeLists.txt options; AMX stays off) runs on any x86-64 CPU of the last decade;
 # llama-cpp-python passes CMAKE_ARGS to CMake (llama-cpp-python.readthedocs.io, Installation).
-# --no-cache-dir: pip's wheel cache does not key on CMAKE_ARGS and would hand back a native
-# build; the uninstall drops one installed before this rule built portably (the stamp's new
-# name makes a venv with the old native build rebuild once).
+# pip's wheel cache does not key on CMAKE_ARGS and could hand back a native build, so the portable
+# wheel is built once (--no-cache-dir) into a directory named by its version and flags, outside
+# the clone, and every later venv installs it from there in seconds; the uninstall drops one
+# installed before this rule built portably.
+LLAMA_VERSION := 0.3.36
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_WHEELS ?= $(HOME)/.cache/ascend-doctor/llama-cpp-python-$(LLAMA_VERSION)-portable-avx2
 LLAMA_STAMP := $(VENV)/.llama-server-portable
 $(LLAMA_STAMP): $(STAMP)
 	@$(PY) -m pip uninstall --quiet --yes llama-cpp-python >/dev/null 2>&1 || true
-	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet --no-cache-dir \
-		-c constraints.txt 'llama-cpp-python[server]==0.3.36' \
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 \
+		|| CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps \
+			-w $(LLAMA_WHEELS) 'llama-cpp-python==$(LLAMA_VERSION)' \
+		|| echo "WARNING: llama-cpp-python did not build; the llama_server tests will skip"
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 \
+		&& $(PY) -m pip install --quiet -c constraints.txt --find-links $(LLAMA_WHEELS) \
+			'llama-cpp-python[server]==$(LLAMA_VERSION)' \
 		&& touch $(LLAMA_STAMP) \
 		|| echo "WARNING: llama-cpp-python[server] did not install; the llama_server tests will skip"
 
