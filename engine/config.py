@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.errors import ModelFormatError, UnsupportedArchitecture
 from engine.spec import DEFAULT_DTYPE, Fp8Config, ModelConfig
+from probes.errors import HostError
 from probes.model.config import ConfigFacts
 from probes.model.config import parse_config as parse_facts
 from probes.model.tensors import DeltaNetShape, deltanet_shape
@@ -34,7 +35,6 @@ def parse_config(data: Mapping[str, Any], source: str = "config.json") -> ModelC
 
 def load_config(path: Path) -> ModelConfig:
     """`path/config.json` (or `path` itself when it is the file), read by probes.model.reader."""
-    from probes.errors import HostError
     from probes.live import LiveHost
     from probes.model.reader import CheckpointError, read_json
 

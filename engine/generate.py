@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from engine import cpu_kernel
 from engine.cache import KV_LAYOUT
 from engine.errors import EngineError, ModelFormatError, OutOfMemoryPlan
 from engine.options import FP8_MODES, KV_CACHE_MODES
@@ -273,7 +274,6 @@ class Engine:
         if self.config.fp8 is None or self.fp8_mode != "resident" \
                 or self.runner.device.type != "cpu":
             return ""
-        from engine import cpu_kernel
 
         if cpu_kernel.kernel() is not None:
             return "compiled kernel"

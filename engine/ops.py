@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from engine import cpu_kernel
 from engine.layers import NormFn, rms_norm
 
 InputMaker = Callable[[torch.device, torch.dtype], tuple[Any, ...]]
@@ -102,7 +103,6 @@ def _load_cpu_rms_norm() -> Op:
     """The compiled kernel's RMSNorm (engine.cpu_kernel) for a decode step's rows: one call
     where the standard path dispatches six ops (about 25 against 2 us a row on a 2-core Xeon
     VM, 61 norms a SmolLM2 token); larger inputs keep the standard path."""
-    from engine import cpu_kernel
 
     if cpu_kernel.kernel() is None:
         raise RuntimeError(cpu_kernel.why_not)

@@ -18,6 +18,7 @@ import json
 import math
 import re
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -188,7 +189,6 @@ def _inflate(raw: bytes, response: httpx.Response, url: str, limits: Limits) -> 
         return raw
     if encoding != "gzip":
         raise PromAPIError(f"{url}: unexpected content encoding {one_line(encoding)[:40]}")
-    import zlib
 
     inflater = zlib.decompressobj(wbits=31)
     try:

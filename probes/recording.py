@@ -14,8 +14,10 @@ import os
 import re
 import stat
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -268,7 +270,6 @@ def utc_now_iso() -> str:
 
 
 def own_version() -> str:
-    from importlib import metadata  # slow to import; only a recorder needs it
 
     try:
         return metadata.version("ascend-doctor")
@@ -586,7 +587,6 @@ def extract_bundle(archive: Path, dest: Path, limits: BundleLimits) -> None:
     members as that walk did.
     """
     import tarfile  # a directory recording is read without it
-    import zlib
 
     from probes.tar_guard import TarRefused, check_tar_gz
 

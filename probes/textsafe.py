@@ -8,7 +8,7 @@ cannot clear a screen or set a window title), bidirectional overrides cannot reo
 and a one-line field cannot forge a second line.
 
 Markup (rich, Textual) is a property of the renderer, not of the text: renderers that parse
-markup must be given `Text` objects or escaped strings; see `checks/cli/terminal.py` and the
+markup must be given `Text` objects or escaped strings; see `checks/terminal.py` and the
 console widgets.
 """
 

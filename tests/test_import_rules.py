@@ -290,6 +290,61 @@ def check_tree(root: Path, packages: tuple[str, ...] = PACKAGES,
     return Report(violations, allowed_found, stale)
 
 
+# -- in-function imports that buy nothing ------------------------------------------------------
+
+# Importing inside a function buys start-up time only when the module is not loaded anyway: an
+# in-function import of a module the importing module's own top-level imports already load (or
+# of a module every interpreter has loaded) is noise. Names a lazy package resolves on first use
+# (probes.npu_smi's parsers) and imports guarded by `try`/`except ImportError` do buy something.
+PRELOADED = frozenset({"os", "re", "json", "sys", "time", "dataclasses", "collections",
+                       "itertools", "functools", "pathlib", "typing", "math", "enum",
+                       "contextlib", "threading", "struct", "io", "string", "textwrap",
+                       "posixpath", "stat", "errno", "types", "abc", "operator", "copy",
+                       "weakref", "zlib", "importlib"})
+LAZY_PACKAGES = frozenset({"probes.npu_smi"})
+
+
+def _guarded_lines(tree: ast.AST) -> set[int]:
+    """Lines of imports inside a `try` that handles an import failure."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                handler.type is None or "Error" in ast.unparse(handler.type)
+                or "Exception" in ast.unparse(handler.type) for handler in node.handlers):
+            lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt)
+                      if isinstance(n, ast.Import | ast.ImportFrom)}
+    return lines
+
+
+def idle_imports(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    modules = find_modules(root, packages)
+    imports = {m: imports_of(m, modules) for m in modules}
+    top = {m: {i.target for i in found if not i.in_function and not i.type_only}
+           for m, found in imports.items()}
+
+    def loaded_with(module: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [module]
+        while stack:
+            for child in top.get(stack.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return seen
+
+    idle = []
+    for module, found in imports.items():
+        inner = [i for i in found if i.in_function and not i.type_only
+                 and i.target not in LAZY_PACKAGES]
+        if not inner:
+            continue
+        loaded = loaded_with(module)
+        guarded = _guarded_lines(ast.parse(modules[module].read_text(encoding="utf-8")))
+        idle += [f"{module}:{i.line} {i.target}" for i in inner
+                 if (i.target in loaded or i.target in PRELOADED) and i.line not in guarded]
+    return idle
+
+
 # -- the project --------------------------------------------------------------------------------
 
 
@@ -297,6 +352,19 @@ def test_every_package_is_covered() -> None:
     """A new top-level package must be placed in the rules, not slip past them."""
     on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
     assert on_disk == set(PACKAGES)
+
+
+def test_no_in_function_import_buys_nothing() -> None:
+    assert idle_imports(ROOT) == [], "import these at the top of their modules"
+
+
+def test_an_idle_in_function_import_is_reported(tmp_path: Path) -> None:
+    _plant(tmp_path, {**CLEAN, "checks/a.py": "from checks import errors\n"
+                                               "def f():\n    from checks.errors import X\n"
+                                               "    import json\n"
+                                               "def g():\n    try:\n        import json\n"
+                                               "    except ImportError:\n        pass\n"})
+    assert idle_imports(tmp_path) == ["checks.a:3 checks.errors", "checks.a:4 json"]
 
 
 def test_the_never_arrows_and_circles_hold() -> None:

@@ -67,7 +67,7 @@ LAZY = ("probes.model.reader", "checks.baseline", "probes.npu_smi", "probes.npu_
         # rule only where a table is judged; the JSON timestamp without datetime; argparse's
         # sub-command parsers and their options only for a sub-command; the --model readers
         "statistics", "decimal", "fractions", "checks.thermal", "datetime",
-        "checks.cli.command_options", "numpy", "tokenizers", "jinja2", "probes.model.float_values",
+        "checks.command_options", "numpy", "tokenizers", "jinja2", "probes.model.float_values",
         "probes.model.chat_template", "checks.builtin.tokenizer_load", "probes.model.config",
         # what only a process target needs
         "probes.target.parts", "probes.pyenv_static", "probes.target.serving")

@@ -20,7 +20,7 @@ from checks.baseline.model import (
     NpuInventory,
     TokenizerFingerprint,
 )
-from checks.cli.command_options import BaselineRecordOptions
+from checks.command_options import BaselineRecordOptions
 from checks.context import Context
 from checks.errors import UsageError
 from checks.secret_names import REDACTED, is_secret_name

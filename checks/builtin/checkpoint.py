@@ -22,7 +22,7 @@ from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
 from probes.model.families import KNOWN_MODEL_TYPES
-from probes.model.safetensors_header import FP8_DTYPES
+from probes.model.safetensors_header import FP8_DTYPES, shown
 
 if TYPE_CHECKING:
     from checks.builtin.fp8_gate import Fp8Gate
@@ -146,7 +146,6 @@ class Problem:
 
 def integrity_problems(model: ModelDir) -> list[Problem]:
     """Why a loader could not read every tensor, grouped (one line per kind of damage)."""
-    from probes.model.safetensors_header import shown
 
     found: list[Problem] = []
     total = shard_count(model)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
-from probes.model.safetensors_header import FP8_DTYPES
+from probes.model.safetensors_header import FP8_DTYPES, shown
 
 if TYPE_CHECKING:
     from probes.model.reader import ModelDir, TensorInfo
@@ -355,7 +355,6 @@ def _worst_first(problems: Iterable[ScaleProblem]) -> list[tuple[str, list[Scale
 
 
 def _describe(tensor: str, found: list[ScaleProblem]) -> str:
-    from probes.model.safetensors_header import shown
 
     return f"{shown(tensor)}: " + ", ".join(p.detail for p in found)
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from checks.builtin import facts
-from checks.builtin.checkpoint import is_fp8
+from checks.builtin.checkpoint import is_fp8, model_dir
 from checks.builtin.hbm_chips import chips_used, free_bytes, group, names
 from checks.builtin.hbm_inputs import (
     Deployment,
@@ -81,7 +81,6 @@ def read_model(ctx: Context) -> Model | Finding:
     """The model's config and weights; with config.json alone, an estimate."""
     if ctx.model_dir is None:
         return skipped(NO_MODEL, rules=("no-model",))
-    from checks.builtin.checkpoint import model_dir
     from probes.model.reader import CheckpointError, read_config
 
     path = str(ctx.model_dir)

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from checks.context import Context
+from probes.errors import HostError
+from probes.host import normalise_dist_name
 
 if TYPE_CHECKING:
     from probes.model.quant import ModelSlimDescription
@@ -54,7 +56,6 @@ def int_weights(model: ModelDir) -> list[str]:
 
 def _read(ctx: Context, model: ModelDir) -> ModelSlimDescription | str | None:
     """The description, why it cannot be read, or None when there is none."""
-    from probes.errors import HostError
     from probes.model.quant import MODELSLIM_DESCRIPTION, parse_modelslim_description
     from probes.model.reader import CheckpointError, join, read_json
 
@@ -79,7 +80,6 @@ def _quant_flag(ctx: Context) -> tuple[str | None, str]:
 
 
 def _other_json(ctx: Context, model: ModelDir) -> str:
-    from probes.errors import HostError
 
     try:
         names = sorted(n for n in ctx.host.list_dir(model.path) if n.startswith("quant_model")
@@ -211,8 +211,6 @@ def auto_detects(ctx: Context) -> bool | None:
     """Does the target's vllm-ascend pick `ascend` itself when quant_model_description.json is
     there (its quantization utils define maybe_auto_detect_quantization)? None: unknown."""
     from checks.builtin import facts
-    from probes.errors import HostError
-    from probes.host import normalise_dist_name
 
     python = facts.python(ctx)
     location = python.locations.get(normalise_dist_name("vllm-ascend"))

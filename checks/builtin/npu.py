@@ -25,6 +25,7 @@ from checks.thermal_codes import (
     RULE_PEERS,
     THERMAL_CODES,
 )
+from probes.errors import ParseError
 from probes.inventory import run_npu_smi
 
 if TYPE_CHECKING:
@@ -138,7 +139,6 @@ def _read_hbm(ctx: Context, chip: ChipRow) -> HbmRead:
     result = run_npu_smi(ctx.host, args, ctx.timeout_s)
     if not result.ok:
         return HbmRead(None, f"not read ({result.describe()})", result.outcome == "timeout")
-    from probes.errors import ParseError
     from probes.npu_smi import parse_kv, temperatures
 
     try:

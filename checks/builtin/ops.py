@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
+from probes.errors import HostError, NotRecorded
 
 if TYPE_CHECKING:
     from engine.tools.opcoverage import Judge
@@ -56,7 +58,6 @@ def _own_torch_npu() -> str | None:
     """The torch_npu version the doctor's own Python would import, if any."""
     if importlib.util.find_spec("torch_npu") is None:
         return None
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("torch_npu")
@@ -95,7 +96,6 @@ def _scale_dtype(model: ModelDir) -> str | None:
 def _read_model(ctx: Context) -> tuple[ConfigFacts | None, str | None, bool, str]:
     """(config facts, FP8 scale dtype, FP8 weights?, why not) of --model: the config is
     enough (the shards only tell the scale dtype), so a directory without weights scans too."""
-    from probes.errors import HostError, NotRecorded
     from probes.model.reader import CheckpointError, read_config
 
     model, _ = model_or_skip(ctx)

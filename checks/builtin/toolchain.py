@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from checks import data
 from checks.context import Context
 from checks.model import Status
+from probes.errors import HostError
+from probes.host import normalise_dist_name
 
 if TYPE_CHECKING:
     from probes.host import PythonEnvironment
@@ -70,7 +72,6 @@ def model_types(ctx: Context) -> tuple[str, ...] | None:
     """The judged model's model_type and its text_config's, or None when no model is known."""
     if ctx.model_dir is None:
         return None
-    from probes.errors import HostError
     from probes.model.reader import CheckpointError, read_config
 
     try:
@@ -148,7 +149,6 @@ def _bisheng(ctx: Context, found: Toolchain) -> list[Said]:
 
 
 def _exists(ctx: Context, path: str) -> bool:
-    from probes.errors import HostError
 
     try:
         return ctx.host.exists(path)
@@ -158,13 +158,11 @@ def _exists(ctx: Context, path: str) -> bool:
 
 def torch_abi(ctx: Context, python: PythonEnvironment) -> tuple[int | None, str]:
     """torch's C++ ABI (0 or 1) from its TorchConfig.cmake, and where it was read or why not."""
-    from probes.host import normalise_dist_name
 
     location = python.locations.get(normalise_dist_name("torch"))
     if not location:
         return None, "torch's location in the interpreter is not known"
     path = posixpath.join(location, TORCH_CONFIG)
-    from probes.errors import HostError
 
     try:
         text = ctx.host.read_bytes(path, 0, MAX_CMAKE_BYTES).decode("utf-8", "replace")
@@ -213,8 +211,6 @@ def soc_family(soc: str) -> str | None:
 
 def built_soc(ctx: Context, python: PythonEnvironment) -> str | None:
     """The SOC_VERSION the installed vllm-ascend was built for, or None when not readable."""
-    from probes.errors import HostError
-    from probes.host import normalise_dist_name
 
     location = python.locations.get(normalise_dist_name("vllm-ascend"))
     if python.error or not location:

@@ -40,7 +40,7 @@ from checks.bundle.redact import (
     redact_recording,
     summarise,
 )
-from checks.cli.command_options import BundleOptions
+from checks.command_options import BundleOptions
 from checks.context import Context
 from checks.errors import UsageError
 from checks.policy import apply_output_cap
@@ -158,7 +158,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.console: Any = None
         if self.stream.isatty():
-            from checks.cli.terminal import make_console  # shows paths and outputs literally
+            from checks.terminal import make_console  # shows paths and outputs literally
 
             self.console = make_console(self.stream)
 

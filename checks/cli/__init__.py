@@ -22,7 +22,7 @@ from probes.host import DEFAULT_TIMEOUT_S
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
-    from checks.cli.command_options import (
+    from checks.command_options import (
         BaselineRecordOptions,
         BenchOptions,
         BundleOptions,
@@ -418,13 +418,13 @@ def _endpoint(args: argparse.Namespace) -> EndpointOptions | None:
 
 
 def npu_options(args: argparse.Namespace) -> NpuOptions:
-    from checks.cli.command_options import NpuOptions
+    from checks.command_options import NpuOptions
 
     return NpuOptions(host=host_options(args), from_file=args.from_file, json=args.json)
 
 
 def bundle_options(args: argparse.Namespace) -> BundleOptions:
-    from checks.cli.command_options import BundleOptions
+    from checks.command_options import BundleOptions
 
     return BundleOptions(
         host=host_options(args), model=args.model, policy=_path(args.policy),
@@ -433,14 +433,14 @@ def bundle_options(args: argparse.Namespace) -> BundleOptions:
 
 
 def ops_options(args: argparse.Namespace) -> OpsOptions:
-    from checks.cli.command_options import OpsOptions
+    from checks.command_options import OpsOptions
 
     return OpsOptions(model=args.model, device=args.device, torch_npu=args.torch_npu,
                       python=args.python, dtype=args.dtype, fp8=args.fp8, json=args.json)
 
 
 def bench_options(args: argparse.Namespace) -> BenchOptions:
-    from checks.cli.command_options import BenchOptions
+    from checks.command_options import BenchOptions
 
     if not args.slower_pct >= 0:
         raise UsageError(f"--slower-pct {args.slower_pct}: must be 0 or more")
@@ -450,7 +450,7 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
 
 
 def baseline_record_options(args: argparse.Namespace) -> BaselineRecordOptions:
-    from checks.cli.command_options import BaselineRecordOptions
+    from checks.command_options import BaselineRecordOptions
 
     output = None if args.output in (None, "", "-") else Path(args.output)
     return BaselineRecordOptions(host=host_options(args), model=args.model, output=output)

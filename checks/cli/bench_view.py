@@ -14,6 +14,7 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -109,9 +110,8 @@ def progress_bar(enabled: bool) -> Iterator[Callable[[int, int, str], None] | No
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from checks.cli.terminal import make_console
+    from checks.terminal import make_console
 
     with Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.description}"), console=make_console(sys.stderr),

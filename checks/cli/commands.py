@@ -4,6 +4,7 @@ exit code; a bad input raises UsageError (checks/errors.py), which the CLI print
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -11,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from checks import doctor, inputs
-from checks.cli.terminal import make_console
 from checks.errors import EXIT_FAIL, EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.registry import all_checks
 from checks.report import to_json, to_junit
+from checks.terminal import make_console
 from probes.textsafe import json_text
 
 if TYPE_CHECKING:
     from checks.baseline.model import Baseline
-    from checks.cli.command_options import (
+    from checks.command_options import (
         BaselineRecordOptions,
         BenchOptions,
         BundleOptions,
@@ -47,7 +48,7 @@ def cmd_explain(playbook_id: str) -> int:
     from rich.text import Text
 
     import playbooks
-    from checks.cli.sources_view import print_sources
+    from checks.sources_view import print_sources
 
     console = make_console()
     try:
@@ -185,7 +186,6 @@ def cmd_baseline_record(options: BaselineRecordOptions) -> int:
 
 def _needs_torch(command: str) -> None:
     """One line instead of a traceback where torch is not installed."""
-    import importlib.util
 
     if importlib.util.find_spec("torch") is None:
         raise UsageError(f"`ascend-doctor {command}` runs the engine and needs torch, which is "

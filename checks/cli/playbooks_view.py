@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from checks.cli.terminal import make_console
 from checks.errors import EXIT_OK
+from checks.terminal import make_console
 from probes.textsafe import json_text
 
 if TYPE_CHECKING:

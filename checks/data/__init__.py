@@ -15,6 +15,7 @@ imports PyYAML; `validate_file` parses the YAML itself, refusing duplicate mappi
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 import sys
 import types
@@ -63,7 +64,6 @@ ROW_TYPES: dict[str, str] = {
 
 def row_type(topic: str) -> type:
     """The row type registered for `topic` (imported on demand)."""
-    import importlib
 
     module_name, _, class_name = ROW_TYPES[topic].partition(":")
     return getattr(importlib.import_module(module_name), class_name)

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from checks.errors import EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
+from checks.triage.engine import Run
 from checks.triage.model import Finding, TriageReport
+from checks.triage.report import to_json
+from probes.textsafe import json_text, one_line
 
 EXIT_RECOGNISED = EXIT_WARN  # 1
 SHOWN_IN_FULL = 5
@@ -52,8 +55,6 @@ def run(options: TriageOptions, stdin: TextIO | None = None, out: TextIO | None 
         print(_unreadable(report), file=sys.stderr)
         return EXIT_USAGE
     if options.json:
-        from checks.triage.report import to_json
-        from probes.textsafe import json_text
 
         print(json_text(json.dumps(to_json(report), indent=2, ensure_ascii=False)), file=out)
     else:
@@ -71,7 +72,6 @@ def _read_target(options: TriageOptions) -> TriageReport:
 
 
 def _read_inputs(options: TriageOptions, stdin: TextIO) -> TriageReport:
-    from checks.triage.engine import Run
 
     if options.pid is not None:
         raise UsageError("--pid reads the process's log directories: give files or --pid, "
@@ -94,7 +94,6 @@ def _encoded(stream: TextIO) -> BinaryIO:
 
 
 def _unreadable(report: TriageReport) -> str:
-    from probes.textsafe import one_line
 
     why = [f"{s.path}: {s.reason}" for s in report.read.skipped] or list(report.read.notes)
     detail = "; ".join(why[:3]) or "no input"
@@ -107,7 +106,6 @@ def _unreadable(report: TriageReport) -> str:
 
 def render(report: TriageReport) -> str:
     """The terminal view; every path, note and line in it has passed the neutraliser."""
-    from probes.textsafe import one_line
 
     lines = [_read_line(report)]
     lines += [one_line(f"  skipped {s.path}: {s.reason}") for s in report.read.skipped[:10]]

@@ -28,7 +28,7 @@ from checks.policy import Policy, load_policy
 from checks.thermal import thermal_limits
 from console.chat.backend import ChatBackend
 from console.msprof import MsprofError, OpConflict, read_conflicts
-from console.options import ConsoleOptions, backend_for
+from console.options import ConsoleOptions, api_key, backend_for
 from console.target import FINDING, Found, TargetError
 from console.ui import messages as msg
 from console.ui import safe
@@ -45,6 +45,7 @@ from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
 from probes.host import Host
+from probes.http import EndpointTarget
 from probes.target.model import Target, shell_target
 
 Clock = Callable[[], float]
@@ -356,8 +357,6 @@ class ConsoleApp(App[int]):
         endpoint = self.options.endpoint
         if endpoint is None:
             return None
-        from console.options import api_key
-        from probes.http import EndpointTarget
 
         return EndpointTarget(endpoint.url, endpoint.model, self.options.serving_metrics_url
                               or "", api_key(endpoint, os.environ))

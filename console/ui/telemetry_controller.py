@@ -35,6 +35,7 @@ from console.ui.widgets.npu import NpuPanel, hbm_history_key, temperature_histor
 from console.ui.widgets.pressure import PressurePanel
 from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
+from probes import http
 
 if TYPE_CHECKING:
     import httpx
@@ -109,7 +110,6 @@ class TelemetryController:
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-            from probes import http
 
             self._http = http.client(max(1.0, min(10.0, 2.5 * self.w.options.interval_s)))
         return self._http

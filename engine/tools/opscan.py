@@ -24,11 +24,12 @@ from engine.config import ModelConfig, load_config
 from engine.errors import EngineError
 from engine.ops import NPU_CANDIDATES, Candidate, admit
 from engine.options import TRACE_DEVICES as DEVICES
-from engine.runner import parse_dtype
+from engine.runner import npu_available, parse_dtype
 from engine.tools.meta_model import LayerUse, build_meta_model
 from engine.tools.npu_registry import Registry, load_registry, parse_version, version_text
 from engine.tools.opcoverage import DispatcherJudge, Judge, OpRow, RegistryJudge, rows
 from engine.tools.optrace import PREFILL_TOKENS, qualified, trace
+from engine.weights import read_model
 
 SCHEMA = "ascend-doctor-ops/1"
 
@@ -147,7 +148,6 @@ def fused_ops(judge: Judge, dtype: torch.dtype,
     if not isinstance(judge, DispatcherJudge) or judge.key != "PrivateUse1":
         return tuple(FusedOp(c.name, "not used", "the engine uses vendor fused ops on npu "
                                                  "only") for c in candidates)
-    from engine.runner import npu_available
 
     if not npu_available():
         return tuple(_loadable(c) for c in candidates)
@@ -181,7 +181,6 @@ def _loadable(candidate: Candidate) -> FusedOp:
 def scale_dtype_of(path: Path) -> str | None:
     """The dtype of the checkpoint's FP8 scales (BF16, F16, F32) from its headers, or None
     when the directory holds no shards (a config alone)."""
-    from engine.weights import read_model
 
     try:
         model = read_model(path)

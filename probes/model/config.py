@@ -16,7 +16,7 @@ layers costs nothing until something plans for it: `probes.model.memory`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probes.model.families import (
@@ -350,7 +350,6 @@ def parse_config(data: Any, path: str = "config.json") -> ConfigFacts:
 
 def _with_derived(config: ConfigFacts, problems: list[FieldProblem]) -> ConfigFacts:
     """head_dim from hidden / heads when neither the config nor the family gives one."""
-    from dataclasses import replace
 
     head_dim = config.head_dim
     if head_dim is None and config.hidden_size and config.num_attention_heads \

@@ -19,7 +19,7 @@ from checks.bench_compare import (
     validate,
 )
 from checks.cli.bench_view import render, render_comparison
-from checks.cli.terminal import make_console
+from checks.terminal import make_console
 
 
 def _document(device: str, times: dict[str, float], copy: float = 20.0,

@@ -19,7 +19,7 @@ from checks.cli import (
     parse_args,
     run_options,
 )
-from checks.cli.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
+from checks.command_options import BaselineRecordOptions, BundleOptions, NpuOptions
 from checks.options import HostOptions, RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from test_bundle import bundle
 
 from checks.cli import main
 from checks.cli.ansi import Writer
-from checks.cli.terminal import make_console
+from checks.terminal import make_console
 
 EVIL = ("\x1b[2J\x1b[H\x1b[32mALL CHECKS PASSED\x1b[0m\nALL CHECKS PASSED [/x]"
         "[link=http://evil.example]x[/link]\x9b31m\u202e\x07")

@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 import playbooks
-from checks.cli.sources_view import print_sources, split_source
+from checks.sources_view import print_sources, split_source
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\")
 LONG_URL = ("https://www.hiascend.com/document/detail/zh/CANNCommunityEdition/850/opdevg/"
@@ -18,7 +18,7 @@ def rendered(sources: list[str], *, terminal: bool, width: int = 80) -> list[str
     out = io.StringIO()
     if terminal:
         console = Console(file=out, width=width, force_terminal=True, highlight=False)
-    else:  # what checks.cli.terminal.make_console builds for a file or a pipe
+    else:  # what checks.terminal.make_console builds for a file or a pipe
         console = Console(file=out, width=160, soft_wrap=True, highlight=False)
     print_sources(console, sources)
     return ANSI_RE.sub("", out.getvalue()).splitlines()

@@ -10,9 +10,9 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Input, LoadingIndicator, Markdown, OptionList, Static
 
 import playbooks
-from checks.cli.sources_view import split_source
 from checks.model import Result, Status
 from checks.runner import Run
+from checks.sources_view import split_source
 from console.ui.screens.doctor import DoctorScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.playbook import PlaybookBrowser, PlaybookScreen, playbook_markdown

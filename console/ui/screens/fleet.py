@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Static
 from console.fleet import Chip, Fleet, FleetReader, Node, fleet_limits
 from console.ui import safe
 from console.ui.widgets.npu import sparkline
+from probes import prometheus_api
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -47,7 +48,6 @@ def open_fleet(app: App[Any], url: str | None, policy: Policy, interval_s: float
         return
     reader = _readers.get(app)
     if reader is None:
-        from probes import prometheus_api
 
         reader = FleetReader(prometheus_api.client(), url, fleet_limits(policy))
         _readers[app] = reader

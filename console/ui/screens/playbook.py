@@ -1,6 +1,6 @@
 """Playbook screens: one playbook rendered as Markdown, and a browser with symptom search.
 
-A playbook's sources are shown as `ascend-doctor explain` prints them (`checks.cli.sources_view`):
+A playbook's sources are shown as `ascend-doctor explain` prints them (`checks.sources_view`):
 each source's sentence wraps, and each web address it cites is a link on a line of its own that
 is never folded (the page scrolls sideways for an address wider than the screen), so it can be
 opened (click, or Tab then Enter) and copied whole.
@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 import playbooks
-from checks.cli.sources_view import split_source
+from checks.sources_view import split_source
 from console.ui import safe
 from playbooks import Playbook, PlaybookNotFound
 

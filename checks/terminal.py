@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import IO, TYPE_CHECKING, Any
 
+from probes.textsafe import visible
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -42,7 +44,6 @@ def _define() -> Any:
     from rich.console import Console
     from rich.segment import Segment
 
-    from probes.textsafe import visible
 
     class SafeConsole(Console):
         """A Console that renders outside text literally (see the module docstring)."""
