@@ -97,6 +97,9 @@ class Tally:
     limits: Limits
     keys: dict[str, KeyTally] = field(default_factory=dict)
     required_seen: set[int] = field(default_factory=set)  # indices into Matcher.patterns
+    # lines hit by several keys, per set of keys: a finding that joins those keys counts each
+    # such line once (ranking.line_count)
+    together: dict[frozenset[str], int] = field(default_factory=dict)
     generic: list[str] = field(default_factory=list)
     prefilters: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
 
@@ -180,6 +183,9 @@ def _line(matcher: Matcher, tally: Tally, block: bytes, lowered: bytes, span: tu
             tally.generic.append(text[:SHOWN_CHARS])
         return
     evidence = Evidence(name, order[1], shown(text))
+    unique = frozenset(keys)
+    if len(unique) > 1:
+        tally.together[unique] = tally.together.get(unique, 0) + 1
     for key in dict.fromkeys(keys):
         tally.add(key, order, evidence,
                   lambda: context_of(block, start, end, tally.limits.context_lines))
