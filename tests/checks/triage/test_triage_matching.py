@@ -180,3 +180,21 @@ def test_across_files_the_earliest_time_ranks_first(tmp_path: Path) -> None:
     service.write_text("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
     ranked = [f.id for f in triage_paths([service, plog]).findings]
     assert ranked == ["torch-npu.out-of-memory", "core.aicore-error"]  # no time: read order
+
+
+def test_a_more_specific_reading_absorbs_the_general_one() -> None:
+    # same failure, two rows: the specific row answers and the general one joins it
+    assert ids("ImportError: /usr/lib/torch_npu/lib/libtorch_npu.so: undefined symbol: "
+               "MsprofSysCycleTime\n") == ["torch-npu.cann-symbol-missing"]
+    assert ids("ImportError: /usr/lib/torch_npu/lib/libtorch_npu.so: undefined symbol: "
+               "_ZN3c107Warning\n") == ["torch-npu.undefined-symbol"]
+    assert ids("triton.compiler.errors.MLIRCompilationError:\n"
+               "bishengir-compile: for the --target option: Cannot find option named "
+               "'Ascend310P3'!\n") == ["triton.bishengir-target-unknown"]
+    # a chain: MTE out of range refines the vector core exception, which refines the AI Core error
+    report = triage_text(
+        "The error from device(chipId:5, dieId:0), there is an exception of aivec error, core id\n"
+        "errorStr: The DDR address of the MTE instruction is out of range.\n"
+        "RuntimeError: ACL stream synchronize failed, error code:507035\n")
+    assert [f.id for f in report.findings] == ["hccl.mte-out-of-range"]
+    assert report.findings[0].count == 3
