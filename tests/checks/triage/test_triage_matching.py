@@ -198,3 +198,18 @@ def test_a_more_specific_reading_absorbs_the_general_one() -> None:
         "RuntimeError: ACL stream synchronize failed, error code:507035\n")
     assert [f.id for f in report.findings] == ["hccl.mte-out-of-range"]
     assert report.findings[0].count == 3
+
+
+def test_the_prefilter_skips_words_every_line_of_the_input_carries() -> None:
+    # a vLLM V1 engine log: "EngineCore" and "model" on every line must not make every line a
+    # candidate; each pattern is searched by the literal rarest in this input
+    from checks.triage.engine import knowledge
+
+    matcher, _ = knowledge()
+    ordinary = ("(EngineCore_DP0 pid=7) INFO 12-07 10:00:00 [model_runner.py:1] call model "
+                "aclrtMallocAlign32 ok, AllReduce done\n").lower().encode() * 2000
+    plain, _ = matcher.prefilters(ordinary)
+    assert plain.search(ordinary) is None
+    failed = b"(enginecore_dp0 pid=7) error enginecore failed to start\n"
+    assert plain.search(failed) is not None
+    assert ids(ordinary.decode() + failed.decode()) == ["vllm.engine-core-init-failed"]
