@@ -42,6 +42,30 @@ def required_literals(pattern: str) -> frozenset[bytes] | None:
     return _best(_sequence(list(parsed)))
 
 
+def literal_options(pattern: str) -> tuple[frozenset[bytes], ...]:
+    """Every literal set a match of `pattern` must contain one of (each alone is enough to gate
+    it), the longest first; empty when there is none long enough."""
+    try:
+        parsed = _sre.parse(pattern, re.IGNORECASE)
+    except re.error:
+        return ()
+    usable = [o for o in _sequence(list(parsed)) if o and min(map(len, o)) >= MIN_LITERAL_BYTES]
+    return tuple(sorted(set(usable), key=lambda o: (-min(map(len, o)), len(o), sorted(o))))
+
+
+def rarest(options: tuple[frozenset[bytes], ...], sample: bytes) -> frozenset[bytes]:
+    """The option whose words occur least in `sample` (lowered input); the first (longest) on
+    a tie. Any one is sound: every match contains a word of each."""
+    best, best_count = options[0], sum(sample.count(w) for w in options[0])
+    for option in options[1:]:
+        if best_count == 0:
+            break
+        count = sum(sample.count(w) for w in option)
+        if count < best_count:
+            best, best_count = option, count
+    return best
+
+
 def _literal_byte_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
@@ -103,13 +127,18 @@ def _inner(op: Any, av: Any) -> list[frozenset[bytes]]:
 def anchored(words: Iterable[bytes], sample: bytes) -> list[bytes]:
     """Each word cut to start at its rarest byte in `sample` (keeping at least
     MIN_LITERAL_BYTES): a piece of a required literal is still required, and a search whose
-    candidates start with rare bytes skips most of the input without entering the pattern."""
+    candidates start with rare bytes skips most of the input without entering the pattern.
+    A cut that is itself more common in `sample` than the word ("call" -> "all") is not made:
+    it would make more lines candidates."""
     counts = Counter(sample)
     cut = []
     for word in words:
         last = max(1, len(word) - MIN_LITERAL_BYTES + 1)
         start = min(range(last), key=lambda i: counts.get(word[i], 0))
-        cut.append(word[start:])
+        piece = word[start:]
+        if start and sample.count(piece) > sample.count(word):
+            piece = word
+        cut.append(piece)
     return cut
 
 

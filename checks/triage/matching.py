@@ -15,7 +15,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from checks.triage.literals import anchored, required_literals, trie_pattern
+from checks.triage.literals import (
+    anchored,
+    literal_options,
+    rarest,
+    required_literals,
+    trie_pattern,
+)
 from checks.triage.model import Evidence, Limits
 from checks.triage.rows import Signature
 from probes.textsafe import one_line
@@ -49,13 +55,15 @@ class Compiled:
     literals: frozenset[bytes] | None
     owner: int  # index of the signature
     required: bool  # a `requires_any` pattern (evidence elsewhere), not a `patterns` one
+    # every literal set the pattern requires, `literals` first: the prefilter searches the one
+    # rarest in the input ("EngineCore" is on every line of a vLLM V1 engine log)
+    options: tuple[frozenset[bytes], ...] = ()
 
 
 @dataclass(frozen=True)
 class Matcher:
     signatures: tuple[Signature, ...]
     patterns: tuple[Compiled, ...]
-    words: frozenset[bytes]  # every gating literal and the triggers of numeric codes
     ungated: tuple[tuple[re.Pattern[bytes], int], ...]  # (bytes pattern, index in patterns)
     code_names: dict[str, str]  # ACL symbol -> code
 
@@ -65,19 +73,22 @@ class Matcher:
         for index, sig in enumerate(signatures):
             for pattern, required in [*((p, False) for p in sig.patterns),
                                       *((p, True) for p in sig.requires_any)]:
-                compiled.append(Compiled(re.compile(pattern, re.IGNORECASE),
-                                         required_literals(pattern), index, required))
-        words = {w for c in compiled if c.literals for w in c.literals} | set(NUMERIC_TRIGGERS)
+                best = required_literals(pattern)
+                others = tuple(o for o in literal_options(pattern) if o != best)
+                compiled.append(Compiled(re.compile(pattern, re.IGNORECASE), best, index,
+                                         required, (best, *others) if best else ()))
         ungated = tuple((re.compile(c.regex.pattern.encode("utf-8"), re.IGNORECASE), i)
                         for i, c in enumerate(compiled) if c.literals is None)
-        return cls(tuple(signatures), tuple(compiled), frozenset(words), ungated,
-                   dict(code_names))
+        return cls(tuple(signatures), tuple(compiled), ungated, dict(code_names))
 
     def prefilters(self, sample: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
         """(the literal search, the same with the generic error words), tuned to `sample`,
-        lowered input (checks.triage.literals.anchored)."""
-        plain = sorted(set(anchored(self.words, sample)))
-        generic = sorted(set(anchored(self.words | set(GENERIC_TRIGGERS), sample)))
+        lowered input: each pattern's rarest literal set (checks.triage.literals.rarest), each
+        word cut at its rarest byte (checks.triage.literals.anchored)."""
+        chosen = {w for c in self.patterns if c.options for w in rarest(c.options, sample)}
+        words = chosen | set(NUMERIC_TRIGGERS)
+        plain = sorted(set(anchored(words, sample)))
+        generic = sorted(set(anchored(words | set(GENERIC_TRIGGERS), sample)))
         return trie_pattern(plain), trie_pattern(generic)
 
 
@@ -97,6 +108,9 @@ class Tally:
     limits: Limits
     keys: dict[str, KeyTally] = field(default_factory=dict)
     required_seen: set[int] = field(default_factory=set)  # indices into Matcher.patterns
+    # lines hit by several keys, per set of keys: a finding that joins those keys counts each
+    # such line once (ranking.line_count)
+    together: dict[frozenset[str], int] = field(default_factory=dict)
     generic: list[str] = field(default_factory=list)
     prefilters: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None
 
@@ -180,6 +194,9 @@ def _line(matcher: Matcher, tally: Tally, block: bytes, lowered: bytes, span: tu
             tally.generic.append(text[:SHOWN_CHARS])
         return
     evidence = Evidence(name, order[1], shown(text))
+    unique = frozenset(keys)
+    if len(unique) > 1:
+        tally.together[unique] = tally.together.get(unique, 0) + 1
     for key in dict.fromkeys(keys):
         tally.add(key, order, evidence,
                   lambda: context_of(block, start, end, tally.limits.context_lines))

@@ -3,10 +3,12 @@
 Correlation rules (checks.triage.rows.Signature says what the fields mean):
 - a signature with `requires_any` counts only when one of those patterns matched somewhere in
   the same input;
-- an error code that a hit signature lists in `codes` is part of that signature's finding (its
-  hits and count join it); a code listed by a signature that did not hit by its patterns makes
-  that signature's finding, since the code is what the signature explains;
-- a signature that `refines` another absorbs it when both hit;
+- an error code that a hit signature lists in `codes` or `shared_codes` is part of that
+  signature's finding (its hits and count join it); a code listed in `codes` by a signature
+  that did not hit by its patterns makes that signature's finding, since the code names what
+  the signature explains; a code only in `shared_codes` (a generic code) makes none;
+- a signature that `refines` another absorbs it when both hit, and with it what that one
+  refines (a chain: MTE out of range -> vector core exception -> AI Core error);
 - what is left of the codes becomes a finding of its own: known (a row of error_codes), or
   "code X from component Y, not in our data" when only its family is known, or from an
   unknown component when not even that.
@@ -54,10 +56,12 @@ def rank(matcher: Matcher, book: CodeBook, tally: Tally) -> tuple[Finding, ...]:
     sigs = matcher.signatures
     required_ok = _required_ok(matcher, tally)
     merged: dict[int, KeyTally] = {}
+    members: dict[int, set[str]] = {}  # the tally keys each finding joins
     for key, entry in tally.keys.items():
         kind, _, value = key.partition(":")
         if kind == "sig" and required_ok[int(value)]:
             merged[int(value)] = _join(merged.get(int(value)), entry)
+            members[int(value)] = {key}
     codes: dict[str, KeyTally] = {}
     explained: dict[int, list[str]] = {}
     for key, entry in tally.keys.items():
@@ -69,8 +73,11 @@ def rank(matcher: Matcher, book: CodeBook, tally: Tally) -> tuple[Finding, ...]:
             codes[code] = entry
         else:
             merged[owner] = _join(merged.get(owner), entry)
+            members.setdefault(owner, set()).add(key)
             explained.setdefault(owner, []).append(_label(book, code))
-    _absorb_refined(sigs, merged)
+    _absorb_refined(sigs, merged, members)
+    for index, entry in merged.items():
+        entry.count = line_count(tally, members[index], entry.count)
     found = [(_tier(sigs[i].role), e, -sigs[i].weight,
               _from_signature(sigs[i], e, explained.get(i, [])))
              for i, e in merged.items()]
@@ -123,23 +130,46 @@ def _join(into: KeyTally | None, entry: KeyTally) -> KeyTally:
 
 def _owner(sigs: Sequence[Signature], code: str, merged: Mapping[int, KeyTally],
            required_ok: Sequence[bool]) -> int | None:
-    """The signature that explains `code`: one that hit first, else any whose evidence holds;
-    the most specific (highest weight) among several."""
-    listing = [i for i, s in enumerate(sigs) if code in s.codes and required_ok[i]]
-    hit = [i for i in listing if i in merged]
-    pool = hit or listing
+    """The signature that explains `code`: one that hit, else one the code alone names; the
+    most specific (highest weight) among several."""
+    hit = [i for i in merged if code in sigs[i].codes or code in sigs[i].shared_codes]
+    pool = hit or [i for i, s in enumerate(sigs) if code in s.codes and required_ok[i]]
     return max(pool, key=lambda i: sigs[i].weight) if pool else None
 
 
-def _absorb_refined(sigs: Sequence[Signature], merged: dict[int, KeyTally]) -> None:
+def line_count(tally: Tally, keys: set[str], hits: int) -> int:
+    """The lines a finding joining `keys` stands on: `hits` (the sum of its keys' counts) less
+    the extra times a line hit by several of them was counted."""
+    extra = sum((len(combo & keys) - 1) * lines for combo, lines in tally.together.items()
+                if len(combo & keys) > 1)
+    return hits - extra
+
+
+def _absorb_refined(sigs: Sequence[Signature], merged: dict[int, KeyTally],
+                    members: dict[int, set[str]]) -> None:
     ids = {sig.id: i for i, sig in enumerate(sigs)}
     for index in sorted(merged, key=lambda i: -sigs[i].weight):
         if index not in merged:
             continue
-        for general in sigs[index].refines:
-            other = ids.get(general)
-            if other is not None and other in merged and other != index:
+        for other in _refined(sigs, ids, index):
+            if other in merged:
                 merged[index] = _join(merged[index], merged.pop(other))
+                members[index] |= members.pop(other)
+
+
+def _refined(sigs: Sequence[Signature], ids: Mapping[str, int], index: int) -> list[int]:
+    """Every signature `index` refines, directly or through another (cycles cut)."""
+    seen = {index}
+    todo = [index]
+    found = []
+    while todo:
+        for general in sigs[todo.pop()].refines:
+            other = ids.get(general)
+            if other is not None and other not in seen:
+                seen.add(other)
+                found.append(other)
+                todo.append(other)
+    return found
 
 
 def _label(book: CodeBook, code: str) -> str:

@@ -13,7 +13,11 @@ class Signature:
     case-insensitively with `re.search`) matches it. `requires_any`, when given, must also match
     somewhere in the same input (combined evidence: EZ1001 with an opType name on a 310P is
     another finding than EZ1001 alone); `refines` lists the signatures this one is a more
-    specific form of, which it outranks and absorbs when both hit. `role` is "cause" for an
+    specific form of, which it outranks and absorbs when both hit (and, through it, what that
+    one refines). `codes` are the error codes that name this failure on their own: a line with
+    only the code makes this finding. `shared_codes` are codes other failures log too (EZ9999
+    "Inner Error", EZ1001 "parameter validation failed"): they join this finding when one of
+    its patterns hit, but alone they stay a finding of the code. `role` is "cause" for an
     error that starts a failure and "consequence" for what a cause sets off (a traceback tail,
     "EngineCore failed to start"): a consequence never ranks above a cause of the same input.
     """
@@ -30,6 +34,7 @@ class Signature:
     sources: tuple[str, ...]
     tell_apart: str = ""
     codes: tuple[str, ...] = ()
+    shared_codes: tuple[str, ...] = ()
     requires_any: tuple[str, ...] = ()
     refines: tuple[str, ...] = ()
     role: str = "cause"

@@ -42,7 +42,7 @@ async def test_findings_of_the_logs_and_enter_opens_the_playbook(tmp_path: Path)
         detail = shown(screen, "#triage-detail")
         assert detail.startswith("EZ1001") and "[bold]arg[/bold]" in detail
         await pilot.press("down")
-        assert "fix: Serve on more NPUs" in shown(screen, "#triage-detail")
+        assert "fix: Set --max-model-len to what you serve" in shown(screen, "#triage-detail")
         await pilot.press("enter")
         await pilot.pause()
         book = app.screen

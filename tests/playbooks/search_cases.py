@@ -76,6 +76,7 @@ CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("服务连接被拒绝", ("endpoint.health",)),
     ("长序列推理时显存爆了", ("symptom.long-sequence-memory", "npu.hbm-fit")),
     ("多卡吞吐不随卡数增加", ("symptom.multi-card-scaling",)),
+    ("what does this error code mean", ("symptom.cann-error-code",)),
 )
 
 # Written after the search was tuned on CASES and measured once before being added here
@@ -193,8 +194,10 @@ UNKNOWN_CODES = (
     # code but ranks by "stream synchronize"; its cause was never stated, so no case holds it)
 )
 
+# "error code" is not here: symptom.cann-error-code is about exactly that phrase (its title),
+# so the search answering it with that playbook is right, not noise.
 NEGATIVE = ("hello world", "the model is great", "error", "model", "code", "npu",
-            "error code", "thanks, it works now", "你好", "今天天气很好", "服务启动成功，一切正常",
+            "thanks, it works now", "你好", "今天天气很好", "服务启动成功，一切正常",
             "今天模型服务很好")
 
 

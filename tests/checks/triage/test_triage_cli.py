@@ -25,7 +25,7 @@ def triage(*args: str, stdin: str | None = None, env: dict[str, str] | None = No
 def test_a_paste_on_stdin_with_a_recognised_error_exits_1(tmp_path: Path) -> None:
     done = triage("-", stdin=f"INFO start\n{OOM}\n")
     assert done.returncode == 1, done.stderr
-    assert "torch_npu ran out of device memory" in done.stdout
+    assert "NPU out of memory (torch_npu allocator) (torch-npu.out-of-memory)" in done.stdout
     assert "<stdin>:2" in done.stdout
     assert "playbook: symptom.memory-above-plan" in done.stdout
 
@@ -84,7 +84,7 @@ def test_pid_reads_the_process_log_directory(tmp_path: Path) -> None:
         service.kill()
         service.wait(timeout=10)
     assert done.returncode == 1, done.stderr
-    assert "HCCL timed out getting a socket" in done.stdout
+    assert "HCCL socket timed out (EI0006) (hccl.socket-timeout)" in done.stdout
     assert f"process {service.pid}: CANN logs in {tmp_path / 'logs'}" in done.stdout
 
 

@@ -47,3 +47,28 @@ def test_signatures_compile_and_core_rows_are_gated_by_a_literal() -> None:
             re.compile(pattern, re.IGNORECASE)
         if sig.id.startswith("core."):
             assert all(required_literals(p) for p in sig.patterns), sig.id
+
+
+def test_a_code_alone_names_one_failure() -> None:
+    """One home per code: a code in `codes` makes its row's finding on its own, so no two rows
+    may list it there; a code other failures log too belongs in `shared_codes`."""
+    owners: dict[str, list[str]] = {}
+    for sig in data.load("signatures", Signature):
+        assert not set(sig.codes) & set(sig.shared_codes), sig.id
+        for code in sig.codes:
+            owners.setdefault(code, []).append(sig.id)
+    shared = {code: ids for code, ids in owners.items() if len(ids) > 1}
+    assert not shared, shared
+
+
+def test_refinements_name_rows_and_form_no_cycle() -> None:
+    refines = {sig.id: sig.refines for sig in data.load("signatures", Signature)}
+    for start in refines:
+        seen, todo = {start}, list(refines[start])
+        while todo:
+            general = todo.pop()
+            assert general in refines, (start, general)
+            assert general != start, f"{start} refines itself through a chain"
+            if general not in seen:
+                seen.add(general)
+                todo.extend(refines[general])

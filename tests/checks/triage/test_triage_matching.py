@@ -32,7 +32,9 @@ def test_error_codes_of_every_documented_shape_are_recognised() -> None:
     assert "operator binary package" in by_id["561003"].cause
     assert by_id["207001"].playbook == "symptom.memory-above-plan"
     # EI0006 is the code the HCCL socket-timeout signature explains: it makes that finding
-    assert by_id["hccl.socket-timeout"].playbook == "symptom.training-hangs"
+    assert by_id["hccl.socket-timeout"].playbook == "symptom.hccl-settings"
+    assert "EI0006" not in by_id
+    assert by_id["hccl.socket-timeout"].count == 1  # its pattern and its code: one line
 
 
 def test_a_code_not_in_the_data_says_so_with_its_component() -> None:
@@ -61,12 +63,32 @@ def test_negative_controls_hold_no_codes() -> None:
 
 
 def test_a_signature_absorbs_the_codes_it_explains() -> None:
-    report = triage_text("[ERROR] there is an aivec error, error code is 507035\n"
-                         "[ERROR] stream sync failed, error code is 507035\n")
-    assert [f.id for f in report.findings] == ["core.aicore-error"]
+    # one AI Core fault: the vector core's code makes its finding, which refines the general
+    # AI Core error line, so the log gives one finding, not two
+    report = triage_text("[ERROR] there is an aivec error exception, core id is 3\n"
+                         "[ERROR] stream sync failed, ret=507035\n"
+                         "[ERROR] synchronize stream failed, ret=507035\n")
+    assert [f.id for f in report.findings] == ["runtime.vector-core-exception"]
     finding = report.findings[0]
-    assert finding.count == 3  # the pattern once, the code twice
+    assert finding.count == 3  # the AI Core line once, the code twice
+    assert [e.line for e in finding.evidence] == [1, 2, 3]
     assert finding.cause.startswith("Error code 507035 (ACL_ERROR_RT_VECTOR_CORE_EXCEPTION).")
+
+
+def test_an_ai_core_error_without_the_vector_code_stays_general() -> None:
+    report = triage_text("[ERROR] there is an exception of aicore error, core id is 3\n"
+                         "[ERROR] stream sync failed, ret=507015\n")
+    assert [f.id for f in report.findings] == ["core.aicore-error"]
+    assert report.findings[0].cause.startswith("Error code 507015 (ACL_ERROR_RT_AICORE_EXCEPTION).")
+
+
+def test_a_generic_code_alone_stays_a_finding_of_the_code() -> None:
+    # EZ1001 (aclnn parameter validation) is shared by the kernel-missing rows: alone it names
+    # none of them; with the opType/socVersion line it joins the more specific one
+    assert ids("EZ1001: [PID: 3] Parameter validation failed.\n") == ["EZ1001"]
+    soc = ("EZ1001: [PID: 3] binary_info_config.json of socVersion [ascend310p] does not "
+           "support opType [MoeGatingTopKSoftmax].\n")
+    assert ids(soc) == ["cann.optype-not-on-soc"]
 
 
 def test_causes_rank_above_consequences_and_repeats_merge() -> None:
@@ -158,3 +180,36 @@ def test_across_files_the_earliest_time_ranks_first(tmp_path: Path) -> None:
     service.write_text("RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB\n")
     ranked = [f.id for f in triage_paths([service, plog]).findings]
     assert ranked == ["torch-npu.out-of-memory", "core.aicore-error"]  # no time: read order
+
+
+def test_a_more_specific_reading_absorbs_the_general_one() -> None:
+    # same failure, two rows: the specific row answers and the general one joins it
+    assert ids("ImportError: /usr/lib/torch_npu/lib/libtorch_npu.so: undefined symbol: "
+               "MsprofSysCycleTime\n") == ["torch-npu.cann-symbol-missing"]
+    assert ids("ImportError: /usr/lib/torch_npu/lib/libtorch_npu.so: undefined symbol: "
+               "_ZN3c107Warning\n") == ["torch-npu.undefined-symbol"]
+    assert ids("triton.compiler.errors.MLIRCompilationError:\n"
+               "bishengir-compile: for the --target option: Cannot find option named "
+               "'Ascend310P3'!\n") == ["triton.bishengir-target-unknown"]
+    # a chain: MTE out of range refines the vector core exception, which refines the AI Core error
+    report = triage_text(
+        "The error from device(chipId:5, dieId:0), there is an exception of aivec error, core id\n"
+        "errorStr: The DDR address of the MTE instruction is out of range.\n"
+        "RuntimeError: ACL stream synchronize failed, error code:507035\n")
+    assert [f.id for f in report.findings] == ["hccl.mte-out-of-range"]
+    assert report.findings[0].count == 3
+
+
+def test_the_prefilter_skips_words_every_line_of_the_input_carries() -> None:
+    # a vLLM V1 engine log: "EngineCore" and "model" on every line must not make every line a
+    # candidate; each pattern is searched by the literal rarest in this input
+    from checks.triage.engine import knowledge
+
+    matcher, _ = knowledge()
+    ordinary = ("(EngineCore_DP0 pid=7) INFO 12-07 10:00:00 [model_runner.py:1] call model "
+                "aclrtMallocAlign32 ok, AllReduce done\n").lower().encode() * 2000
+    plain, _ = matcher.prefilters(ordinary)
+    assert plain.search(ordinary) is None
+    failed = b"(enginecore_dp0 pid=7) error enginecore failed to start\n"
+    assert plain.search(failed) is not None
+    assert ids(ordinary.decode() + failed.decode()) == ["vllm.engine-core-init-failed"]
