@@ -9,6 +9,7 @@ that was named (`--pid`), a ProcDenied, and for one that was discovered, a Targe
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -31,7 +32,16 @@ class Resolved:
     env: Mapping[str, str]
 
 
-def _sudo_hint(pid: int, uid: int | None) -> str:
+def _denied_hint(pid: int, uid: int | None, euid: int | None = None) -> str:
+    """What to do about a refused /proc/PID/environ. Reading it takes a ptrace access check
+    (proc(5), /proc/pid/environ; ptrace(2), "Ptrace access mode checking"): an ordinary user
+    passes it for their own processes, root only while it holds CAP_SYS_PTRACE and no security
+    module (Yama, SELinux, AppArmor) refuses."""
+    if (os.geteuid() if euid is None else euid) == 0:
+        return (f"the doctor runs as root but may not trace process {pid}: it lacks "
+                "CAP_SYS_PTRACE (a container or `capsh`/`setpriv` dropped it), or a security "
+                "module refuses (Yama ptrace_scope, SELinux, AppArmor); run it where root holds "
+                "CAP_SYS_PTRACE (docker: --cap-add SYS_PTRACE), see ptrace(2)")
     owner = f"uid {uid}" if uid is not None else "another user"
     return (f"process {pid} belongs to {owner}; run the doctor as root or as that user "
             f"(`sudo ascend-doctor --pid {pid}`)")
@@ -51,9 +61,9 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
         env = reader.environ(pid)
     except ProcDenied as exc:
         if env_required:
-            raise ProcDenied(pid, exc.path, f"permission denied: {_sudo_hint(pid, info.uid)}")\
+            raise ProcDenied(pid, exc.path, f"permission denied: {_denied_hint(pid, info.uid)}")\
                 from None
-        env_error = f"{exc.path}: permission denied: {_sudo_hint(pid, info.uid)}"
+        env_error = f"{exc.path}: permission denied: {_denied_hint(pid, info.uid)}"
     except EnvironBlank as exc:
         env_error = (f"{exc.path}: {exc.reason}; name its serving process with --pid (the "
                      "server it was started by), or the service's file with --env-file")

@@ -287,12 +287,25 @@ def doctor_without_privileges(*argv: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
+def _hint(pid: int) -> str:
+    """Root without CAP_SYS_PTRACE is told that, an ordinary user to use sudo."""
+    return "lacks CAP_SYS_PTRACE" if os.geteuid() == 0 else f"`sudo ascend-doctor --pid {pid}`"
+
+
+def test_the_permission_hint_fits_who_runs_the_doctor() -> None:
+    from probes.target.resolve import _denied_hint
+
+    assert "sudo ascend-doctor --pid 7" in _denied_hint(7, 1000, euid=1000)
+    root = _denied_hint(7, 1000, euid=0)
+    assert "CAP_SYS_PTRACE" in root and "sudo" not in root and "run the doctor as root" not in root
+
+
 def test_permission_denied_on_a_named_process_is_one_line(other_users_server: int) -> None:
     out = doctor_without_privileges("--pid", str(other_users_server))
     assert out.returncode == 3 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert f"/proc/{other_users_server}/environ: permission denied" in out.stderr
-    assert f"`sudo ascend-doctor --pid {other_users_server}`" in out.stderr
+    assert _hint(other_users_server) in out.stderr
 
 
 def test_a_discovered_process_that_cannot_be_read_is_skip_not_pass(
@@ -308,7 +321,7 @@ def test_a_discovered_process_that_cannot_be_read_is_skip_not_pass(
     for check in ("logging.level", "cann.environment"):
         assert results[check]["status"] == "skip"
         assert "permission denied" in results[check]["summary"]
-        assert f"sudo ascend-doctor --pid {other_users_server}" in results[check]["summary"]
+        assert _hint(other_users_server) in results[check]["summary"]
     parity = results["versions.parity"]  # the toolkit is found through the environment
     assert parity["status"] == "skip" and "permission denied" in parity["summary"]
 
