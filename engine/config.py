@@ -35,13 +35,13 @@ def parse_config(data: Mapping[str, Any], source: str = "config.json") -> ModelC
 
 def load_config(path: Path) -> ModelConfig:
     """`path/config.json` (or `path` itself when it is the file), read by probes.model.reader."""
-    from probes.live import LiveHost
+    from probes.live import local_files
     from probes.model.reader import CheckpointError, read_json
 
     path = Path(path).absolute()
     file = path / "config.json" if path.is_dir() else path
     try:
-        document = read_json(LiveHost(root="/", env={}), str(file))
+        document = read_json(local_files(), str(file))
     except (CheckpointError, HostError) as exc:
         raise ModelFormatError(f"{exc}; point at a model directory with config.json") from None
     return parse_config(document, str(file))

@@ -427,10 +427,10 @@ def load_model_dir(model: ModelDir, config: ModelConfig, *, device: torch.device
 
 def read_model(path: Path | str) -> ModelDir:
     """The model directory as probes.model.reader reads it; its errors as ModelFormatError."""
-    from probes.live import LiveHost
+    from probes.live import local_files
 
     try:
-        return read_model_dir(LiveHost(root="/", env={}), str(Path(path).absolute()))
+        return read_model_dir(local_files(), str(Path(path).absolute()))
     except (CheckpointError, HostError) as exc:
         raise ModelFormatError(f"{exc}; point at a Hugging Face model directory "
                                "(config.json and safetensors shards)") from None
@@ -438,10 +438,10 @@ def read_model(path: Path | str) -> ModelDir:
 
 def locate(path: Path | str) -> tuple[Path, str]:
     """(absolute path, "directory" | "gguf"), or the ModelFormatError saying why not."""
-    from probes.live import LiveHost
+    from probes.live import local_files
 
     absolute = Path(path).absolute()
-    where = locate_model(LiveHost(root="/", env={}), str(absolute))
+    where = locate_model(local_files(), str(absolute))
     if where.problem is not None:
         raise ModelFormatError(where.problem)
     return absolute, where.kind

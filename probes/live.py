@@ -254,6 +254,13 @@ class LiveHost:
 # -- path resolution inside a root ---------------------------------------------------------
 
 
+def local_files() -> LiveHost:
+    """This machine's files as a Host, with no environment: the one way to open a model
+    directory given on this machine's command line (the engine's loader, the console's model,
+    the plan, a recording's overlay)."""
+    return LiveHost(root="/", env={})
+
+
 def resolve_inside(root: str, path: str) -> str:
     """`path` with every symlink resolved, never leaving `root`; returns the observed path.
 

@@ -19,7 +19,7 @@ from probes.host import (
     PathKind,
     PythonEnvironment,
 )
-from probes.live import LiveHost
+from probes.live import local_files
 
 
 class ModelOverlay:
@@ -28,7 +28,7 @@ class ModelOverlay:
     def __init__(self, recorded: Host, model_dir: str) -> None:
         self.recorded = recorded
         self.model_dir = model_dir.rstrip("/") or "/"
-        self.local = LiveHost(root="/", env={})
+        self.local = local_files()
 
     def __getattr__(self, name: str) -> Any:
         # recording, path, manifest: what callers read of a SnapshotHost

@@ -95,10 +95,10 @@ class ModelSpec:
 
 def model_problem(path: Path) -> str | None:
     """Why `path` is no model to load, decided as the engine decides it (one Host question)."""
-    from probes.live import LiveHost
+    from probes.live import local_files
     from probes.model.reader import locate_model
 
-    return locate_model(LiveHost(root="/", env={}), str(path.absolute())).problem
+    return locate_model(local_files(), str(path.absolute())).problem
 
 
 def load_engine(spec: ModelSpec, progress: Progress) -> ChatEngine:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from probes.errors import HostError
-from probes.live import LiveHost
+from probes.live import local_files
 from probes.model.config import ConfigFacts, parse_config
 from probes.model.memory import DTYPE_BYTES, GIB, plan_lines, plan_memory
 from probes.model.reader import CheckpointError, read_json
@@ -47,7 +47,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def read_facts(path: Path) -> ConfigFacts:
     file = path / "config.json" if path.is_dir() else path
-    document = read_json(LiveHost(root="/", env={}), str(file.absolute()))
+    document = read_json(local_files(), str(file.absolute()))
     if not isinstance(document, dict):
         raise CheckpointError(f"{file}: expected a JSON object")
     return parse_config(document, str(file))
