@@ -17,7 +17,8 @@ def _all_modules(package: str) -> list[str]:
     pkg_dir = ROOT / package
     names = [package]
     for info in pkgutil.walk_packages([str(pkg_dir)], prefix=f"{package}."):
-        names.append(info.name)
+        if not info.name.endswith(".__main__"):  # `python -m` entry points run when imported
+            names.append(info.name)
     return names
 
 
