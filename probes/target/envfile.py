@@ -33,13 +33,13 @@ class EnvFile:
 
 def read_env_file(path: str) -> EnvFile:
     """Read and parse a local file. Raises EnvFileError naming the file."""
+    from probes.bounded import read_regular
+    from probes.errors import HostError
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_ENV_FILE_BYTES + 1)
-    except OSError as exc:
-        raise EnvFileError(f"{path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_ENV_FILE_BYTES:
-        raise EnvFileError(f"{path}: over {MAX_ENV_FILE_BYTES} bytes: not an environment file")
+        data = read_regular(path, max_bytes=MAX_ENV_FILE_BYTES)
+    except HostError as exc:
+        raise EnvFileError(str(exc)) from None
     try:
         return parse_env_file(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -59,7 +59,7 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
                        "the process exited while it was being read") from None
     from probes.target.serving import serving_args
 
-    files = LiveHost(root=info.files_root, env=env)
+    files = LiveHost(root=info.files_root, env=env, owner=info.owner())
     serving = serving_args(info.cmdline, files, env, info.cwd)
     info = replace(info, cmdline=masked(info.cmdline, is_secret))
     where = "" if info.mount_ns != "other" else f"; its files under {info.files_root}"
