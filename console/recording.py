@@ -33,6 +33,7 @@ from console.snapshots import (
     ServingSnapshot,
     chip_key,
 )
+from probes import json_limits
 from probes.recordings import (  # noqa: F401 (console's names for the default place)
     default_recordings_dir,
     new_recording_path,
@@ -103,7 +104,7 @@ def _row(item: Any, columns: Sequence[str]) -> list[Any]:
 
 def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Snapshot:
     """The snapshot of one stored row; `columns` from the recording's meta table."""
-    doc = json.loads(payload)
+    doc = json_limits.loads(payload, "a recorded row")
     if not isinstance(doc, dict):
         raise ValueError("payload is not a JSON object")
     if kind == "npu":

@@ -8,12 +8,12 @@ has a timeout and every body an output cap; a transport can be handed in
 
 from __future__ import annotations
 
-import json
 import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from probes import json_limits
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ def error_message(body: str) -> str:
     """The message of an OpenAI-style (`{"error": {"message"}}`), vLLM (`{"message"}`) or
     FastAPI (`{"detail"}`) error body; "" when there is none."""
     try:
-        doc: Any = json.loads(body)
+        doc: Any = json_limits.loads(body, "error body")
     except ValueError:
         return one_line(body.strip())[:200]
     if not isinstance(doc, dict):

@@ -67,3 +67,16 @@ def xml_text(text: str) -> str:
     """`visible(text)` without the characters XML 1.0 forbids (a JUnit report stays
     well-formed whatever a recorded error contained)."""
     return _regex(_XML_FORBIDDEN).sub("", visible(text))
+
+
+# A value read from a file or a recording is shown on one line of a report; a driver version
+# of megabytes is still one line of this budget, in every output.
+LINE_BUDGET_CHARS = 400
+
+
+def cut(text: str, max_chars: int = LINE_BUDGET_CHARS) -> str:
+    """`text` when it fits in `max_chars`, else its start and how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    keep = max(0, max_chars - 32)
+    return f"{text[:keep]}…(+{len(text) - keep:,} characters)"

@@ -9,7 +9,6 @@ stalled server never holds the reply). Cancel shuts the connection down.
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -25,7 +24,7 @@ from console.chat.backend import (
     Progress,
     ReplyChunk,
 )
-from probes import http
+from probes import http, json_limits
 from probes.sse import Event, EventParser
 from probes.textsafe import one_line
 
@@ -55,7 +54,7 @@ def list_models(http_client: httpx.Client, base: str) -> list[str]:
     if not fetched.ok:
         raise BackendUnavailable(fetched.error, "check --endpoint (and --api-key-env)")
     try:
-        data = json.loads(fetched.text).get("data")
+        data = json_limits.loads(fetched.text, f"{base}/models").get("data")
         ids = [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
     except (ValueError, AttributeError, TypeError):
         raise BackendUnavailable(f"{base}/models: not an OpenAI model list",
@@ -238,7 +237,7 @@ def parse_chunk(event: Event, url: str) -> ReplyChunk:
     """One `chat.completion.chunk` event; a server error event or malformed data is a
     BackendError with one line."""
     try:
-        doc = json.loads(event.data)
+        doc = json_limits.loads(event.data, url)
     except ValueError:
         raise BackendError(f"{url}: malformed event: data is not JSON "
                            f"({one_line(event.data[:80])})") from None

@@ -11,9 +11,10 @@ Three shapes, told apart by the first character that is not blank:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from probes import json_limits
 
 MAX_ENV_FILE_BYTES = 1024 * 1024
 
@@ -57,9 +58,9 @@ def parse_env_file(text: str) -> EnvFile:
 
 def _docker_inspect(text: str) -> EnvFile:
     try:
-        doc: Any = json.loads(text)
+        doc: Any = json_limits.loads(text, "docker inspect JSON")
     except ValueError as exc:
-        raise EnvFileError(f"starts like JSON but is not JSON ({exc})") from None
+        raise EnvFileError(f"starts like JSON but is not read ({exc})") from None
     notes: list[str] = []
     if isinstance(doc, list):
         if not doc:
