@@ -11,6 +11,8 @@ Three shapes, told apart by the first character that is not blank:
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +37,12 @@ class EnvFile:
 def read_env_file(path: str) -> EnvFile:
     """Read and parse a local file. Raises EnvFileError naming the file."""
     from probes.bounded import read_regular
-    from probes.errors import HostError
+    from probes.errors import HostError, PathMissing
 
     try:
         data = read_regular(path, max_bytes=MAX_ENV_FILE_BYTES)
+    except PathMissing:
+        raise EnvFileError(f"{path}: {os.strerror(errno.ENOENT)}") from None
     except HostError as exc:
         raise EnvFileError(str(exc)) from None
     try:
