@@ -149,7 +149,7 @@ def _stream(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, A
                                    f"({response.headers.get('content-type', 'no content type')})")
             return out
         parser, size = EventParser(), 0
-        for line in response.iter_lines():
+        for line in http.iter_lines(response, 64 << 10, 2 << 20):
             size += len(line)
             if size > 1 << 20:
                 raise http.BodyTooLarge(f"{url}: the stream passed 1 MiB for {SMOKE_TOKENS} "
