@@ -267,7 +267,9 @@ def test_os_memory_and_recursion_errors_become_engine_errors(
     "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
     "{{ 'x' * 10**9 }}",
     "{{ raise_exception('no chat here') }}",
-], ids=["loops", "huge-string", "raises"])
+    "{{ (((10 ** 256) ** 256) ** 256) ** 256 }}",
+    "{{ '%0999999999d' % 1 }}",
+], ids=["loops", "huge-string", "raises", "one-c-level-power", "format-allocates"])
 def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: str) -> None:
     """The model's chat template runs under probes.chat_template's budget (steps, output,
     time): a template that loops or builds a gigabyte stops with one line."""
