@@ -140,3 +140,20 @@ def _read_fd(fd: int, offset: int, limit: int, deadline: float, shown: str) -> b
         got += len(chunk)
         position += len(chunk)
     return b"".join(chunks)
+
+
+def regular_file_problem(path: str, max_bytes: int = MAX_READ_BYTES) -> str:
+    """Why a library (one that opens files itself, as tokenizers does) must not be handed
+    `path`: not a regular file, or larger than `max_bytes`; "" when it may, or when nothing
+    is there (the library says that in its own words)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path}: {kind_name(info.st_mode)}, not a regular file"
+    if info.st_size > max_bytes:
+        return f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} read"
+    return ""

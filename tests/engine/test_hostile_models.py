@@ -285,3 +285,25 @@ def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: s
     with pytest.raises(EngineError, match="chat template cannot be used") as info:
         eng.chat([{"role": "user", "content": "w3 w4"}])
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_a_tokenizer_file_that_is_not_a_regular_file_is_refused(tmp_path: Path,
+                                                                special: str) -> None:
+    """tokenizers opens tokenizer.json itself: a link to /dev/zero or a FIFO is refused by
+    type before it is handed over (it would read without end, or block)."""
+    import os
+
+    from engine import Engine, EngineError
+    from tests.engine.tiny_models import write_word_tokenizer
+
+    directory = tiny_dir(tmp_path / "m")
+    write_word_tokenizer(directory, vocab_size=16)
+    (directory / "tokenizer.json").unlink()
+    if special == "fifo":
+        os.mkfifo(directory / "tokenizer.json")
+    else:
+        (directory / "tokenizer.json").symlink_to(special)
+    with pytest.raises(EngineError, match="not a regular file") as info:
+        Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
+    assert "\n" not in str(info.value)
