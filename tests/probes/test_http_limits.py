@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
@@ -140,13 +139,9 @@ def _drip(head: bytes, every_s: float) -> Handler:
     b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n",  # a body, a byte every 0.2 s
 ])
 def test_a_dripping_server_meets_the_total_deadline(head: bytes) -> None:
-    with serving(_drip(head, 0.2)) as url:
-        started = time.monotonic()
-        with http.client(30.0, total_s=1.0) as client:
-            fetched = http.get(client, url + "/metrics")
-        took = time.monotonic() - started
+    with serving(_drip(head, 0.2)) as url, http.client(30.0, total_s=1.0) as client:
+        fetched = http.get(client, url + "/metrics")
     assert fetched.status is None and "total deadline" in fetched.error
-    assert took < 10
 
 
 def test_a_silent_server_meets_the_per_request_deadline() -> None:
@@ -154,9 +149,7 @@ def test_a_silent_server_meets_the_per_request_deadline() -> None:
         stop.wait(30)
 
     with serving(silent) as url, http.client(30.0) as client:
-        started = time.monotonic()
         fetched = http.get(client, url + "/v1/models", total_s=0.5)
-        assert time.monotonic() - started < 10
     assert "total deadline" in fetched.error
 
 
