@@ -29,6 +29,9 @@ from probes.errors import PathMissing, PathUnreadable
 # The largest whole file the doctor reads from a model directory is tokenizer.json (Qwen3's:
 # 11 MB); 64 MiB leaves room and bounds /dev/zero or a sparse file at a price a run can pay.
 MAX_READ_BYTES = 64 * 1024 * 1024
+# A caller that names a range bounds it itself (a shard index: 128 MiB); this only stops a
+# length no caller should ask for.
+MAX_RANGE_BYTES = 1024 * 1024 * 1024
 READ_DEADLINE_S = 10.0
 _CHUNK_BYTES = 1024 * 1024
 
@@ -97,14 +100,15 @@ def read_regular(path: str, offset: int = 0, length: int | None = None, *,
                  owner: Owner | None = None, root: str = "/", shown: str = "") -> bytes:
     """`length` bytes from `offset` of the regular file at `path` (to the end when None).
 
-    Raises PathMissing or PathUnreadable (not a regular file, more than `max_bytes` to read,
-    past the deadline, refused to `owner`). `shown` is the name errors use (default `path`).
+    Raises PathMissing or PathUnreadable (not a regular file, more than `max_bytes` to read
+    to the end, a range over MAX_RANGE_BYTES, past the deadline, refused to `owner`).
+    `shown` is the name errors use (default `path`).
     """
     shown = shown or path
     want = max_bytes if length is None else length
-    if want > max_bytes:
+    if want > max(max_bytes, MAX_RANGE_BYTES):
         raise PathUnreadable(shown, f"asks for {want:,} bytes, more than the "
-                                    f"{max_bytes:,} a read may take")
+                                    f"{max(max_bytes, MAX_RANGE_BYTES):,} a read may take")
     try:
         _refuse_type(shown, os.stat(path).st_mode)
         if owner is not None:

@@ -100,6 +100,13 @@ def _overlap(shard: Path) -> None:
     with_header(shard, json.dumps(header).encode())
 
 
+def _digits_shape(digits: int) -> Callable[[Path], None]:
+    def make(shard: Path) -> None:
+        with_header(shard, b'{"a": {"dtype": "F32", "shape": [' + b"9" * digits
+                    + b'], "data_offsets": [0, 16]}}')
+    return make
+
+
 def _shard_is_dev_zero(shard: Path) -> None:
     shard.unlink()
     shard.symlink_to("/dev/zero")
@@ -141,6 +148,8 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "shard-dev-zero": (_shard(_shard_is_dev_zero), ("model.safetensors", "not a regular file")),
     "shard-directory": (_shard(_shard_is_a_directory), ("model.safetensors", "not a regular")),
     "index-escape": (_index_escape, ("plain file name",)),
+    "shape-5000-digits": (_shard(_digits_shape(5000)), ("model.safetensors",)),
+    "shape-4000-digits": (_shard(_digits_shape(4000)), ("model.safetensors", "malformed shape")),
 }
 
 
