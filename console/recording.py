@@ -239,8 +239,11 @@ class Recorder:
 
     def _prune_locked(self) -> None:
         self._since_prune = 0
-        newest = self._execute("SELECT MAX(t) FROM samples").fetchone()[0]
-        if newest is None:
+        # a file recorded by someone else may hold text or infinities in `t`: only numbers
+        # date the rows (SQLite sorts text above every number, so MAX would be text)
+        newest = self._execute("SELECT MAX(t) FROM samples "
+                               "WHERE typeof(t) IN ('real', 'integer')").fetchone()[0]
+        if newest is None or not math.isfinite(newest):
             return
         self._execute("DELETE FROM samples WHERE t < ?", (newest - self.max_age_s,))
         self._execute(
