@@ -27,6 +27,7 @@ ENV_SECRETS = {
     "NUM_SECRETS": "num-secrets-value-47",
     "DEPLOY_THING": "plain-name-value-48",  # a name that says nothing: withheld all the same
     "HF_TOKEN": "hf-token-value-49",
+    "ASCEND_AUTHCODE": "Summer12Rose!authcode",  # allow-listed prefix, secret-shaped name
 }
 TEXT_SECRETS = {
     "spaced assignment": ("token = {v}", "spaced-token-value-51"),
@@ -48,6 +49,14 @@ TEXT_SECRETS = {
     "random token": ("session restored {v} ok", "Zq7Xv2Lm9PkR4tYw8NbC3sHd6GfJ"),
     "private key": ("-----BEGIN RSA PRIVATE KEY-----\n{v}\n-----END RSA PRIVATE KEY-----",
                     "private-key-body-value-65"),
+    # human-chosen values (issue #29): low entropy, so only the spelling can find them
+    "pgpass line": ("db.example.com:5432:orders:svc:{v}", "Summer12Rose!pg"),
+    "curl -u": ("curl -u admin:{v} http://10.0.0.9/health", "Summer12Rose!curl"),
+    "xml element": ("<password>{v}</password>", "Summer12Rose!xml"),
+    "ak is, sk is": ("obs: ak is {v}, region cn-1", "Summer12Rose!ak"),
+    "encoded after &": ("GET /cb?a=1%26token%3D{v}%26b=2", "Summer12Rose!enc"),
+    "plog AWSAccessKeyId": ("[plog] GET /o?AWSAccessKeyId={v}&Expires=1", "Summer12Rose!aws"),
+    "sqlite url": ("sqlite:///var/db?password={v}", "Summer12Rose!sql"),
 }
 ALLOWED_ENV_WITH_SECRETS = {  # allowed names whose *values* hold a secret
     "VLLM_REMOTE_STORE": "https://carol:{v}@store.example.com/m",
