@@ -43,6 +43,7 @@ from engine.bench_math import (
 from engine.config import ModelConfig
 from engine.cpu_decode import prefer_layout
 from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
+from engine.errors import ModelFormatError
 from engine.fp8 import Fp8Weight
 from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
 from engine.meta_model import MetaModel, build_meta_model
@@ -446,8 +447,15 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     """Measure the peaks, then every case; the ascend-doctor-bench/1 document."""
     settings = settings or Settings()
     dev = Device(device)
-    meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
-    cases = plan(meta, dev, settings)
+    try:  # on the meta device: shapes that disagree fail here, before anything is allocated
+        meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
+        cases = plan(meta, dev, settings)
+    except (RuntimeError, ValueError) as exc:
+        from probes.textsafe import one_line
+
+        raise ModelFormatError(f"the config's shapes do not fit together "
+                               f"({type(exc).__name__}: {one_line(str(exc))[:160]}); fix "
+                               "config.json") from None
     copy_case, mm_case = peak_cases(dev, dtype, settings)
     total = len(cases) + 2
     report = (lambda i, name: progress(i, total, name)) if progress else (lambda i, name: None)

@@ -316,3 +316,21 @@ def test_a_tokenizer_file_that_is_not_a_regular_file_is_refused(tmp_path: Path,
     with pytest.raises(EngineError, match="not a regular file") as info:
         Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(2, 3), (4, 3)])
+def test_heads_that_do_not_group_are_one_line_before_torch(tmp_path: Path, heads: int,
+                                                           kv_heads: int) -> None:
+    """ops and bench read the config through load_config; shapes that meet only in a torch
+    RuntimeError are refused there, naming both fields."""
+    from engine.config import load_config
+    from engine.errors import EngineError
+    from engine.opscan import scan_path
+
+    directory = tiny_dir(tmp_path / "m", {**TINY, "hidden_size": 12, "num_attention_heads": heads,
+                                          "num_key_value_heads": kv_heads, "head_dim": 4})
+    with pytest.raises(EngineError, match="num_key_value_heads") as info:
+        load_config(directory)
+    assert "\n" not in str(info.value)
+    with pytest.raises(EngineError, match="num_key_value_heads"):
+        scan_path(directory, "cpu", None, "bfloat16", "dequantize")
