@@ -466,13 +466,16 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     copy_bps = copy_case.cost.bytes / copy_t.median_s
     flops_ps = mm_case.cost.flops / mm_t.median_s
     budget = memory_budget(device, settings)
-    rows, too_big = [], []
+    rows, too_big, failed = [], [], []
     for i, case in enumerate(cases, 2):
         report(i, case.name)
         if case.cost.bytes > budget:
             too_big.append(case.name)
             continue
-        rows.append(measured(case, run_case(case, dev, settings), copy_bps, flops_ps))
+        try:
+            rows.append(measured(case, run_case(case, dev, settings), copy_bps, flops_ps))
+        except (RuntimeError, MemoryError) as exc:  # shapes torch refuses, memory it lacks
+            failed.append(f"{case.name} ({type(exc).__name__}: {str(exc)[:120]})")
     report(total, "")
     rows.sort(key=lambda r: r["pct_of_roofline"])
     document = _document(config, dev, meta, model, settings, copy_case, copy_t, mm_case, mm_t,
@@ -480,6 +483,10 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     if too_big:
         document["notes"].append(f"not run, their tensors exceed half the free memory "
                                  f"({budget / 2**30:.1f} GiB): {', '.join(too_big)}")
+    if failed:
+        from probes.textsafe import one_line
+
+        document["notes"].append(one_line(f"failed, not measured: {'; '.join(failed)}"))
     return document
 
 
