@@ -193,6 +193,8 @@ def render(template: str, variables: Mapping[str, Any], budget: Budget | None = 
         return Rendered(None, f"stopped: {exc}", stopped=True, steps=budget.steps)
     except RecursionError:
         return Rendered(None, "stopped: recursion too deep", stopped=True, steps=budget.steps)
+    except MemoryError:  # in render_limited's child: its address-space cap
+        return Rendered(None, "stopped: out of memory", stopped=True, steps=budget.steps)
     except Exception as exc:  # a template error, or an error the template raised on purpose
         return Rendered(None, f"{type(exc).__name__}: {exc}", steps=budget.steps)
     return Rendered("".join(pieces), steps=budget.steps)

@@ -46,9 +46,11 @@ class LimitedError(Exception):
 class Limits:
     """What the child may take: address space, CPU seconds, wall seconds, bytes of answer."""
 
+    # a chat template renders in milliseconds and the interpreter starts in a fraction of a
+    # second of CPU: 3 s of CPU and 8 s of wall time leave room on a loaded machine
     memory_bytes: int = 256 * 1024 * 1024
-    cpu_s: int = 5
-    wall_s: float = 10.0
+    cpu_s: int = 3
+    wall_s: float = 8.0
     answer_bytes: int = 8 * 1024 * 1024
 
 
