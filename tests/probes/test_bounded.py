@@ -165,3 +165,31 @@ def test_env_file_fifo_and_device_end_in_one_line(tmp_path: Path) -> None:
 
 def test_host_errors_are_host_errors(tmp_path: Path) -> None:
     assert issubclass(PathUnreadable, HostError)
+
+
+def test_a_process_owner_is_read_from_its_status() -> None:
+    from probes.target.parts import ProcessInfo
+    from probes.target.proc import parse_status
+
+    status = parse_status("Name:\tvllm\nUid:\t1001\t1001\t1001\t1001\n"
+                          "Gid:\t1002\t1002\t1002\t1002\nGroups:\t27 1002 ²\n")
+    assert status.uid == 1001 and status.gids == (1002, 27, 1002)
+    owner = ProcessInfo(pid=5, cmdline=(), uid=status.uid, gids=status.gids).owner()
+    assert owner == Owner(1001, frozenset({1002, 27}))
+    assert ProcessInfo(pid=5, cmdline=()).owner() is None
+
+
+def test_a_target_host_reads_with_its_process_owner(tmp_path: Path) -> None:
+    from probes.target.host import TargetHost
+    from probes.target.model import Target
+    from probes.target.parts import ProcessInfo
+
+    secret = tmp_path / "root-only.json"
+    secret.write_text('{"password": "x"}')
+    secret.chmod(0o600)
+    proc = ProcessInfo(pid=5, cmdline=("vllm", "serve"), uid=STRANGER.uid,
+                       gids=tuple(STRANGER.gids), files_root=str(tmp_path))
+    target = Target(kind="process", label="p", chosen="--pid 5", environment="e", process=proc)
+    host = TargetHost(target, {}, root=str(tmp_path))
+    with pytest.raises(PathUnreadable, match="owner's rights"):
+        host.read_text("/root-only.json")
