@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from probes.bounded import MAX_READ_BYTES, Owner, read_regular
+from probes.bounded import MAX_READ_BYTES, Owner, check_owner, read_regular
 from probes.errors import HostError, PathMissing, PathUnreadable
 from probes.host import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -142,6 +142,8 @@ class LiveHost:
     def list_dir(self, path: str) -> list[str]:
         host = self.host_path(path)
         try:
+            if self.owner is not None and os.path.isdir(host):  # names too, with its rights
+                check_owner(host, self.root, self.owner, path)
             return sorted(os.listdir(host))
         except NotADirectoryError as exc:
             if os.path.exists(host):  # the path is a file; ENOTDIR above it means missing

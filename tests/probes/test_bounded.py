@@ -193,3 +193,17 @@ def test_a_target_host_reads_with_its_process_owner(tmp_path: Path) -> None:
     host = TargetHost(target, {}, root=str(tmp_path))
     with pytest.raises(PathUnreadable, match="owner's rights"):
         host.read_text("/root-only.json")
+
+
+def test_a_directory_the_owner_may_not_read_lists_nothing(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "name-that-says-too-much").write_text("")
+    hidden.chmod(stat.S_IRWXU)
+    try:
+        with pytest.raises(PathUnreadable, match="owner's rights"):
+            LiveHost(root=str(tmp_path), owner=STRANGER).list_dir("/hidden")
+        assert LiveHost(root=str(tmp_path), owner=ME).list_dir("/hidden") == [
+            "name-that-says-too-much"]
+    finally:
+        hidden.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP)
