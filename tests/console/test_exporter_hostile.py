@@ -39,3 +39,14 @@ def test_ids_that_are_not_ascii_numbers_name_no_chip() -> None:
                   'npu_chip_info_temperature{id="3"} 40'])
     snap = snapshot_from_exposition(expo, "node:8082", 0.0, 0.1)  # type: ignore[arg-type]
     assert [c.npu_id for c in snap.chips] == [3]
+
+
+def test_a_million_series_are_cut_at_the_sample_cap() -> None:
+    from probes.prometheus import parse as parse_capped
+
+    text = "".join(f'vllm:x{{i="{i}"}} 1\n' for i in range(2_000)) + "bad line {\n"
+    expo = parse_capped(text, max_samples=500)
+    assert len(expo.samples) == 500
+    assert expo.problems[-1] == "more than 500 samples: the rest not read"
+    clean = parse_capped("".join(f'a{{i="{i}"}} 1\n' for i in range(600)), max_samples=500)
+    assert len(clean.samples) == 500 and clean.problems
