@@ -447,6 +447,7 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     """Measure the peaks, then every case; the ascend-doctor-bench/1 document."""
     settings = settings or Settings()
     dev = Device(device)
+    check_plausible(config, device, dtype, fp8_mode)
     try:  # on the meta device: shapes that disagree fail here, before anything is allocated
         meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
         cases = plan(meta, dev, settings)
@@ -488,6 +489,35 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
 
         document["notes"].append(one_line(f"failed, not measured: {'; '.join(failed)}"))
     return document
+
+
+# A model is benchmarked one layer at a time, so it may be larger than this device; but not
+# larger than the most devices the doctor reads a tensor-parallel size for
+# (probes.target.serving.MAX_PARALLEL): past that, the config is not a model, and its one
+# layer would still be gigabytes (hidden_size 1e9 allocated 12 GB here).
+MAX_DEVICES = 4096
+
+
+def check_plausible(config: ModelConfig, device: torch.device, dtype: torch.dtype,
+                    fp8_mode: str) -> None:
+    """Refuse, before anything is allocated, a config whose weights (priced as the engine's
+    load prices them) would not fit even MAX_DEVICES devices with this one's free memory."""
+    from engine.cache import element_bytes
+    from engine.runner import available_memory_bytes
+    from probes.model_memory import human_bytes, plan_memory
+    from probes.model_tensors import InventoryError
+
+    if config.facts is None:
+        return
+    try:
+        need = plan_memory(config.facts, 1, element_bytes(dtype)).weight_bytes(fp8_mode)
+    except InventoryError:
+        return
+    free = available_memory_bytes(device)
+    if need > MAX_DEVICES * free:
+        raise ModelFormatError(f"{config.facts.source}: this model's weights would need "
+                               f"{human_bytes(need)}, more than {MAX_DEVICES} devices with "
+                               f"this one's {human_bytes(free)} free; check config.json")
 
 
 def memory_budget(device: torch.device, settings: Settings) -> int:

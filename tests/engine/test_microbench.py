@@ -127,3 +127,16 @@ def test_a_case_torch_refuses_is_a_note_not_a_traceback(tmp_path: Path,
     result = bench(load_config(write(tmp_path, "llama")), torch.device("cpu"), settings=TINY)
     assert "gemv lm_head" not in {op["name"] for op in result["operators"]}
     assert result["notes"][-1].startswith("failed, not measured: gemv lm_head (RuntimeError")
+
+
+def test_a_config_no_set_of_devices_could_hold_is_refused_before_allocating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights are priced as Engine.load prices them; here the device is made tiny (one
+    byte free) so the refusal is proven without allocating anything large."""
+    import engine.runner
+    from engine.errors import ModelFormatError
+
+    monkeypatch.setattr(engine.runner, "available_memory_bytes", lambda device: 1)
+    with pytest.raises(ModelFormatError, match="more than 4096 devices") as info:
+        bench(load_config(write(tmp_path, "llama")), torch.device("cpu"), settings=TINY)
+    assert "\n" not in str(info.value)
