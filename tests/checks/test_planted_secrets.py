@@ -67,6 +67,7 @@ ALLOWED_SECRET_VALUES = {"VLLM_REMOTE_STORE": "vllm@store/pass-value-71",
 # split by the start of a plog tail: its last 39 characters are inside the tail
 CUT_SECRET = "tail-cut-secret-value-81-abcdefghijklmnopqrstuvwxyz0123456789"
 SQLITE_SECRET = "Sq7LiteOverflowXv2Lm9PkR4tYw8Nb"  # random-looking: found by the entropy rule
+SQLITE_HUMAN_SECRET = "Summer12Rose!sqlite"  # human-chosen: found by its name only
 ECHOED = ENV_SECRETS["DEPLOY_THING"]  # a withheld value echoed in a log and a recording
 
 
@@ -76,7 +77,7 @@ def _text_lines() -> list[str]:
 
 def _all_secrets() -> list[str]:
     values = [*ENV_SECRETS.values(), *(v for _, v in TEXT_SECRETS.values()),
-              *ALLOWED_SECRET_VALUES.values(), CUT_SECRET, SQLITE_SECRET]
+              *ALLOWED_SECRET_VALUES.values(), CUT_SECRET, SQLITE_SECRET, SQLITE_HUMAN_SECRET]
     return values
 
 
@@ -89,6 +90,7 @@ def _recording(path: Path) -> None:
                      "kind TEXT, payload TEXT)")
         conn.execute("INSERT INTO meta VALUES ('schema', 'ascend-console-recording/1')")
         conn.execute("INSERT INTO meta VALUES ('note', ?)", (f"password={SQLITE_SECRET}",))
+        conn.execute("INSERT INTO meta VALUES ('dsn', ?)", (f"password={SQLITE_HUMAN_SECRET}",))
         for shift in range(0, 4096, 509):
             # a withheld value with no name beside it: only its whole, assembled text matches
             body = "x" * shift + f" {ECHOED} {SQLITE_SECRET}" * 400
