@@ -8,12 +8,13 @@ it is size-capped and validated before use, and its text is only ever shown.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from probes import json_limits
 
 SCHEMA = "ascend-doctor-bench/1"
 MAX_DOCUMENT_BYTES = 16 * 2**20
@@ -95,7 +96,7 @@ def load(path: Path) -> Mapping[str, Any]:
         raise CompareError(f"{path}: larger than {MAX_DOCUMENT_BYTES // 2**20} MiB; not a "
                            "bench result")
     try:
-        document = json.loads(raw.decode("utf-8", errors="replace"))
+        document = json_limits.loads(raw, str(path), MAX_DOCUMENT_BYTES)
     except ValueError as exc:
         raise CompareError(f"{path}: not JSON ({exc})") from None
     return validate(document, str(path))

@@ -105,8 +105,13 @@ class Result:
 
     @classmethod
     def of(cls, check: Check, finding: Finding, duration_ms: float) -> Result:
-        return cls(check.id, check.title, check.category, finding.status, finding.summary,
-                   finding.evidence, finding.remedy, check.playbook_id, duration_ms,
+        """Every value cut to the report's line budget here, once, for every output: a
+        recorded file may hold a driver version of megabytes."""
+        from probes.textsafe import REPORT_VALUE_CHARS, cut, cut_lines
+
+        return cls(check.id, check.title, check.category, finding.status,
+                   cut(finding.summary, REPORT_VALUE_CHARS), cut_lines(finding.evidence),
+                   cut(finding.remedy, REPORT_VALUE_CHARS), check.playbook_id, duration_ms,
                    rules=finding.rules)
 
 

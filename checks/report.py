@@ -32,6 +32,15 @@ class HostInfo:
     model: str | None = None
     target: Target = field(default_factory=shell_target)  # whose deployment was judged
 
+    def __post_init__(self) -> None:
+        # a recording names its host and interpreter: cut once, for every output
+        from probes.textsafe import cut
+
+        for name in ("description", "python", "policy"):
+            object.__setattr__(self, name, cut(getattr(self, name)))
+        if self.model is not None:
+            object.__setattr__(self, "model", cut(self.model))
+
     def host_json(self) -> dict[str, Any]:
         """The `host` object: everything but the target (which has its own)."""
         return {"description": self.description, "python": self.python,
@@ -61,7 +70,9 @@ def target_lines(target: Target) -> list[str]:
     if others:
         lines.append("  other candidates: " + "; ".join(f"{c.pid} {c.label}" for c in others))
     lines += [f"  ! {problem}" for problem in target.problems]
-    return lines
+    from probes.textsafe import cut, cut_lines
+
+    return list(cut_lines(tuple(cut(line) for line in lines), max_lines=64))
 
 
 def to_json(run: Run, host: HostInfo, now: dt.datetime | None = None) -> dict[str, Any]:

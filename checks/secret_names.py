@@ -24,7 +24,8 @@ _STRONG_PARTS = frozenset({
 _WEAK_PARTS = frozenset({"AK", "SK", "KEY", "KEYS", "TOKEN", "TOKENS", "SESSION"})
 # Anywhere in a name (`MYPASSWORD`, `aws_secret_access_key`, `GOOGLE_CREDENTIALS_JSON`).
 _STRONG_SUBSTRINGS = ("SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "COOKIE",
-                      "APIKEY", "ACCESSKEY", "AUTHTOKEN", "PASSPHRASE", "WEBHOOK")
+                      "APIKEY", "ACCESSKEY", "AUTHTOKEN", "PASSPHRASE", "WEBHOOK", "AUTHCODE",
+                      "AUTHKEY")
 # A part ending like this is secret too (`HFTOKEN`, `apiKey` -> `APIKEY`, `DBPASS`).
 _WEAK_SUFFIXES = ("TOKEN", "KEY")
 _BENIGN_PARTS = frozenset({

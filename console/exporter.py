@@ -10,6 +10,7 @@ exporter refreshes metric groups at their own intervals (HBM every 60 s by defau
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample, chip_key
 from probes import http
+from probes.numbers import Field, NumberError, parse_int
 from probes.prometheus import Exposition, Sample, parse
 
 if TYPE_CHECKING:
@@ -38,6 +40,13 @@ FIELDS = {
 HEALTH = "npu_chip_info_health_status"
 PROCESS = "npu_chip_info_process_info"
 PROCESS_COUNT = "npu_chip_info_process_info_num"
+# Bounds of this panel, not hardware facts: an exporter reports the chips of its own node,
+# and a table of a hundred thousand rows froze the console; past the bound the scrape is
+# refused with a line.
+MAX_CHIPS = 256
+MAX_PROCESSES = 4096
+CHIP_ID = Field("the exporter's id label", 0, 65535)
+PID = Field("the exporter's process_id label", 0, 2**32)
 
 
 def metrics_url(url: str) -> str:
@@ -67,6 +76,10 @@ def snapshot_from_exposition(expo: Exposition, source: str, taken_at: float,
         if chip is not None:
             by_id.setdefault(chip, {})
             names.setdefault(chip, sample.label("model_name"))
+            if len(by_id) > MAX_CHIPS:
+                return NpuSnapshot(taken_at, (), (), False, f"the exporter reported more than "
+                                   f"{MAX_CHIPS} chips: not shown (is this one node's "
+                                   "exporter?)", duration_s, source)
     for field, name in (*FIELDS.items(), ("health", HEALTH)):
         for sample in expo.named(name):
             chip = _chip_id(sample)
@@ -74,7 +87,8 @@ def snapshot_from_exposition(expo: Exposition, source: str, taken_at: float,
                 by_id.setdefault(chip, {})[field] = sample
     chips = tuple(_chip(chip_id, fields, names.get(chip_id), source)
                   for chip_id, fields in sorted(by_id.items()))
-    processes = tuple(_process(s) for s in expo.named(PROCESS) if _chip_id(s) is not None)
+    processes = tuple(_process(s) for s in expo.named(PROCESS)[:MAX_PROCESSES]
+                      if _chip_id(s) is not None)
     known = bool(expo.named(PROCESS_COUNT)) or bool(processes)
     if not chips:
         return NpuSnapshot(taken_at, (), (), False, "the exporter reported no NPU chip metrics",
@@ -84,19 +98,27 @@ def snapshot_from_exposition(expo: Exposition, source: str, taken_at: float,
 
 def _chip_id(sample: Sample) -> int | None:
     try:
-        return int(sample.label("id") or "")
-    except ValueError:
+        return parse_int(sample.label("id") or "", CHIP_ID, max_digits=5)
+    except NumberError:
         return None
+
+
+def _finite(value: float) -> float | None:
+    """A reported value, or None (unknown) for NaN and the infinities."""
+    return value if math.isfinite(value) else None
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None or not math.isfinite(value) else round(value)
 
 
 def _chip(chip_id: int, fields: dict[str, Sample], name: str | None, source: str) -> ChipSample:
     def number(field: str) -> float | None:
         sample = fields.get(field)
-        return None if sample is None else sample.value
+        return None if sample is None else _finite(sample.value)
 
     def whole(field: str) -> int | None:
-        value = number(field)
-        return None if value is None else round(value)
+        return _whole(number(field))
 
     return ChipSample(
         npu_id=chip_id, chip_id=None, name=name or None, health=health_word(number("health")),
@@ -108,9 +130,12 @@ def _chip(chip_id: int, fields: dict[str, Sample], name: str | None, source: str
 
 
 def _process(sample: Sample) -> ProcessSample:
-    pid = sample.label("process_id") or "0"
-    return ProcessSample(_chip_id(sample) or 0, None, int(pid) if pid.isdigit() else 0,
-                         sample.label("container_name") or "(host)", round(sample.value))
+    try:
+        pid = parse_int(sample.label("process_id") or "0", PID, max_digits=10)
+    except NumberError:
+        pid = 0
+    return ProcessSample(_chip_id(sample) or 0, None, pid,
+                         sample.label("container_name") or "(host)", _whole(sample.value))
 
 
 def sample_exporter(http_client: httpx.Client, url: str, clock: Clock = time.time) -> NpuSnapshot:

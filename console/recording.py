@@ -33,6 +33,7 @@ from console.snapshots import (
     ServingSnapshot,
     chip_key,
 )
+from probes import json_limits
 from probes.recordings import (  # noqa: F401 (console's names for the default place)
     default_recordings_dir,
     new_recording_path,
@@ -103,7 +104,7 @@ def _row(item: Any, columns: Sequence[str]) -> list[Any]:
 
 def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Snapshot:
     """The snapshot of one stored row; `columns` from the recording's meta table."""
-    doc = json.loads(payload)
+    doc = json_limits.loads(payload, "a recorded row")
     if not isinstance(doc, dict):
         raise ValueError("payload is not a JSON object")
     if kind == "npu":
@@ -242,8 +243,11 @@ class Recorder:
 
     def _prune_locked(self) -> None:
         self._since_prune = 0
-        newest = self._execute("SELECT MAX(t) FROM samples").fetchone()[0]
-        if newest is None:
+        # a file recorded by someone else may hold text or infinities in `t`: only numbers
+        # date the rows (SQLite sorts text above every number, so MAX would be text)
+        newest = self._execute("SELECT MAX(t) FROM samples "
+                               "WHERE typeof(t) IN ('real', 'integer')").fetchone()[0]
+        if newest is None or not math.isfinite(newest):
             return
         self._execute("DELETE FROM samples WHERE t < ?", (newest - self.max_age_s,))
         self._execute(

@@ -47,6 +47,17 @@ def load_config(path: Path) -> ModelConfig:
     return parse_config(document, str(file))
 
 
+def _check_heads(facts: ConfigFacts, source: str) -> None:
+    """Grouped-query attention shares each key/value head among num_attention_heads //
+    num_key_value_heads query heads (huggingface/transformers models/llama/modeling_llama.py,
+    `num_key_value_groups`, `repeat_kv`): the one must divide the other, or the shapes meet
+    only in a torch error."""
+    heads, kv_heads = facts.num_attention_heads, facts.num_key_value_heads
+    if heads and kv_heads and (kv_heads > heads or heads % kv_heads):
+        raise ModelFormatError(f"{source}: num_attention_heads {heads} is not a multiple of "
+                               f"num_key_value_heads {kv_heads}; fix config.json")
+
+
 def from_facts(facts: ConfigFacts) -> ModelConfig:
     """Resolve the facts for this engine, or raise the one error that says why not."""
     from engine.models import family_for
@@ -62,6 +73,7 @@ def from_facts(facts: ConfigFacts) -> ModelConfig:
         raise ModelFormatError(f"{source}: hidden_size {facts.hidden_size} is not divisible by "
                                f"num_attention_heads {facts.num_attention_heads} and head_dim "
                                "is not given")
+    _check_heads(facts, source)
     experts, per_tok, expert_width = _experts(facts, family.expert_width_field, need)
     layers = int(facts.num_hidden_layers or 0)
     dense = layers > facts.moe_layers() or not experts

@@ -249,8 +249,9 @@ class Engine:
 
         The template is the model's code: it runs as transformers runs it (Jinja's immutable
         sandbox) under probes.model.chat_template's budget of steps, output and time, so a template
-        that loops or builds huge strings is one EngineError, not a hang."""
-        from probes.model.chat_template import render
+        that loops or builds huge strings is one EngineError, not a hang; it renders in a
+        child process whose memory and CPU time the kernel caps."""
+        from probes.model.chat_template import render_limited as render
         from probes.textsafe import one_line
 
         template = getattr(self.tokenizer, "chat_template", None)

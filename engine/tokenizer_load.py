@@ -30,6 +30,14 @@ def load_tokenizer(path: Path, files: Sequence[str], required: bool) -> Any:
     `files` are the tokenizer files the model-directory reader found."""
     from transformers import AutoTokenizer
 
+    from probes.bounded import regular_file_problem
+    from probes.model.reader import TOKENIZER_FILES
+
+    directory = path.parent if path.suffix == ".gguf" else path
+    for problem in filter(None, (regular_file_problem(str(directory / name))
+                                 for name in TOKENIZER_FILES)):
+        raise ModelFormatError(f"{problem}: the tokenizer is not loaded; replace it with the "
+                               "real file")
     try:
         if path.suffix == ".gguf":
             return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

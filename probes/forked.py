@@ -24,6 +24,12 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+# What the child may add to the address space it inherits, and its CPU seconds: a tokenizer
+# whose normalizer multiplies every space took a child to 3.4 GB. Loading the largest
+# tokenizer the doctor reads takes a few hundred MB; past the cap the child dies (a Rust
+# allocation failure aborts) and the caller gets a ForkedError, never the machine's memory.
+MAX_EXTRA_MEMORY_BYTES = 1024 * 1024 * 1024
+MAX_CPU_S = 60
 _READ_BYTES = 256 * 1024
 
 
@@ -67,6 +73,7 @@ class Forked(Generic[T]):
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_fd)
+            _limit_child()
             _child(self._compute, write_fd)
         os.close(write_fd)
         self._pid, self._fd = pid, read_fd
@@ -97,6 +104,21 @@ class Forked(Generic[T]):
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
         self._pid = -1
+
+
+def _limit_child(extra_bytes: int = MAX_EXTRA_MEMORY_BYTES, cpu_s: int = MAX_CPU_S) -> None:
+    """Cap the child's address space at what it inherited plus `extra_bytes`, and its CPU
+    time (a forked child's starts at zero)."""
+    try:
+        import resource
+
+        with open("/proc/self/statm", "rb") as statm:
+            inherited = int(statm.read(64).split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        cap = inherited + extra_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    except (OSError, ValueError, ImportError, IndexError):
+        pass  # no /proc or no rlimits here: the timeout and the reply cap still hold
 
 
 def _child(compute: Callable[[], object], write_fd: int) -> None:

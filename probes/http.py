@@ -8,18 +8,29 @@ has a timeout and every body an output cap; a transport can be handed in
 
 from __future__ import annotations
 
-import json
 import ssl
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from probes import json_limits
+from probes.http_limits import (
+    TOTAL_KEY,
+    BodyTooLarge,
+    deadline_passed,
+    decoded,
+    install_deadline,
+    lines,
+)
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
     import httpx
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024  # one SSE line: a chunk of a reply is a few hundred bytes
+MAX_STREAM_BYTES = 256 * 1024 * 1024  # decoded, over a whole streamed reply
 USER_AGENT = "ascend-doctor"
 
 
@@ -82,14 +93,26 @@ def metrics_url(url: str) -> str:
 
 
 def client(timeout: httpx.Timeout | float, transport: httpx.BaseTransport | None = None,
-           api_key: Secret | None = None) -> httpx.Client:
+           api_key: Secret | None = None, total_s: float | None = None) -> httpx.Client:
+    """A client whose every request ends within `total_s` (default: the connect and read
+    timeouts together), however slowly the server drips its answer; a request may carry
+    its own total as the `total_timeout_s` extension."""
     import httpx
 
-    headers = {"User-Agent": USER_AGENT}
+    headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
     if api_key is not None:
         headers["Authorization"] = f"Bearer {api_key.value}"
-    return httpx.Client(timeout=timeout, transport=transport, headers=headers,
+    made = httpx.Client(timeout=timeout, transport=transport, headers=headers,
                         follow_redirects=False)
+    install_deadline(made, total_s if total_s is not None else default_total_s(timeout))
+    return made
+
+
+def default_total_s(timeout: httpx.Timeout | float) -> float | None:
+    if isinstance(timeout, int | float):
+        return float(timeout)
+    parts = [timeout.connect, timeout.read]
+    return None if None in parts else sum(p for p in parts if p is not None)
 
 
 @dataclass(frozen=True)
@@ -107,36 +130,45 @@ class Fetched:
         return not self.error and self.status is not None and 200 <= self.status < 300
 
 
-def get(http: httpx.Client, url: str, max_bytes: int = MAX_BODY_BYTES) -> Fetched:
-    """GET `url`, reading at most `max_bytes`; never raises for network trouble."""
+def get(http: httpx.Client, url: str, max_bytes: int = MAX_BODY_BYTES,
+        total_s: float | None = None) -> Fetched:
+    """GET `url`, reading at most `max_bytes` (within `total_s` when given, else the
+    client's total); never raises for network trouble."""
     import httpx
 
+    extensions = {} if total_s is None else {TOTAL_KEY: total_s}
     try:
-        with http.stream("GET", url) as response:
+        with http.stream("GET", url, extensions=extensions) as response:
             body = read_capped(response, max_bytes)
             content_type = response.headers.get("content-type", "")
             text = body.decode(response.encoding or "utf-8", errors="replace")
             error = "" if response.is_success else status_problem(response.status_code, text, url)
             return Fetched(url, response.status_code, text, content_type, error)
-    except BodyTooLarge as exc:
-        return Fetched(url, None, "", error=str(exc))
+    except (BodyTooLarge, ValueError) as exc:
+        return Fetched(url, None, "", error=one_line(str(exc)))
     except httpx.HTTPError as exc:
         return Fetched(url, None, "", error=describe(exc, url))
 
 
-class BodyTooLarge(Exception):
-    pass
+def body_chunks(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
+    """The decoded body, every content-coding layer counted as it inflates. Raises
+    BodyTooLarge, or ValueError for a coding not read or data that is not it."""
+    url = str(response.request.url)
+    if response.is_stream_consumed:  # a body built in memory (a test's transport): decoded
+        return decoded([response.content], "", max_bytes, url)
+    return decoded(response.iter_raw(), response.headers.get("content-encoding", ""),
+                   max_bytes, url)
 
 
 def read_capped(response: httpx.Response, max_bytes: int) -> bytes:
-    chunks, size = [], 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > max_bytes:
-            raise BodyTooLarge(f"{response.request.url}: the answer is larger than "
-                               f"{max_bytes // 1024} KiB; not read")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return b"".join(body_chunks(response, max_bytes))
+
+
+def iter_lines(response: httpx.Response, max_line_bytes: int = MAX_LINE_BYTES,
+               max_bytes: int = MAX_STREAM_BYTES) -> Iterator[str]:
+    """The lines of a streamed body (server-sent events), each under `max_line_bytes`
+    whether finished or not. Raises BodyTooLarge or ValueError."""
+    return lines(body_chunks(response, max_bytes), max_line_bytes, str(response.request.url))
 
 
 def describe(exc: BaseException, url: str) -> str:
@@ -154,6 +186,8 @@ def describe(exc: BaseException, url: str) -> str:
         return f"{url}: no connection within the connect timeout (host down or firewalled?)"
     if isinstance(exc, httpx.ConnectError):
         return f"{url}: cannot connect ({_connect_reason(cause)}); is the server running?"
+    if deadline_passed(exc):
+        return f"{url}: no whole answer within the request's total deadline (a slow server?)"
     if isinstance(exc, httpx.TimeoutException):
         return f"{url}: the server stopped answering (timed out waiting for data)"
     if isinstance(exc, httpx.RemoteProtocolError):
@@ -198,7 +232,7 @@ def error_message(body: str) -> str:
     """The message of an OpenAI-style (`{"error": {"message"}}`), vLLM (`{"message"}`) or
     FastAPI (`{"detail"}`) error body; "" when there is none."""
     try:
-        doc: Any = json.loads(body)
+        doc: Any = json_limits.loads(body, "error body")
     except ValueError:
         return one_line(body.strip())[:200]
     if not isinstance(doc, dict):

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from probes.bounded import MAX_READ_BYTES, Owner, check_owner, read_regular
 from probes.errors import HostError, PathMissing, PathUnreadable
 from probes.host import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -48,8 +49,12 @@ class LiveHost:
         python: str | None = None,
         default_timeout_s: float = DEFAULT_TIMEOUT_S,
         max_output_bytes: int | None = None,
+        owner: Owner | None = None,
     ) -> None:
         self.root = os.path.abspath(root)
+        # files are read with this user's rights (a target's owner); None: the doctor's own
+        self.owner = owner
+        self.max_read_bytes = MAX_READ_BYTES
         self._env: dict[str, str] = dict(os.environ if env is None else env)
         self.python = python
         self.default_timeout_s = default_timeout_s
@@ -113,12 +118,8 @@ class LiveHost:
     def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
         if offset < 0 or (length is not None and length < 0):
             raise ValueError(f"{path}: offset and length must be >= 0")
-        try:
-            with open(self.host_path(path), "rb") as fh:
-                fh.seek(offset)
-                return fh.read() if length is None else fh.read(length)
-        except OSError as exc:
-            raise host_error(path, exc) from exc
+        return read_regular(self.host_path(path), offset, length, max_bytes=self.max_read_bytes,
+                            owner=self.owner, root=self.root, shown=path)
 
     def file_size(self, path: str) -> int:
         try:
@@ -141,6 +142,8 @@ class LiveHost:
     def list_dir(self, path: str) -> list[str]:
         host = self.host_path(path)
         try:
+            if self.owner is not None and os.path.isdir(host):  # names too, with its rights
+                check_owner(host, self.root, self.owner, path)
             return sorted(os.listdir(host))
         except NotADirectoryError as exc:
             if os.path.exists(host):  # the path is a file; ENOTDIR above it means missing

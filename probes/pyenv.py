@@ -8,12 +8,11 @@ package being importable there; the current interpreter imports it instead.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from probes import pyenv_scan
+from probes import json_limits, pyenv_scan
 from probes.host import CommandResult, PythonEnvironment, normalise_dist_name
 from probes.pyenv_scan import MARKER
 
@@ -61,7 +60,7 @@ def parse_report(interpreter: str, stdout: str) -> PythonEnvironment:
     if line is None:
         return _failed(interpreter, f"{interpreter} printed no report (is it a Python?)")
     try:
-        report = json.loads(line[len(MARKER) :])
+        report = json_limits.loads(line[len(MARKER) :], "the report")
         return _from_report(interpreter, report)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         return _failed(interpreter, f"{interpreter} printed an unreadable report: {exc}")

@@ -71,6 +71,7 @@ def _run(proc: subprocess.Popen[bytes], output: _Output, deadline_s: float) -> E
         except subprocess.TimeoutExpired:
             ending = "timeout"
     _kill_group(proc)
+    kill_pipe_holders(output.pipe_inodes)  # what left the group (setsid) with our pipes
     output.read_until(time.monotonic() + KILL_GRACE_S)  # what the group wrote as it died
     _reap(proc)
     return ending
@@ -98,6 +99,7 @@ class _Output:
         self.full = False
         self._selector = selectors.DefaultSelector()
         self._pipes: list[IO[bytes]] = [p for p in (proc.stdout, proc.stderr) if p is not None]
+        self.pipe_inodes = frozenset(os.fstat(p.fileno()).st_ino for p in self._pipes)
         for pipe, sink in ((proc.stdout, self.stdout), (proc.stderr, self.stderr)):
             if pipe is not None:
                 self._selector.register(pipe, selectors.EVENT_READ, sink)
@@ -134,6 +136,34 @@ class _Output:
         for pipe in self._pipes:
             with contextlib.suppress(OSError):
                 pipe.close()
+
+
+def kill_pipe_holders(inodes: frozenset[int], proc_dir: str = "/proc") -> list[int]:
+    """SIGKILL every process that still holds one of these pipes: a grandchild that called
+    setsid is in no process group of ours, and would outlive the run holding its output.
+    Only processes whose fd table this user may read are seen (its own, or all for root)."""
+    wanted = {f"pipe:[{inode}]" for inode in inodes}
+    killed = []
+    own = os.getpid()
+    for name in os.listdir(proc_dir) if wanted else ():
+        if not name.isdigit() or int(name) == own:
+            continue
+        if _holds(f"{proc_dir}/{name}/fd", wanted):
+            with contextlib.suppress(OSError):
+                os.kill(int(name), signal.SIGKILL)
+                killed.append(int(name))
+    return killed
+
+
+def _holds(fd_dir: str, wanted: set[str]) -> bool:
+    try:
+        for fd in os.listdir(fd_dir):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"{fd_dir}/{fd}") in wanted:
+                    return True
+    except OSError:
+        pass
+    return False
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:

@@ -67,3 +67,31 @@ def xml_text(text: str) -> str:
     """`visible(text)` without the characters XML 1.0 forbids (a JUnit report stays
     well-formed whatever a recorded error contained)."""
     return _regex(_XML_FORBIDDEN).sub("", visible(text))
+
+
+# A value read from a file or a recording is shown on one line of a report; a driver version
+# of megabytes is still one line of this budget, in every output.
+LINE_BUDGET_CHARS = 400
+
+
+def cut(text: str, max_chars: int = LINE_BUDGET_CHARS) -> str:
+    """`text` when it fits in `max_chars`, else its start and how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    keep = max(0, max_chars - 32)
+    return f"{text[:keep]}…(+{len(text) - keep:,} characters)"
+
+
+# A report's budget: each summary, remedy or evidence line, and the number of evidence lines.
+REPORT_VALUE_CHARS = 2000
+REPORT_MAX_LINES = 400
+
+
+def cut_lines(lines: tuple[str, ...], max_lines: int = REPORT_MAX_LINES,
+              max_chars: int = REPORT_VALUE_CHARS) -> tuple[str, ...]:
+    """Each line cut to `max_chars`, and at most `max_lines` of them (the last one says how
+    many were left out)."""
+    kept = tuple(cut(line, max_chars) for line in lines[:max_lines])
+    if len(lines) > max_lines:
+        kept = (*kept[:-1], f"…(+{len(lines) - max_lines + 1:,} more lines)")
+    return kept

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from probes.errors import ParseError
+from probes.textsafe import cut
 
 # Line kinds at the third position. T (internal/dev builds such as 8.0.T6) sorting below
 # RC of the same X.Y is OUR convention: internal builds precede the public releases of a
@@ -36,6 +37,9 @@ _PRE_FINAL = 4
 _PRE_DEV_ONLY = 0  # PEP 440: 1.0.dev1 < 1.0a1, so a bare dev release sorts below any pre.
 
 _MAX_DIGITS = 20  # longer numbers are not versions; also keeps int() far from its limits
+# PEP 440 sets no length; the longest the doctor meets (a local label with a git hash) is
+# under 64. A text of kilobytes is not a version, and is refused before it is split.
+MAX_VERSION_CHARS = 256
 
 _GLUED = re.compile(r"([0-9]+)([a-z]+)([0-9]*)", re.ASCII)
 _TAG = re.compile(r"([a-z]+)([0-9]*)", re.ASCII)
@@ -155,7 +159,10 @@ class AscendVersion:
 def parse_version(text: str) -> AscendVersion:
     """Parse any Ascend / PEP 440 version string. Raises ParseError otherwise."""
     raw = text
-    what = f"version {text!r}"
+    what = f"version {cut(text, 80)!r}"
+    if len(text) > MAX_VERSION_CHARS:
+        raise ParseError(what, f"{len(text):,} characters, more than a version has "
+                               f"({MAX_VERSION_CHARS})")
     body = text.strip().lower()
     body, plus, local = body.partition("+")
     if plus and not _LOCAL.fullmatch(local):
@@ -250,20 +257,20 @@ def _assemble(raw: str, local: str, tokens: list[Token], what: str) -> AscendVer
     if len(tokens) < 2 or tokens[0][0] != "num" or tokens[1][0] != "num":
         raise ParseError(what, "a version starts with X.Y")
     major, minor = tokens[0][1] or 0, tokens[1][1] or 0
-    rest = tokens[2:]
+    at = 2  # an index, not slices: the walk stays linear in the number of parts
     line, line_number = LINE_FINAL, 0  # X.Y alone means X.Y.0
-    if rest and rest[0][0] in ("num", "t", "rc"):
-        kind, num = rest[0]
+    if at < len(tokens) and tokens[at][0] in ("num", "t", "rc"):
+        kind, num = tokens[at]
         line = {"num": LINE_FINAL, "t": LINE_T, "rc": LINE_RC}[kind]
         line_number = num or 0
-        rest = rest[1:]
+        at += 1
     patches: list[int] = []
-    while rest and rest[0][0] == "num":
-        patches.append(rest[0][1] or 0)
-        rest = rest[1:]
+    while at < len(tokens) and tokens[at][0] == "num":
+        patches.append(tokens[at][1] or 0)
+        at += 1
     fields: dict[str, int] = {}
     pre: tuple[str, int] | None = None
-    for kind, num in rest:
+    for kind, num in tokens[at:]:
         if kind in _PRE_RANK:
             if pre is not None:
                 raise ParseError(what, "two pre-release tags")

@@ -9,13 +9,12 @@ only when `--endpoint` is given (the registry skips these checks without it).
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from checks.context import Context
 from checks.model import Finding, failed, passed, warned
-from probes import http
+from probes import http, json_limits
 from probes.prometheus import parse
 from probes.serving_metrics import REQUIRED, ServingReading, read_serving
 from probes.sse import EventParser
@@ -81,7 +80,7 @@ def _models(ctx: Context) -> tuple[list[str], str]:
         if not fetched.ok:
             return [], fetched.error
         try:
-            data = json.loads(fetched.text)["data"]
+            data = json_limits.loads(fetched.text, "/v1/models")["data"]
             return [one_line(str(m["id"])) for m in data], ""
         except (ValueError, KeyError, TypeError):
             return [], f"{target.api_base}/models: not an OpenAI model list"
@@ -162,7 +161,7 @@ def _stream(client: httpx.Client, url: str, body: dict[str, Any]) -> dict[str, A
                                    f"({response.headers.get('content-type', 'no content type')})")
             return out
         parser, size = EventParser(), 0
-        for line in response.iter_lines():
+        for line in http.iter_lines(response, 64 << 10, 2 << 20):
             size += len(line)
             if size > 1 << 20:
                 raise http.BodyTooLarge(f"{url}: the stream passed 1 MiB for {SMOKE_TOKENS} "
@@ -181,7 +180,7 @@ def _take(data: str, out: dict[str, Any], start: float) -> bool:
         out["done"] = True
         return True
     try:
-        doc = json.loads(data)
+        doc = json_limits.loads(data, "an event")
         choice = doc["choices"][0] if doc.get("choices") else {}
     except (ValueError, KeyError, TypeError, AttributeError):
         out["problems"].append(f"an event is not a chat.completion.chunk: {one_line(data[:80])}")

@@ -573,7 +573,7 @@ def render_probe(files: TokenizerFiles) -> Rendered | None:
     a template."""
     if not files.chat_template:
         return None
-    from probes.model.chat_template import render
+    from probes.model.chat_template import render_limited as render
 
     variables: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
                                  "add_generation_prompt": True, **files.special_tokens()}

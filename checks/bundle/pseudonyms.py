@@ -13,7 +13,8 @@ name (before the first dot) likewise. A short name of fewer than 6 letters with 
 URL host names; IPv4-shaped tokens (zero-padded `010.020.030.040` is the same address as
 `10.20.30.40`); AWS-style `ip-10-20-30-40` names; Kubernetes pod names (a Deployment's
 `name-<hash>-<5 chars>`, and the StatefulSet siblings `name-N` of this machine's own name);
-IPv6 addresses. Loopback and unspecified addresses are kept.
+pod DNS names (`10-244-1-5.ns.pod.cluster.local`: the dashed address); IPv6 addresses.
+Loopback and unspecified addresses are kept.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ Fit = Callable[[str, str], str]  # (original, pseudonym) -> what replaces it
 
 _IPV4 = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?![\w]|\.\d)")
 _AWS_NAME = re.compile(r"(?i)(?<![a-z0-9])ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![0-9])")
+# A pod's DNS name is its address with dashes: `10-244-1-5.<namespace>.pod.<cluster domain>`
+# (kubernetes.io/docs/concepts/services-networking/dns-pod-service/, "A/AAAA records")
+_POD_DNS = re.compile(r"(?i)(?<![a-z0-9.-])(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})"
+                      r"(?=\.[a-z0-9-]+\.pod\.)")
 _IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f:]{2,39}(?![\w:])")
 _URL_HOST = re.compile(
     r"(?i)\b[a-z][a-z0-9+.-]*://(?:[^\s/@'\"<>]*@)?([a-z0-9-]+(?:\.[a-z0-9-]+)+)")
@@ -83,6 +88,7 @@ class Pseudonyms:
         text = _URL_HOST.sub(lambda m: self._url_host(m, fit, kinds), text)
         text = _POD.sub(lambda m: self._named_host(m.group(0), fit, kinds), text)
         text = _AWS_NAME.sub(lambda m: self._v4(m, fit, kinds, m.group(0)), text)
+        text = _POD_DNS.sub(lambda m: self._v4(m, fit, kinds, m.group(0)), text)
         text = _IPV4.sub(lambda m: self._v4(m, fit, kinds, m.group(0)), text)
         return _IPV6.sub(lambda m: self._v6(m.group(0), fit, kinds), text)
 

@@ -46,8 +46,20 @@ _BASIC = re.compile(r"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9=+/]|[A-Za-z0-9+/]+[A-Z])"
                     r"([A-Za-z0-9+/]{8,}={0,2})")
 _FLAG = re.compile(rf"(?<![\w-])--?({_NAME})(?:=|[ \t]+(?!-))({_QUOTED}|{_BARE})")
 _GLUED_P = re.compile(r"(?<![\w-])-p([^\s\"'=-][^\s\"']*)")
+# a name starts after a separator, also a URL-encoded one (`%26token%3D...`: `&token=`)
 _ASSIGNMENT = re.compile(
-    rf"(?<![\w.-])({_NAME})[ \t]*(?:=|:|%3[Dd]|%3[Aa])[ \t]*(b?(?:{_QUOTED})|{_BARE})")
+    rf"(?:(?<![\w.-])|(?<=%2[6Cc0])|(?<=%3[Ff]))({_NAME})[ \t]*(?:=|:|%3[Dd]|%3[Aa])[ \t]*"
+    rf"(b?(?:{_QUOTED})|{_BARE})")
+# `ak is X, sk is Y`: a secret name, the word `is`, the value (log lines written for people)
+_IS_PHRASE = re.compile(rf"(?<![\w.-])({_NAME})[ \t]+is[ \t]+({_QUOTED}|{_BARE})")
+# <password>X</password>: an XML element named like a secret
+_XML_ELEMENT = re.compile(rf"<({_NAME})>([^<]+)</\1>")
+# ~/.pgpass: hostname:port:database:username:password, one entry a line
+# (https://www.postgresql.org/docs/current/libpq-pgpass.html)
+_PGPASS = re.compile(r"(?m)^[^\s:#]+:(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:(\S+)[ \t]*$")
+# curl -u/--user USER:PASSWORD (curl(1), `-u, --user <user:password>`), and --proxy-user
+_USER_PASSWORD_FLAG = re.compile(
+    r"(?<![\w-])(?:-u|--user|--proxy-user|-U)(?:=|[ \t]+)[\"']?[^\s:\"']*:([^\s\"']+)")
 _QUOTED_NAME = re.compile(
     rf"([\"'])({_NAME})\1[ \t]*[:=][ \t]*(b?(?:{_QUOTED})|[^\s\"',}}\]]+)")
 _YAML_LINE = re.compile(rf"(?m)^[ \t]*-?[ \t]*({_NAME})[ \t]*:[ \t]+([^\s#][^\n]*?)[ \t]*$")
@@ -118,9 +130,13 @@ def _value_span(m: re.Match[str], group: int, kind: str) -> Span:
 def _named(pattern: re.Pattern[str], name: int, value: int, kind: str
            ) -> Callable[[str], Iterator[Span]]:
     def find(text: str) -> Iterator[Span]:
-        for m in pattern.finditer(text):
+        at = 0
+        while (m := pattern.search(text, at)) is not None:
             if is_secret_name(m.group(name)):
                 yield _value_span(m, value, kind)
+                at = m.end()
+            else:  # `sqlite:///db?password=x`: a plain name's value may hold a secret one
+                at = max(m.start(value), m.start() + 1)
     return find
 
 
@@ -196,6 +212,10 @@ _RULES: tuple[Callable[[str], Iterator[Span]], ...] = (
     _named(_FLAG, 1, 2, "secret-argument"),
     _glued_password,
     _named(_ASSIGNMENT, 1, 2, "secret-assignment"),
+    _named(_IS_PHRASE, 1, 2, "secret-assignment"),
+    _named(_XML_ELEMENT, 1, 2, "secret-assignment"),
+    _groups(_PGPASS, "secret-assignment"),
+    _groups(_USER_PASSWORD_FLAG, "secret-argument"),
     _named(_QUOTED_NAME, 2, 3, "secret-assignment"),
     _named(_YAML_LINE, 1, 2, "secret-assignment"),
     _token_formats,

@@ -19,7 +19,7 @@ from checks.options import EndpointOptions, HostOptions, RunOptions
 from engine.options import DEVICES, DTYPES, FP8_MODES, TRACE_DEVICES
 from probes.errors import ProbeError
 from probes.host import DEFAULT_TIMEOUT_S
-from probes.textsafe import one_line
+from probes.textsafe import cut, one_line
 
 if TYPE_CHECKING:
     from checks.command_options import (
@@ -78,9 +78,14 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _pid(text: str) -> int:
-    if not text.isdigit() or int(text) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a process id")
-    return int(text)
+    from probes.numbers import Field, NumberError, parse_int
+
+    try:  # PID_MAX_LIMIT on 64-bit Linux is 2**22 (proc(5), /proc/sys/kernel/pid_max)
+        return parse_int(text, Field("--pid", 1, 2**22), max_digits=7)
+    except NumberError:
+        shown = one_line(cut(text, 40))
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a process id (ASCII digits, "
+                                         f"1 to {2**22})") from None
 
 
 def _add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -94,9 +99,12 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _tp(text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) <= 4096:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a tensor-parallel size (1 to 4096)")
-    return int(text)
+    from probes.numbers import Field, NumberError, parse_int
+
+    try:
+        return parse_int(text, Field("tensor-parallel size", 1, 4096), max_digits=4)
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _csv(text: str) -> list[str]:

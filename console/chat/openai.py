@@ -9,7 +9,6 @@ stalled server never holds the reply). Cancel shuts the connection down.
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -25,7 +24,7 @@ from console.chat.backend import (
     Progress,
     ReplyChunk,
 )
-from probes import http
+from probes import http, json_limits
 from probes.sse import Event, EventParser
 from probes.textsafe import one_line
 
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
     from console.snapshots import EngineSnapshot
 
 MAX_STREAM_BYTES = 16 * 1024 * 1024
+MAX_REPLY_S = 600.0
+MODELS_TOTAL_S = 30.0  # /v1/models is a small list: a server dripping it is not waited for
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,12 @@ def short_model_id(model: str, limit: int = 40) -> str:
 
 def list_models(http_client: httpx.Client, base: str) -> list[str]:
     """The ids /v1/models lists; raises BackendUnavailable with one line."""
-    fetched = http.get(http_client, f"{base}/models", max_bytes=4 * 1024 * 1024)
+    fetched = http.get(http_client, f"{base}/models", max_bytes=4 * 1024 * 1024,
+                       total_s=MODELS_TOTAL_S)
     if not fetched.ok:
         raise BackendUnavailable(fetched.error, "check --endpoint (and --api-key-env)")
     try:
-        data = json.loads(fetched.text).get("data")
+        data = json_limits.loads(fetched.text, f"{base}/models").get("data")
         ids = [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
     except (ValueError, AttributeError, TypeError):
         raise BackendUnavailable(f"{base}/models: not an OpenAI model list",
@@ -149,6 +151,11 @@ class EndpointBackend:
         read_s = max(spec.first_token_timeout_s, spec.idle_timeout_s) + 5.0
         return httpx.Timeout(connect=spec.connect_timeout_s, read=read_s, write=30.0, pool=5.0)
 
+    def _total_s(self) -> float:
+        """A whole reply's deadline: the first token's wait, then MAX_REPLY_S of tokens (the
+        watchdog ends a stalled stream sooner; this ends one that drips forever)."""
+        return self.spec.connect_timeout_s + self.spec.first_token_timeout_s + MAX_REPLY_S
+
     def prepare(self, progress: Progress) -> str:
         """Every failure here is transient: a server that is down, starting or loading another
         model may answer later, and the console asks again."""
@@ -180,14 +187,16 @@ class EndpointBackend:
                      f"no reply within {self.spec.first_token_timeout_s:g} s "
                      "(the first-token timeout)")
         try:
-            with self._client.stream("POST", url, json=self.request_body(messages, settings)) \
-                    as response:
+            with self._client.stream("POST", url, json=self.request_body(messages, settings),
+                                     extensions={http.TOTAL_KEY: self._total_s()}) as response:
                 with self._lock:
                     self._response = response
                 _check_response(response, url)
                 yield from self._chunks(response, url, watchdog)
         except httpx.HTTPError as exc:
             raise BackendError(self._abort_reason or http.describe(exc, url)) from None
+        except (http.BodyTooLarge, ValueError) as exc:  # a line or a layer over its cap
+            raise BackendError(one_line(str(exc))) from None
         finally:
             watchdog.stop()
             with self._lock:
@@ -196,7 +205,7 @@ class EndpointBackend:
     def _chunks(self, response: httpx.Response, url: str,
                 watchdog: _Watchdog) -> Iterator[ReplyChunk]:
         parser, size, done, finished = EventParser(), 0, False, False
-        for line in response.iter_lines():
+        for line in http.iter_lines(response):
             size += len(line) + 1
             if size > MAX_STREAM_BYTES:
                 raise BackendError(f"{url}: the stream passed {MAX_STREAM_BYTES >> 20} MiB; "
@@ -256,7 +265,7 @@ def parse_chunk(event: Event, url: str) -> ReplyChunk:
     """One `chat.completion.chunk` event; a server error event or malformed data is a
     BackendError with one line."""
     try:
-        doc = json.loads(event.data)
+        doc = json_limits.loads(event.data, url)
     except ValueError:
         raise BackendError(f"{url}: malformed event: data is not JSON "
                            f"({one_line(event.data[:80])})") from None

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from engine.config import ModelConfig
 from engine.cpu_decode import prefer_layout
 from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
+from engine.errors import ModelFormatError
 from engine.fp8 import Fp8Weight
 from engine.layers import Attention, MlpWeights, NormFn, linear, swiglu
 from engine.moe import SparseMoe, route
@@ -446,8 +447,16 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     """Measure the peaks, then every case; the ascend-doctor-bench/1 document."""
     settings = settings or Settings()
     dev = Device(device)
-    meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
-    cases = plan(meta, dev, settings)
+    check_plausible(config, device, dtype, fp8_mode)
+    try:  # on the meta device: shapes that disagree fail here, before anything is allocated
+        meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
+        cases = plan(meta, dev, settings)
+    except (RuntimeError, ValueError) as exc:
+        from probes.textsafe import one_line
+
+        raise ModelFormatError(f"the config's shapes do not fit together "
+                               f"({type(exc).__name__}: {one_line(str(exc))[:160]}); fix "
+                               "config.json") from None
     copy_case, mm_case = peak_cases(dev, dtype, settings)
     total = len(cases) + 2
     report = (lambda i, name: progress(i, total, name)) if progress else (lambda i, name: None)
@@ -458,13 +467,16 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     copy_bps = copy_case.cost.bytes / copy_t.median_s
     flops_ps = mm_case.cost.flops / mm_t.median_s
     budget = memory_budget(device, settings)
-    rows, too_big = [], []
+    rows, too_big, failed = [], [], []
     for i, case in enumerate(cases, 2):
         report(i, case.name)
         if case.cost.bytes > budget:
             too_big.append(case.name)
             continue
-        rows.append(measured(case, run_case(case, dev, settings), copy_bps, flops_ps))
+        try:
+            rows.append(measured(case, run_case(case, dev, settings), copy_bps, flops_ps))
+        except (RuntimeError, MemoryError) as exc:  # shapes torch refuses, memory it lacks
+            failed.append(f"{case.name} ({type(exc).__name__}: {str(exc)[:120]})")
     report(total, "")
     rows.sort(key=lambda r: r["pct_of_roofline"])
     document = _document(config, dev, meta, model, settings, copy_case, copy_t, mm_case, mm_t,
@@ -472,7 +484,40 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
     if too_big:
         document["notes"].append(f"not run, their tensors exceed half the free memory "
                                  f"({budget / 2**30:.1f} GiB): {', '.join(too_big)}")
+    if failed:
+        from probes.textsafe import one_line
+
+        document["notes"].append(one_line(f"failed, not measured: {'; '.join(failed)}"))
     return document
+
+
+# A model is benchmarked one layer at a time, so it may be larger than this device; but not
+# larger than the most devices the doctor reads a tensor-parallel size for
+# (probes.target.serving.MAX_PARALLEL): past that, the config is not a model, and its one
+# layer would still be gigabytes (hidden_size 1e9 allocated 12 GB here).
+MAX_DEVICES = 4096
+
+
+def check_plausible(config: ModelConfig, device: torch.device, dtype: torch.dtype,
+                    fp8_mode: str) -> None:
+    """Refuse, before anything is allocated, a config whose weights (priced as the engine's
+    load prices them) would not fit even MAX_DEVICES devices with this one's free memory."""
+    from engine.cache import element_bytes
+    from engine.runner import available_memory_bytes
+    from probes.model.memory import human_bytes, plan_memory
+    from probes.model.tensors import InventoryError
+
+    if config.facts is None:
+        return
+    try:
+        need = plan_memory(config.facts, 1, element_bytes(dtype)).weight_bytes(fp8_mode)
+    except InventoryError:
+        return
+    free = available_memory_bytes(device)
+    if need > MAX_DEVICES * free:
+        raise ModelFormatError(f"{config.facts.source}: this model's weights would need "
+                               f"{human_bytes(need)}, more than {MAX_DEVICES} devices with "
+                               f"this one's {human_bytes(free)} free; check config.json")
 
 
 def memory_budget(device: torch.device, settings: Settings) -> int:

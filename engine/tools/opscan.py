@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from engine.config import ModelConfig, load_config
-from engine.errors import EngineError
+from engine.errors import EngineError, ModelFormatError
 from engine.ops import NPU_CANDIDATES, Candidate, admit
 from engine.options import TRACE_DEVICES as DEVICES
 from engine.runner import npu_available, parse_dtype
@@ -30,6 +30,7 @@ from engine.tools.npu_registry import Registry, load_registry, parse_version, ve
 from engine.tools.opcoverage import DispatcherJudge, Judge, OpRow, RegistryJudge, rows
 from engine.tools.optrace import PREFILL_TOKENS, qualified, trace
 from engine.weights import read_model
+from probes.textsafe import one_line
 
 SCHEMA = "ascend-doctor-ops/1"
 
@@ -194,9 +195,14 @@ def scan(config: ModelConfig, judge: Judge, *, dtype: str = "bfloat16",
          fp8_mode: str = "dequantize", scale_dtype: str | None = None,
          prefill_tokens: int = PREFILL_TOKENS, model: str = "") -> CoverageReport:
     torch_dtype = parse_dtype(dtype)
-    meta = build_meta_model(config, torch_dtype, fp8_mode, prefill_tokens + 1,
-                            scale_dtype or "BF16")
-    traced = trace(meta, prefill_tokens)
+    try:  # on the meta device: a config whose shapes disagree fails here, costing nothing
+        meta = build_meta_model(config, torch_dtype, fp8_mode, prefill_tokens + 1,
+                                scale_dtype or "BF16")
+        traced = trace(meta, prefill_tokens)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelFormatError(f"the config's shapes do not fit together "
+                               f"({type(exc).__name__}: {one_line(str(exc))[:160]}); fix "
+                               "config.json") from None
     found = tuple(rows(traced, judge))
     notes = _notes(traced.layers, prefill_tokens, judge, meta.fp8_mode, scale_dtype)
     return CoverageReport(model or config.architecture, config.architecture,

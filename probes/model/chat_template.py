@@ -16,10 +16,14 @@ from __future__ import annotations
 import functools
 import json
 import operator
+import pickle
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from probes.limited import Limits
 
 MAX_STEPS = 200_000
 MAX_CHARS = 1_000_000
@@ -189,6 +193,48 @@ def render(template: str, variables: Mapping[str, Any], budget: Budget | None = 
         return Rendered(None, f"stopped: {exc}", stopped=True, steps=budget.steps)
     except RecursionError:
         return Rendered(None, "stopped: recursion too deep", stopped=True, steps=budget.steps)
+    except MemoryError:  # in render_limited's child: its address-space cap
+        return Rendered(None, "stopped: out of memory", stopped=True, steps=budget.steps)
     except Exception as exc:  # a template error, or an error the template raised on purpose
         return Rendered(None, f"{type(exc).__name__}: {exc}", steps=budget.steps)
     return Rendered("".join(pieces), steps=budget.steps)
+
+
+# The largest chat template of a released model is tens of KB; a template of megabytes is
+# compiled before any budget counts (28 MB took 3.9 GB and 53 s), so it is refused unread.
+MAX_TEMPLATE_CHARS = 1_000_000
+
+
+def render_limited(template: str, variables: Mapping[str, Any],
+                   limits: Limits | None = None) -> Rendered:
+    """`render` in a child process whose memory and CPU the kernel caps (probes.limited):
+    what the step budget cannot see (one huge power, a string built by `%` or `format`) ends
+    there, never in the caller. Never raises."""
+    from probes.limited import LimitedError, run_limited
+
+    if len(template) > MAX_TEMPLATE_CHARS:
+        return Rendered(None, f"stopped: a template of {len(template):,} characters (more "
+                              f"than {MAX_TEMPLATE_CHARS:,})", stopped=True)
+    try:
+        answer = run_limited("probes.model.chat_template", "render_in_child",
+                             (template, dict(variables)), limits)
+    except LimitedError as exc:
+        return Rendered(None, f"stopped: {exc}", stopped=True)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        return Rendered(None, f"the template's variables cannot be passed on ({exc})")
+    return _rendered(answer)
+
+
+def render_in_child(argument: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """The child's side of render_limited: the Rendered as JSON."""
+    rendered = render(*argument)
+    return {"text": rendered.text, "error": rendered.error, "stopped": rendered.stopped,
+            "steps": rendered.steps}
+
+
+def _rendered(answer: Any) -> Rendered:
+    if not isinstance(answer, dict):
+        return Rendered(None, "stopped: the renderer gave no answer", stopped=True)
+    text = answer.get("text")
+    return Rendered(text if isinstance(text, str) else None, str(answer.get("error", "")),
+                    bool(answer.get("stopped")), int(answer.get("steps") or 0))

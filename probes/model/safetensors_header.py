@@ -119,7 +119,10 @@ def _metadata(meta: Any, path: str) -> dict[str, str]:
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A dimension or an offset: the format stores them as unsigned 64-bit integers
+    (huggingface/safetensors, safetensors/src/tensor.rs: `shape: Vec<usize>`,
+    `data_offsets: (usize, usize)`)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
 
 
 def _tensor(name: str, entry: Any, shard: str, path: str) -> TensorInfo:

@@ -17,9 +17,12 @@ holds a shell command line is refused, naming the line; the doctor runs no scrip
 
 from __future__ import annotations
 
-import json
+import errno
+import os
 from dataclasses import dataclass
 from typing import Any
+
+from probes import json_limits
 
 MAX_ENV_FILE_BYTES = 1024 * 1024
 # first words of a line that make it a shell command, not an assignment or a comment
@@ -48,13 +51,15 @@ class EnvFile:
 
 def read_env_file(path: str) -> EnvFile:
     """Read and parse a local file. Raises EnvFileError naming the file."""
+    from probes.bounded import read_regular
+    from probes.errors import HostError, PathMissing
+
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_ENV_FILE_BYTES + 1)
-    except OSError as exc:
-        raise EnvFileError(f"{path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_ENV_FILE_BYTES:
-        raise EnvFileError(f"{path}: over {MAX_ENV_FILE_BYTES} bytes: not an environment file")
+        data = read_regular(path, max_bytes=MAX_ENV_FILE_BYTES)
+    except PathMissing:
+        raise EnvFileError(f"{path}: {os.strerror(errno.ENOENT)}") from None
+    except HostError as exc:
+        raise EnvFileError(str(exc)) from None
     try:
         return parse_env_file(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -72,9 +77,9 @@ def parse_env_file(text: str) -> EnvFile:
 
 def _docker_inspect(text: str) -> EnvFile:
     try:
-        doc: Any = json.loads(text)
+        doc: Any = json_limits.loads(text, "docker inspect JSON")
     except ValueError as exc:
-        raise EnvFileError(f"starts like JSON but is not JSON ({exc})") from None
+        raise EnvFileError(f"starts like JSON but is not read ({exc})") from None
     notes: list[str] = []
     if isinstance(doc, list):
         if not doc:

@@ -26,7 +26,9 @@ class TargetHost(LiveHost):
                  python: str | None = None, machine_env: Mapping[str, str] | None = None,
                  default_timeout_s: float = DEFAULT_TIMEOUT_S,
                  reader: ProcReader | None = None) -> None:
-        super().__init__(root=root, env=env, python=python, default_timeout_s=default_timeout_s)
+        proc = target.process
+        super().__init__(root=root, env=env, python=python, default_timeout_s=default_timeout_s,
+                         owner=proc.owner() if proc is not None else None)
         self.target = target
         self.reader = reader or ProcReader()
         self.machine = LiveHost(env=os.environ if machine_env is None else machine_env,

@@ -125,7 +125,8 @@ def to_json(target: Target) -> dict[str, Any]:
 def _process_json(proc: ProcessInfo) -> dict[str, Any]:
     return {
         "pid": proc.pid, "cmdline": list(proc.cmdline), "name": proc.name, "exe": proc.exe,
-        "cwd": proc.cwd, "uid": proc.uid, "ppid": proc.ppid, "ns_pid": proc.ns_pid,
+        "cwd": proc.cwd, "uid": proc.uid, "gids": list(proc.gids), "ppid": proc.ppid,
+        "ns_pid": proc.ns_pid,
         "cpus_allowed": None if proc.cpus_allowed is None else list(proc.cpus_allowed),
         "mems_allowed": None if proc.mems_allowed is None else list(proc.mems_allowed),
         "mount_namespace": proc.mount_ns, "files_root": proc.files_root,
@@ -195,7 +196,8 @@ def _process(obj: Mapping[str, Any]) -> ProcessInfo:
     return ProcessInfo(
         pid=_int(obj, "pid"), cmdline=tuple(_strs(obj, "cmdline")), name=_str(obj, "name", ""),
         exe=_opt(obj, "exe", str), cwd=_opt(obj, "cwd", str), uid=_opt(obj, "uid", int),
-        ppid=_opt(obj, "ppid", int), ns_pid=_opt(obj, "ns_pid", int),
+        gids=tuple(_ints(obj, "gids")) if "gids" in obj else (), ppid=_opt(obj, "ppid", int),
+        ns_pid=_opt(obj, "ns_pid", int),
         cpus_allowed=None if cpus is None else tuple(_ints(obj, "cpus_allowed")),
         mems_allowed=None if mems is None else tuple(_ints(obj, "mems_allowed")),
         mount_ns=mount_ns,  # checked against MOUNT_NS above

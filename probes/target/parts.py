@@ -8,7 +8,10 @@ Apart from probes.target.model so that a run judging no process never builds the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from probes.bounded import Owner
 
 V = TypeVar("V", str, int, float)
 MountNs = Literal["same", "other", "unknown"]
@@ -40,6 +43,13 @@ class ProcessInfo:
     mount_ns: MountNs = "same"  # relative to the doctor's own mount namespace
     files_root: str = "/"  # where its files are read on this machine (/proc/PID/root)
     start_ticks: int | None = None  # /proc/PID/stat starttime: a reused pid differs
+    gids: tuple[int, ...] = ()  # real gid and supplementary groups (status Gid, Groups)
+
+    def owner(self) -> Owner | None:
+        """Whose rights its files are read with; None when its uid is unknown."""
+        from probes.bounded import Owner
+
+        return None if self.uid is None else Owner(self.uid, frozenset(self.gids))
 
     @property
     def command(self) -> str:

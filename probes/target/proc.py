@@ -124,6 +124,7 @@ class Status:
     name: str = ""
     ppid: int | None = None
     uid: int | None = None
+    gids: tuple[int, ...] = ()  # the real gid, then the supplementary groups
     ns_pid: int | None = None
     cpus_allowed: tuple[int, ...] | None = None
     mems_allowed: tuple[int, ...] | None = None
@@ -139,6 +140,7 @@ def parse_status(text: str) -> Status:
         name=fields.get("Name", ""),
         ppid=_first_int(fields.get("PPid")),
         uid=_first_int(fields.get("Uid")),
+        gids=_ints(" ".join([*fields.get("Gid", "").split()[:1], fields.get("Groups", "")])),
         ns_pid=_last_int(fields.get("NSpid")),
         cpus_allowed=_cpu_list(fields.get("Cpus_allowed_list")),
         mems_allowed=_cpu_list(fields.get("Mems_allowed_list")),
@@ -148,6 +150,10 @@ def parse_status(text: str) -> Status:
 def _first_int(value: str | None) -> int | None:
     words = (value or "").split()
     return int(words[0]) if words and words[0].isdigit() else None
+
+
+def _ints(value: str) -> tuple[int, ...]:
+    return tuple(int(w) for w in value.split() if w.isascii() and w.isdigit() and len(w) < 11)
 
 
 def _last_int(value: str | None) -> int | None:
@@ -261,7 +267,7 @@ class ProcReader:
         root = self.path(pid, "root") if mount_ns == "other" else "/"
         info = ProcessInfo(
             pid=pid, cmdline=cmdline, name=status.name, exe=_deleted(exe), cwd=_deleted(cwd),
-            uid=status.uid, ppid=status.ppid,
+            uid=status.uid, gids=status.gids, ppid=status.ppid,
             ns_pid=status.ns_pid if status.ns_pid != pid else None,
             cpus_allowed=status.cpus_allowed, mems_allowed=status.mems_allowed,
             mount_ns=mount_ns, files_root=root, start_ticks=start)

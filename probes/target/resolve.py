@@ -76,7 +76,7 @@ def read_process(reader: ProcReader, pid: int, chosen: str, npu_rows: Sequence[N
     ranks = ranks_of(reader, pid, env) if not env_error else ()
     covers = coverage(ranks)
 
-    files = LiveHost(root=info.files_root, env=env)
+    files = LiveHost(root=info.files_root, env=env, owner=info.owner())
     serving = serving_args(info.cmdline, files, env, info.cwd)
     info = replace(info, cmdline=masked(info.cmdline, is_secret))
     where = "" if info.mount_ns != "other" else f"; its files under {info.files_root}"

@@ -18,22 +18,24 @@ Sources a reader can open:
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from probes import json_limits
 from probes.errors import HostError
 from probes.host import Host
+from probes.numbers import Field, NumberError, parse_float, parse_int
 from probes.target.cmdline import base_name, program_args, server_kind
 from probes.target.model import ServingArgs
 from probes.target.parts import Sourced
+from probes.textsafe import cut
 
 MINDIE_DEFAULT_HOME = "/usr/local/Ascend/mindie/latest/mindie-service"
 MAX_CONFIG_BYTES = 1024 * 1024
-_SUFFIXED = re.compile(r"^(\d+(?:\.\d+)?)(k|K|Ki)$")
+_SUFFIXED = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,6}))?(k|K|Ki)", re.ASCII)
 
 
 # -- flags ---------------------------------------------------------------------------------------
@@ -61,29 +63,42 @@ def flag(args: Sequence[str], names: Sequence[str]) -> tuple[str, str] | None:
     return found
 
 
-def human_int(text: str) -> int | None:
+def human_int(text: str, field: Field) -> int:
     """An integer as vLLM's parser reads it in every release that has suffixes: plain digits,
     `k` (x1000, decimals allowed), `K` and `Ki` (x1024). M/G/T changed meaning between
-    releases (binary, then decimal), so they are not read."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    match = _SUFFIXED.match(text)
+    releases (binary, then decimal), so they are not read. Raises NumberError."""
+    match = _SUFFIXED.fullmatch(text.strip())
     if not match:
-        return None
-    number, suffix = match.groups()
-    if suffix == "k":
-        return int(float(number) * 1000)
-    return int(number) * 1024 if "." not in number else None
+        return parse_int(text.strip(), field)
+    whole, part, suffix = match.groups()
+    if suffix != "k" and part is not None:
+        raise NumberError(f"{field.name}: {text!r}: no decimals with {suffix}")
+    scale = 1000 if suffix == "k" else 1024
+    value = parse_int(whole, Field(field.name, 0, field.high)) * scale
+    if part:  # as int(float(number) * 1000): the fraction's whole units, the rest dropped
+        value += int(part) * scale // 10 ** len(part)
+    field.check(value, f"{text} ({value})")
+    return value
 
 
-def _int_flag(args: Sequence[str], names: Sequence[str], notes: list[str]) -> Sourced[int] | None:
+# Bounds of what the doctor reads (not vLLM's own limits): a count of chips past the largest
+# pod the doctor judges, a context past a billion tokens, are reported unread. The fraction's
+# range is vLLM's: CacheConfig.gpu_memory_utilization is `Field(gt=0, le=1)`
+# (vllm-project/vllm vllm/config/cache.py).
+MAX_PARALLEL = 4096
+MAX_CONTEXT_TOKENS = 10**9
+
+
+def _int_flag(args: Sequence[str], names: Sequence[str], notes: list[str],
+              high: int = MAX_PARALLEL) -> Sourced[int] | None:
     found = flag(args, names)
     if found is None:
         return None
-    value = human_int(found[0])
-    if value is None:
-        notes.append(f"`{found[1]}` on the command line: not a number the doctor reads")
+    try:
+        value = human_int(found[0], Field(f"`{cut(found[1], 60)}` on the command line", 1,
+                                          high))
+    except NumberError as exc:
+        notes.append(f"{exc}: not read")
         return None
     return Sourced(value, f"`{found[1]}` on the command line")
 
@@ -94,10 +109,12 @@ def _float_flag(args: Sequence[str], names: Sequence[str],
     if found is None:
         return None
     try:
-        return Sourced(float(found[0]), f"`{found[1]}` on the command line")
-    except ValueError:
-        notes.append(f"`{found[1]}` on the command line: not a number")
+        value = parse_float(found[0].strip(), Field(f"`{cut(found[1], 60)}` on the command line",
+                                                    0, 1, low_open=True))
+    except NumberError as exc:
+        notes.append(f"{exc}: not read")
         return None
+    return Sourced(value, f"`{found[1]}` on the command line")
 
 
 def _max_model_len(args: Sequence[str], notes: list[str]) -> Sourced[int] | None:
@@ -105,7 +122,7 @@ def _max_model_len(args: Sequence[str], notes: list[str]) -> Sourced[int] | None
     if given is not None and given[0].strip() in ("auto", "-1"):
         notes.append(f"`{given[1]}`: the context length is left to vLLM (the model's own)")
         return None
-    return _int_flag(args, ["--max-model-len"], notes)
+    return _int_flag(args, ["--max-model-len"], notes, MAX_CONTEXT_TOKENS)
 
 
 def vllm_args(cmdline: Sequence[str]) -> ServingArgs:
@@ -150,11 +167,12 @@ def mindie_args(host: Host, env: Mapping[str, str], cwd: str | None) -> ServingA
     try:
         if host.file_size(path) > MAX_CONFIG_BYTES:
             return replace(base, notes=(f"{path}: over {MAX_CONFIG_BYTES} bytes, not read",))
-        doc = json.loads(host.read_text(path))
+        doc = json_limits.loads(host.read_bytes(path, 0, MAX_CONFIG_BYTES + 1), path,
+                                MAX_CONFIG_BYTES)
     except HostError as exc:
         return replace(base, notes=(f"MindIE config not read: {exc}",))
     except ValueError as exc:
-        return replace(base, notes=(f"{path}: not JSON ({exc})",))
+        return replace(base, notes=(str(exc),))
     return _mindie_settings(doc, path)
 
 
@@ -167,21 +185,35 @@ def _mindie_settings(doc: Any, path: str) -> ServingArgs:
         notes.append(f"{path}: {len(models)} ModelConfig entries; the first is read")
     where = "BackendConfig.ModelDeployConfig"
 
-    def setting(obj: Any, key: str, label: str) -> Sourced[int] | None:
+    def setting(obj: Any, key: str, label: str, low: int, high: int) -> Sourced[int] | None:
         value = obj.get(key) if isinstance(obj, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Sourced(value, f"{path}: {label}")
-        return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        try:
+            Field(f"{path}: {label}", low, high).check(value, _short_int(value))
+        except NumberError as exc:
+            notes.append(f"{exc}: not read")
+            return None
+        return Sourced(value, f"{path}: {label}")
 
     weight = first.get("modelWeightPath") if isinstance(first, dict) else None
     return ServingArgs(
         server="mindie",
         model=Sourced(weight, f"{path}: {where}.ModelConfig[0].modelWeightPath")
         if isinstance(weight, str) and weight else None,
-        world_size=setting(first, "worldSize", f"{where}.ModelConfig[0].worldSize"),
-        max_model_len=setting(deploy, "maxSeqLen", f"{where}.maxSeqLen"),
-        npu_mem_size_gb=setting(first, "npuMemSize", f"{where}.ModelConfig[0].npuMemSize"),
+        world_size=setting(first, "worldSize", f"{where}.ModelConfig[0].worldSize", 1,
+                           MAX_PARALLEL),
+        max_model_len=setting(deploy, "maxSeqLen", f"{where}.maxSeqLen", 1,
+                              MAX_CONTEXT_TOKENS),
+        # -1: MindIE sizes the KV cache itself (its config reference)
+        npu_mem_size_gb=setting(first, "npuMemSize", f"{where}.ModelConfig[0].npuMemSize",
+                                -1, 1 << 20),
         config_file=path, notes=tuple(notes))
+
+
+def _short_int(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 24 else f"a {len(text)}-digit number"
 
 
 def _at(doc: Any, *keys: str) -> Any:

@@ -27,6 +27,7 @@ ENV_SECRETS = {
     "NUM_SECRETS": "num-secrets-value-47",
     "DEPLOY_THING": "plain-name-value-48",  # a name that says nothing: withheld all the same
     "HF_TOKEN": "hf-token-value-49",
+    "ASCEND_AUTHCODE": "Summer12Rose!authcode",  # allow-listed prefix, secret-shaped name
 }
 TEXT_SECRETS = {
     "spaced assignment": ("token = {v}", "spaced-token-value-51"),
@@ -48,6 +49,14 @@ TEXT_SECRETS = {
     "random token": ("session restored {v} ok", "Zq7Xv2Lm9PkR4tYw8NbC3sHd6GfJ"),
     "private key": ("-----BEGIN RSA PRIVATE KEY-----\n{v}\n-----END RSA PRIVATE KEY-----",
                     "private-key-body-value-65"),
+    # human-chosen values (issue #29): low entropy, so only the spelling can find them
+    "pgpass line": ("db.example.com:5432:orders:svc:{v}", "Summer12Rose!pg"),
+    "curl -u": ("curl -u admin:{v} http://10.0.0.9/health", "Summer12Rose!curl"),
+    "xml element": ("<password>{v}</password>", "Summer12Rose!xml"),
+    "ak is, sk is": ("obs: ak is {v}, region cn-1", "Summer12Rose!ak"),
+    "encoded after &": ("GET /cb?a=1%26token%3D{v}%26b=2", "Summer12Rose!enc"),
+    "plog AWSAccessKeyId": ("[plog] GET /o?AWSAccessKeyId={v}&Expires=1", "Summer12Rose!aws"),
+    "sqlite url": ("sqlite:///var/db?password={v}", "Summer12Rose!sql"),
 }
 ALLOWED_ENV_WITH_SECRETS = {  # allowed names whose *values* hold a secret
     "VLLM_REMOTE_STORE": "https://carol:{v}@store.example.com/m",
@@ -58,6 +67,7 @@ ALLOWED_SECRET_VALUES = {"VLLM_REMOTE_STORE": "vllm@store/pass-value-71",
 # split by the start of a plog tail: its last 39 characters are inside the tail
 CUT_SECRET = "tail-cut-secret-value-81-abcdefghijklmnopqrstuvwxyz0123456789"
 SQLITE_SECRET = "Sq7LiteOverflowXv2Lm9PkR4tYw8Nb"  # random-looking: found by the entropy rule
+SQLITE_HUMAN_SECRET = "Summer12Rose!sqlite"  # human-chosen: found by its name only
 ECHOED = ENV_SECRETS["DEPLOY_THING"]  # a withheld value echoed in a log and a recording
 
 
@@ -67,7 +77,7 @@ def _text_lines() -> list[str]:
 
 def _all_secrets() -> list[str]:
     values = [*ENV_SECRETS.values(), *(v for _, v in TEXT_SECRETS.values()),
-              *ALLOWED_SECRET_VALUES.values(), CUT_SECRET, SQLITE_SECRET]
+              *ALLOWED_SECRET_VALUES.values(), CUT_SECRET, SQLITE_SECRET, SQLITE_HUMAN_SECRET]
     return values
 
 
@@ -80,6 +90,7 @@ def _recording(path: Path) -> None:
                      "kind TEXT, payload TEXT)")
         conn.execute("INSERT INTO meta VALUES ('schema', 'ascend-console-recording/1')")
         conn.execute("INSERT INTO meta VALUES ('note', ?)", (f"password={SQLITE_SECRET}",))
+        conn.execute("INSERT INTO meta VALUES ('dsn', ?)", (f"password={SQLITE_HUMAN_SECRET}",))
         for shift in range(0, 4096, 509):
             # a withheld value with no name beside it: only its whole, assembled text matches
             body = "x" * shift + f" {ECHOED} {SQLITE_SECRET}" * 400

@@ -204,3 +204,50 @@ def test_the_host_name_never_survives(name: str, before: str, after: str, upper:
     for out in (redactor.text(text, "t"), redactor.data(text.encode(), "t").decode()):
         assert name not in out.lower()
         assert "10.20.30.40" not in out and "010.020" not in out and "10-20-30-41" not in out
+
+
+HUMAN = "Summer12Rose!"  # a human-chosen value: no entropy rule can find it
+RANDOM = "Zq7Xv2Lm9PkR4tYw8NbC3sHd6GfJ"
+
+
+@pytest.mark.parametrize("value", [HUMAN, RANDOM])
+@pytest.mark.parametrize("template", [
+    "ASCEND_AUTHCODE={v}",
+    "[plog] GET /o?AWSAccessKeyId={v}&Signature={v}&Expires=1",
+    "ak is {v}, sk is {v}",
+    "GET /cb?a=1%26token%3D{v}%26b=2",
+    "token%3D{v}",
+    "sqlite:///var/db?password={v}",
+    "db.example.com:5432:orders:svc:{v}",
+    "*:*:*:postgres:{v}",
+    "curl -u admin:{v} http://10.0.0.9/health",
+    "curl --user 'admin:{v}' http://x",
+    "<password>{v}</password>",
+    "<AccessKeySecret>{v}</AccessKeySecret>",
+])
+def test_human_chosen_secrets_are_masked(template: str, value: str) -> None:
+    from checks.bundle.redact_rules import secret_spans
+
+    text = template.format(v=value)
+    masked = text
+    for start, end, _ in reversed(secret_spans(text)):
+        masked = masked[:start] + "*" + masked[end:]
+    assert value not in masked and "Summer" not in masked
+
+
+@pytest.mark.parametrize("text", ["the key is ready", "it is fine", "<name>qwen3</name>",
+                                  "10:30:00 a:b:c", "curl -v http://x"])
+def test_ordinary_text_keeps_its_words(text: str) -> None:
+    from checks.bundle.redact_rules import secret_spans
+
+    assert secret_spans(text) == []
+
+
+def test_a_pod_dns_name_is_pseudonymised() -> None:
+    from checks.bundle.pseudonyms import Pseudonyms
+
+    kinds: set[str] = set()
+    text = "connect 10-244-1-5.serving.pod.cluster.local:8000 from 10.244.1.5"
+    out = Pseudonyms().apply(text, lambda original, pseudonym: pseudonym, kinds)
+    assert "10-244-1-5" not in out and "10.244.1.5" not in out
+    assert out.count("ip-1") == 2 and "ip-address" in kinds

@@ -245,3 +245,14 @@ async def test_the_console_replays_a_damaged_recording_and_shows_the_count(
         notice = next(n.message for n in app._notifications if "damaged row" in n.message)
         assert "2 damaged row(s) were skipped" in notice
         assert app.telemetry.replay_time == T0 + 4  # the good rows were all shown
+
+
+def test_recording_onto_a_file_whose_t_column_is_text_closes(tmp_path: Path) -> None:
+    path = good(tmp_path / "r.sqlite")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE samples SET t = 'yesterday'")
+        conn.execute("INSERT INTO samples (t, kind, payload) SELECT 'later', kind, payload "
+                     "FROM samples")
+    with Recorder(path) as recorder:  # appends, prunes and closes without a TypeError
+        recorder.add(HostSnapshot(time.time(), 10.0, 1.0, 2.0, "/var/log", 1.0, 2.0))
+        assert recorder.row_count() >= 1

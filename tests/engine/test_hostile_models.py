@@ -100,6 +100,13 @@ def _overlap(shard: Path) -> None:
     with_header(shard, json.dumps(header).encode())
 
 
+def _digits_shape(digits: int) -> Callable[[Path], None]:
+    def make(shard: Path) -> None:
+        with_header(shard, b'{"a": {"dtype": "F32", "shape": [' + b"9" * digits
+                    + b'], "data_offsets": [0, 16]}}')
+    return make
+
+
 def _shard_is_dev_zero(shard: Path) -> None:
     shard.unlink()
     shard.symlink_to("/dev/zero")
@@ -141,6 +148,8 @@ CASES: dict[str, tuple[Callable[[Path], None], tuple[str, ...]]] = {
     "shard-dev-zero": (_shard(_shard_is_dev_zero), ("model.safetensors", "not a regular file")),
     "shard-directory": (_shard(_shard_is_a_directory), ("model.safetensors", "not a regular")),
     "index-escape": (_index_escape, ("plain file name",)),
+    "shape-5000-digits": (_shard(_digits_shape(5000)), ("model.safetensors",)),
+    "shape-4000-digits": (_shard(_digits_shape(4000)), ("model.safetensors", "malformed shape")),
 }
 
 
@@ -267,7 +276,9 @@ def test_os_memory_and_recursion_errors_become_engine_errors(
     "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
     "{{ 'x' * 10**9 }}",
     "{{ raise_exception('no chat here') }}",
-], ids=["loops", "huge-string", "raises"])
+    "{{ (((10 ** 256) ** 256) ** 256) ** 256 }}",
+    "{{ '%0999999999d' % 1 }}",
+], ids=["loops", "huge-string", "raises", "one-c-level-power", "format-allocates"])
 def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: str) -> None:
     """The model's chat template runs under probes.model.chat_template's budget (steps, output,
     time): a template that loops or builds a gigabyte stops with one line."""
@@ -283,3 +294,44 @@ def test_a_hostile_chat_template_is_one_engine_error(tmp_path: Path, template: s
     with pytest.raises(EngineError, match="chat template cannot be used") as info:
         eng.chat([{"role": "user", "content": "w3 w4"}])
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_a_tokenizer_file_that_is_not_a_regular_file_is_refused(tmp_path: Path,
+                                                                special: str) -> None:
+    """tokenizers opens tokenizer.json itself: a link to /dev/zero or a FIFO is refused by
+    type before it is handed over (it would read without end, or block)."""
+    import os
+
+    from engine import Engine, EngineError
+    from tests.engine.tiny_models import write_word_tokenizer
+
+    directory = tiny_dir(tmp_path / "m")
+    write_word_tokenizer(directory, vocab_size=16)
+    (directory / "tokenizer.json").unlink()
+    if special == "fifo":
+        os.mkfifo(directory / "tokenizer.json")
+    else:
+        (directory / "tokenizer.json").symlink_to(special)
+    with pytest.raises(EngineError, match="not a regular file") as info:
+        Engine.load(directory, device="cpu", dtype="float32", max_seq_len=16)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("heads", "kv_heads"), [(2, 3), (4, 3)])
+def test_heads_that_do_not_group_are_one_line_before_torch(tmp_path: Path, heads: int,
+                                                           kv_heads: int) -> None:
+    """ops and bench read the config through load_config; shapes that meet only in a torch
+    RuntimeError are refused there, naming both fields."""
+    from engine.opscan import scan_path
+
+    from engine.config import load_config
+    from engine.errors import EngineError
+
+    directory = tiny_dir(tmp_path / "m", {**TINY, "hidden_size": 12, "num_attention_heads": heads,
+                                          "num_key_value_heads": kv_heads, "head_dim": 4})
+    with pytest.raises(EngineError, match="num_key_value_heads") as info:
+        load_config(directory)
+    assert "\n" not in str(info.value)
+    with pytest.raises(EngineError, match="num_key_value_heads"):
+        scan_path(directory, "cpu", None, "bfloat16", "dequantize")

@@ -110,3 +110,33 @@ def test_a_case_larger_than_half_the_free_memory_is_not_run(tmp_path: Path) -> N
     assert "gemv lm_head" not in {op["name"] for op in result["operators"]}
     assert result["notes"][-1].startswith("not run, their tensors exceed half the free memory")
     assert result["notes"][-1].endswith(": gemv lm_head")
+
+
+def test_a_case_torch_refuses_is_a_note_not_a_traceback(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.microbench as microbench
+
+    real = microbench.run_case
+
+    def refusing(case: Case, device: Device, settings: Settings) -> object:
+        if case.name == "gemv lm_head":
+            raise RuntimeError("mat1 and mat2 shapes cannot be multiplied (1x8 and 12x16)")
+        return real(case, device, settings)
+
+    monkeypatch.setattr(microbench, "run_case", refusing)
+    result = bench(load_config(write(tmp_path, "llama")), torch.device("cpu"), settings=TINY)
+    assert "gemv lm_head" not in {op["name"] for op in result["operators"]}
+    assert result["notes"][-1].startswith("failed, not measured: gemv lm_head (RuntimeError")
+
+
+def test_a_config_no_set_of_devices_could_hold_is_refused_before_allocating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights are priced as Engine.load prices them; here the device is made tiny (one
+    byte free) so the refusal is proven without allocating anything large."""
+    import engine.runner
+    from engine.errors import ModelFormatError
+
+    monkeypatch.setattr(engine.runner, "available_memory_bytes", lambda device: 1)
+    with pytest.raises(ModelFormatError, match="more than 4096 devices") as info:
+        bench(load_config(write(tmp_path, "llama")), torch.device("cpu"), settings=TINY)
+    assert "\n" not in str(info.value)

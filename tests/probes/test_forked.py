@@ -128,3 +128,23 @@ def test_native_threads_count_too() -> None:
     if out["native_threads"] == 1:
         pytest.skip("torch started no OpenMP thread here")
     assert out["python_threads"] == 1 and out["with_openmp"] is False
+
+
+
+def test_a_child_that_allocates_without_end_is_capped() -> None:
+    out = fresh("""
+        out["could_fork"] = can_fork()
+
+        def hog():
+            blocks = []
+            while True:
+                blocks.append(bytearray(64 << 20))
+
+        forked = Forked(hog).start()
+        out["forked"] = forked.forked
+        try:
+            forked.result(60)
+        except (ForkedError, MemoryError) as exc:
+            out["error"] = type(exc).__name__
+    """)
+    assert out["forked"] and out["error"] in ("ForkedError", "MemoryError")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 from probes.spawn import spawn
@@ -63,3 +64,27 @@ def test_every_host_run_has_the_cap(tmp_path: Path) -> None:
     reading = read_live(host, timeout_s=60)
     assert reading.command is not None and reading.command.outcome == "output_limit"
     assert "output over 0.0625 MiB" in reading.error_text
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper is dead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_setsid_grandchild_holding_the_pipes_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = (f'setsid sh -c \'echo $$ > {pid_file}; exec sleep 300\' & '
+              'while [ ! -s ' + str(pid_file) + ' ]; do sleep 0.05; done; echo started')
+    result = spawn(["sh", "-c", script], 1.5, dict(os.environ))
+    grandchild = int(pid_file.read_text())
+    assert result.outcome == "timeout" and "started" in result.stdout
+    for _ in range(50):  # the kill is sent; the kernel takes a moment to end it
+        if not _alive(grandchild):
+            break
+        os.sched_yield()
+        time.sleep(0.02)
+    assert not _alive(grandchild)

@@ -8,6 +8,7 @@ import pytest
 from conftest import FakeRoot
 
 from probes.live import LiveHost
+from probes.numbers import Field, NumberError
 from probes.target.cmdline import display, masked, server_kind
 from probes.target.parts import Sourced
 from probes.target.serving import human_int, mindie_args, model_dir, serving_args, vllm_args
@@ -76,7 +77,12 @@ def test_what_is_not_read_is_said() -> None:
     ("8192", 8192), ("32k", 32000), ("25.6k", 25600), ("32K", 32768), ("1Ki", 1024),
     ("1M", None), ("1.5K", None), ("x", None), ("", None)])
 def test_human_int(text: str, value: int | None) -> None:
-    assert human_int(text) == value
+    field = Field("--max-model-len", 1, 10**9)
+    if value is None:
+        with pytest.raises(NumberError, match="--max-model-len"):
+            human_int(text, field)
+    else:
+        assert human_int(text, field) == value
 
 
 def mindie_config(root: FakeRoot, path: str, **deploy: object) -> None:

@@ -53,3 +53,15 @@ def test_json_text_is_the_same_value_with_nothing_to_obey(value: object) -> None
     assert json.loads(shown) == value
     assert not any((ord(ch) < 0x20 and ch != "\n") or 0x7F <= ord(ch) < 0xA0
                    or ch in "\u202e\u2066\u2028" for ch in shown)
+
+
+def test_values_are_cut_to_a_budget_that_says_so() -> None:
+    from probes.textsafe import cut, cut_lines
+
+    assert cut("short", 10) == "short"
+    long = "9" * 60_000_000  # a driver version of 60 MB, as a bundle can hold
+    shown = cut(long, 400)
+    assert len(shown) <= 400 and shown.endswith("characters)") and "+59,999,6" in shown
+    lines = cut_lines(tuple(str(i) for i in range(1000)), max_lines=10, max_chars=5)
+    assert len(lines) == 10 and lines[-1] == "…(+991 more lines)"
+

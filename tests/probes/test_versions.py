@@ -234,3 +234,16 @@ def test_parse_raises_only_parse_error_on_random_text(text: str) -> None:
 def test_parse_raises_only_parse_error_on_versionish_text(text: str) -> None:
     with contextlib.suppress(ParseError):
         parse_version(text)
+
+
+def test_long_texts_are_refused_before_they_are_split() -> None:
+    import pytest
+
+    from probes.errors import ParseError
+    from probes.versions import MAX_VERSION_CHARS, parse_version
+
+    for text in ("1." * 100_000 + "1", "1" * 200_000, "1.2." + "3." * MAX_VERSION_CHARS):
+        with pytest.raises(ParseError, match="more than a version has") as caught:
+            parse_version(text)
+        assert len(str(caught.value)) < 300
+    assert parse_version("1.2." + "3." * 40 + "4").patches[-1] == 4
