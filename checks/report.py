@@ -13,7 +13,7 @@ from checks.model import Result
 from checks.runner import Run
 from probes.target.model import Target, shell_target
 from probes.target.model import to_json as target_json
-from probes.textsafe import xml_text
+from probes.textsafe import cut, cut_lines, xml_text
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -34,7 +34,6 @@ class HostInfo:
 
     def __post_init__(self) -> None:
         # a recording names its host and interpreter: cut once, for every output
-        from probes.textsafe import cut
 
         for name in ("description", "python", "policy"):
             object.__setattr__(self, name, cut(getattr(self, name)))
@@ -70,7 +69,6 @@ def target_lines(target: Target) -> list[str]:
     if others:
         lines.append("  other candidates: " + "; ".join(f"{c.pid} {c.label}" for c in others))
     lines += [f"  ! {problem}" for problem in target.problems]
-    from probes.textsafe import cut, cut_lines
 
     return list(cut_lines(tuple(cut(line) for line in lines), max_lines=64))
 

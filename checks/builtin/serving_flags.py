@@ -26,6 +26,7 @@ from checks.builtin.serving_rows import (
 )
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
+from probes.textsafe import one_line
 
 CHECK_ID = "serving.flags"
 CONFIG_ENV = ("PYTORCH_NPU_ALLOC_CONF", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
@@ -119,7 +120,6 @@ def _holds(condition: Condition, value: Any) -> bool:
 def _seen(d: Deployment) -> list[str]:
     """The watched settings, as evidence: values only of the variables a rule reads (others
     may hold anything, a token included), and the keys of the JSON flags."""
-    from probes.textsafe import one_line
 
     judged = {c.fact.partition(".")[2] for row in data.load("flags", FlagRow) for c in row.when
               if c.fact.startswith("env.")} | set(CONFIG_ENV)

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from engine.cache import element_bytes
 from engine.config import ModelConfig
 from engine.cpu_decode import prefer_layout
 from engine.deltanet import FusedProjections, GatedDeltaNet, SplitProjections, recurrent_delta_rule
@@ -49,6 +50,8 @@ from engine.tools.bench_math import (
     tokens_per_expert,
 )
 from engine.tools.meta_model import MetaModel, build_meta_model
+from probes.model.tensors import InventoryError
+from probes.textsafe import one_line
 
 SCHEMA = "ascend-doctor-bench/1"
 COLD_BYTES = 256 * 2**20
@@ -452,7 +455,6 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
         meta = build_meta_model(config, dtype, fp8_mode, max_seq_len=1)
         cases = plan(meta, dev, settings)
     except (RuntimeError, ValueError) as exc:
-        from probes.textsafe import one_line
 
         raise ModelFormatError(f"the config's shapes do not fit together "
                                f"({type(exc).__name__}: {one_line(str(exc))[:160]}); fix "
@@ -485,7 +487,6 @@ def bench(config: ModelConfig, device: torch.device, *, dtype: torch.dtype = tor
         document["notes"].append(f"not run, their tensors exceed half the free memory "
                                  f"({budget / 2**30:.1f} GiB): {', '.join(too_big)}")
     if failed:
-        from probes.textsafe import one_line
 
         document["notes"].append(one_line(f"failed, not measured: {'; '.join(failed)}"))
     return document
@@ -502,10 +503,8 @@ def check_plausible(config: ModelConfig, device: torch.device, dtype: torch.dtyp
                     fp8_mode: str) -> None:
     """Refuse, before anything is allocated, a config whose weights (priced as the engine's
     load prices them) would not fit even MAX_DEVICES devices with this one's free memory."""
-    from engine.cache import element_bytes
     from engine.runner import available_memory_bytes
     from probes.model.memory import human_bytes, plan_memory
-    from probes.model.tensors import InventoryError
 
     if config.facts is None:
         return

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probes import json_limits
+from probes.errors import HostError, PathMissing
 
 MAX_ENV_FILE_BYTES = 1024 * 1024
 # first words of a line that make it a shell command, not an assignment or a comment
@@ -52,7 +53,6 @@ class EnvFile:
 def read_env_file(path: str) -> EnvFile:
     """Read and parse a local file. Raises EnvFileError naming the file."""
     from probes.bounded import read_regular
-    from probes.errors import HostError, PathMissing
 
     try:
         data = read_regular(path, max_bytes=MAX_ENV_FILE_BYTES)
