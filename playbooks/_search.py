@@ -39,7 +39,8 @@ PHRASE_WEIGHT = 3.0
 FLOOR = 15.0
 RELATIVE_FLOOR = 0.2  # a hit scoring under this share of the best one is noise
 CODE_MISS_FACTOR = 0.25
-MYTH_MIN_IDF = 2.0  # a stated myth needs at least one fairly rare term
+MYTH_MIN_IDF = 2.0  # a stated myth needs at least one fairly rare term,
+MYTH_MIN_TERMS = 4  # or a whole phrase of this many terms
 CLOSEST = 3
 # A search reads at most this much of a paste: a whole log is triage's job, and the cap keeps
 # a keystroke-driven search in the console quick whatever lands in its box.
@@ -147,9 +148,12 @@ def _phrase_bonus(index: Index, doc: _Doc, query: frozenset[str]) -> float:
 
 
 def states_myth(index: Index, doc: _Doc, query: frozenset[str]) -> bool:
-    """The query holds one of the playbook's phrases or codes whole, with a rare term in it."""
+    """The query holds one of the playbook's phrases or codes whole, with a rare term in it or
+    long enough to be a statement (a whole sentence of common words states the myth too: the
+    idf of its words falls as playbooks are added)."""
     return any(
-        phrase <= query and max(index.idf.get(t, 0.0) for t in phrase) >= MYTH_MIN_IDF
+        phrase <= query and (len(phrase) >= MYTH_MIN_TERMS
+                             or max(index.idf.get(t, 0.0) for t in phrase) >= MYTH_MIN_IDF)
         for phrase in doc.phrases
     )
 

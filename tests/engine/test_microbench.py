@@ -114,7 +114,7 @@ def test_a_case_larger_than_half_the_free_memory_is_not_run(tmp_path: Path) -> N
 
 def test_a_case_torch_refuses_is_a_note_not_a_traceback(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import engine.microbench as microbench
+    import engine.tools.microbench as microbench
 
     real = microbench.run_case
 

@@ -89,9 +89,13 @@ def test_pid_reads_the_process_log_directory(tmp_path: Path) -> None:
 
 
 def test_pid_of_no_process_exits_3() -> None:
-    done = triage("--pid", "999999999")
+    free = next(pid for pid in range(4_194_000, 4_000_000, -1)
+                if not os.path.exists(f"/proc/{pid}"))
+    done = triage("--pid", str(free))
     assert done.returncode == 3
-    assert done.stderr.startswith("ascend-doctor: --pid 999999999")
+    assert done.stderr.startswith(f"ascend-doctor: --pid {free}")
+    beyond = triage("--pid", "999999999")  # above the kernel's pid_max ceiling (proc(5))
+    assert beyond.returncode == 3 and "is not a process id" in beyond.stderr
 
 
 @pytest.mark.parametrize("payload", [b"\0\x01\x02" * 1000, b"\xff\xfe" * 5000])
