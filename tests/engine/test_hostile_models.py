@@ -323,10 +323,9 @@ def test_heads_that_do_not_group_are_one_line_before_torch(tmp_path: Path, heads
                                                            kv_heads: int) -> None:
     """ops and bench read the config through load_config; shapes that meet only in a torch
     RuntimeError are refused there, naming both fields."""
-    from engine.tools.opscan import scan_path
-
     from engine.config import load_config
     from engine.errors import EngineError
+    from engine.tools.opscan import scan_path
 
     directory = tiny_dir(tmp_path / "m", {**TINY, "hidden_size": 12, "num_attention_heads": heads,
                                           "num_key_value_heads": kv_heads, "head_dim": 4})
