@@ -9,6 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from checks import TOOL_VERSION
 from checks.model import Result
 from checks.runner import Run
 from probes.target.model import Target, shell_target
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
 SCHEMA = "ascend-doctor/1"
-TOOL_VERSION = "0.1.0"
 
 @dataclass(frozen=True)
 class HostInfo:

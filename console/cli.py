@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from checks import TOOL_VERSION
 from checks.errors import ExitCode, UsageError
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
 from console.recording import (
@@ -153,16 +154,10 @@ def make_parser() -> argparse.ArgumentParser:
                      help="play a recording instead of sampling this machine")
     rec.add_argument("--speed", type=float, default=1.0, metavar="X",
                      help="replay speed (1 = real time, 0 = as fast as possible)")
-    parser.add_argument("--version", action="version", version=f"ascend-console {_version()}")
+    parser.add_argument("--version", action="version", version=f"ascend-console {TOOL_VERSION}")
     parser.add_argument("--read-only", action="store_true",
                         help="disable everything that changes state (recording)")
     return parser
-
-
-def _version() -> str:
-    from checks.report import TOOL_VERSION
-
-    return TOOL_VERSION
 
 
 def parse_options(argv: Sequence[str] | None = None) -> ConsoleOptions:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from checks import TOOL_VERSION
 from checks.errors import EXIT_USAGE, UsageError, exit_code_for
 from checks.options import EndpointOptions, HostOptions, RunOptions
 from engine.options import DEVICES, DTYPES, FP8_MODES, TRACE_DEVICES
@@ -223,14 +224,8 @@ def _main_parser(parser_class: type[_Parser]) -> _Parser:
                           description="Is this Ascend machine, its software stack and this "
                           "checkpoint ready to serve a Qwen MoE model?")
     _add_run_options(parser)
-    parser.add_argument("--version", action="version", version=f"ascend-doctor {_version()}")
+    parser.add_argument("--version", action="version", version=f"ascend-doctor {TOOL_VERSION}")
     return parser
-
-
-def _version() -> str:
-    from checks.report import TOOL_VERSION
-
-    return TOOL_VERSION
 
 
 def build_parser() -> argparse.ArgumentParser:

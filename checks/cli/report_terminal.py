@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TextIO
 
+from checks import TOOL_VERSION
 from checks.cli.ansi import Span, Writer
 from checks.model import Result, Status
-from checks.report import TOOL_VERSION, HostInfo, target_lines
+from checks.report import HostInfo, target_lines
 from checks.runner import Run
 from probes.target.model import Target
 
