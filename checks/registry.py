@@ -66,11 +66,11 @@ BUILTIN: tuple[Check, ...] = (
            "versions", "the engine release (vllm_ascend package, MindIE version.info), the "
            "model type (config.json), the chip families (npu-smi) and the features on the "
            "command line against checks/data/support.yaml and known_issues.yaml",
-           "serving_support:serving_support"),
+           "serving:support"),
     _check("serving.flags", "Serving command line and environment", "environment",
            "vllm serve arguments (with --additional-config/--compilation-config JSON) and "
            "HCCL_*/VLLM_ASCEND_* environment against the rules of checks/data/flags.yaml, "
-           "keyed by engine release, model type and chip family", "serving_flags:serving_flags"),
+           "keyed by engine release, model type and chip family", "serving:flags"),
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
            "npu:npu_health"),

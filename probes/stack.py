@@ -307,3 +307,9 @@ def _mindie_candidates(env: Mapping[str, str], prefixes: list[str]) -> list[str]
     for prefix in prefixes:
         out.append(posixpath.join(prefix, "mindie", "latest", "version.info"))
     return out
+
+
+def toolkit_dir(toolkit_file: str) -> str:
+    """The toolkit directory of an `ascend_toolkit_install.info` path (above `<arch>-linux`)."""
+    parent = posixpath.dirname(toolkit_file)
+    return posixpath.dirname(parent) if parent.endswith("-linux") else parent

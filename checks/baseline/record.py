@@ -75,7 +75,7 @@ def npu_inventory(document: Mapping[str, Any]) -> NpuInventory:
 def observe(ctx: Context, model_dir: Path | None = None) -> Baseline:
     """This machine (or recording) now, through the run's shared facts."""
     from checks.builtin import facts
-    from checks.builtin.versions import stack
+    from checks.builtin.facts import stack
 
     unknown: dict[str, str] = {}
     versions, stack_unknown = stack_versions(stack(ctx))

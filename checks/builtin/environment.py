@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from checks.builtin import facts
-from checks.builtin.versions import Judgement, stack, toolkit_dir
+from checks.builtin.facts import stack
 from checks.context import Context
 from checks.model import Finding, skipped
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
-from probes.stack import TOOLKIT_ENV_VARS, StackVersions
+from probes.stack import TOOLKIT_ENV_VARS, StackVersions, toolkit_dir
+
+if TYPE_CHECKING:
+    from checks.builtin.versions_model import Judgement
 
 LIBASCENDCL = "libascendcl.so"
 
@@ -177,6 +181,8 @@ def cann_environment(ctx: Context) -> Finding:
         if s.toolkit.state == "not_recorded":
             return skipped("the CANN toolkit files were not recorded", rules=rules)
         return skipped("no CANN toolkit on this machine", s.toolkit.error, rules=rules)
+    from checks.builtin.versions_model import Judgement  # judged: a toolkit is there
+
     j = Judgement()
     j.evidence.append(f"toolkit: {s.toolkit.path or s.toolkit.error}")
     j.evidence.append(f"ASCEND_* set: {', '.join(ascend_vars) or 'none'}")

@@ -11,6 +11,7 @@ from probes.environment import AscendEnvironment, DeviceNodes, ascend_environmen
 from probes.environment import read_device_nodes as _read_device_nodes
 from probes.host import PythonEnvironment
 from probes.inventory import NpuReading, read_live
+from probes.stack import StackVersions, read_stack
 
 
 def npu(ctx: Context) -> NpuReading:
@@ -22,6 +23,12 @@ def chip_count(ctx: Context) -> int | None:
     if reading.is_error or reading.kind != "info":
         return None
     return len(reading.document.get("chips", []))
+
+
+def stack(ctx: Context) -> StackVersions:
+    """The Ascend version files, read once per run (versions.parity, cann.environment and the
+    serving checks share them)."""
+    return ctx.fact("stack", lambda: read_stack(ctx.host))
 
 
 def environment(ctx: Context) -> AscendEnvironment:

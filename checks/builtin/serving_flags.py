@@ -15,6 +15,7 @@ from typing import Any
 
 from checks import data
 from checks.builtin import facts
+from checks.builtin.serving_engine import CONFIG_ENV, WATCHED_ENV, nothing_to_lint
 from checks.builtin.serving_inputs import Deployment, deployment
 from checks.builtin.serving_rows import (
     Condition,
@@ -29,13 +30,10 @@ from checks.model import Finding, Status, skipped, worst
 from probes.textsafe import one_line
 
 CHECK_ID = "serving.flags"
-CONFIG_ENV = ("PYTORCH_NPU_ALLOC_CONF", "TASK_QUEUE_ENABLE", "CPU_AFFINITY_CONF")
-WATCHED_ENV = ("HCCL_", "VLLM_ASCEND_", "VLLM_ENABLE_", "VLLM_LLMDD_", "USE_OPTIMIZED_MODEL",
-               *CONFIG_ENV)
 
 
 def _rules() -> dict[str, str]:
-    rules = {"environment-unreadable": "skip", "json-unreadable": "warn"}
+    rules = {"no-engine": "skip", "environment-unreadable": "skip", "json-unreadable": "warn"}
     rules.update({row.id: row.status for row in data.load("flags", FlagRow)})
     return rules
 
@@ -53,6 +51,9 @@ class Outcome:
 
 
 def serving_flags(ctx: Context) -> Finding:
+    nothing = nothing_to_lint(ctx)
+    if nothing is not None:
+        return skipped(nothing, rules=("no-engine",))
     d = deployment(ctx)
     if d.env_problem:
         return skipped(f"the environment could not be read: {d.env_problem}",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.fp8_gate import chip_family, chip_names
+from checks.builtin.serving_engine import Engine, engine
 from checks.context import Context
 from probes.errors import HostError, NotRecorded
 
@@ -25,16 +26,6 @@ if TYPE_CHECKING:
 JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
-
-
-@dataclass(frozen=True)
-class Engine:
-    """The serving engine judged and its release; `name` "" when none was found."""
-
-    name: str = ""  # vllm-ascend, mindie
-    release: str = ""
-    source: str = ""
-    why_none: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,7 +94,7 @@ def read_deployment(ctx: Context) -> Deployment:
     names, chips_problem = _chip_names(ctx)
     families = tuple(dict.fromkeys(chip_family(n) or "" for n in names))
     model = read_model(ctx, args)
-    return Deployment(read_engine(ctx), model, families, tuple(names), chips_problem, args,
+    return Deployment(engine(ctx), model, families, tuple(names), chips_problem, args,
                       env, env_problem, flags, features(args, flags, ctx))
 
 
@@ -145,37 +136,6 @@ def _chip_names(ctx: Context) -> tuple[list[str], str]:
     if not names:
         return [], "npu-smi printed no chips"
     return names, ""
-
-
-# -- the engine ---------------------------------------------------------------------------------
-
-
-def read_engine(ctx: Context) -> Engine:
-    """vLLM-Ascend when the target runs vLLM or its interpreter holds vllm_ascend; MindIE when
-    the target runs MindIE or only MindIE is installed."""
-    server = ctx.target.serving.server
-    py = facts.python(ctx)
-    vllm_ascend = None if py.error else py.version_of("vllm_ascend")
-    mindie = _mindie_release(ctx)
-    where = py.interpreter or "the judged interpreter"
-    if server != "mindie" and vllm_ascend:
-        return Engine("vllm-ascend", vllm_ascend, f"package vllm_ascend in {where}")
-    if server != "vllm" and mindie is not None:
-        return Engine("mindie", mindie[0], mindie[1])
-    if server == "vllm":
-        why = py.error or f"the target runs vLLM but {where} holds no vllm_ascend"
-        return Engine(why_none=why)
-    return Engine(why_none=f"no vllm_ascend in {where} ({py.error or 'not installed'}) and no "
-                  "MindIE version.info found")
-
-
-def _mindie_release(ctx: Context) -> tuple[str, str] | None:
-    from checks.builtin.versions import stack
-
-    found = stack(ctx).mindie
-    if found.value is None or not found.value.version:
-        return None
-    return found.value.version, f"MindIE {found.path}"
 
 
 # -- the model ----------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ one that cannot be inspected, or that holds no torch_npu, is a warning, never a 
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,7 @@ from checks.builtin.compat import (
     vllm_pairing,
     vllm_tested_cann,
 )
+from checks.builtin.facts import stack
 from checks.builtin.versions_driver import (
     judge_driver_cann,
     judge_driver_firmware,
@@ -36,18 +36,13 @@ from checks.builtin.versions_driver import (
 from checks.builtin.versions_model import Installed, Judgement
 from checks.context import Context
 from checks.model import Finding, Status, skipped
-from probes.stack import Found, StackVersions, read_stack
+from probes.stack import Found, StackVersions, toolkit_dir
 from probes.versions import torch_base, try_parse_version
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["Judgement", "compat_data", "stack", "toolkit_dir", "versions_parity"]
-
-
-def stack(ctx: Context) -> StackVersions:
-    """The Ascend version files, read once per run (cann.environment shares it)."""
-    return ctx.fact("stack", lambda: read_stack(ctx.host))
+__all__ = ["Judgement", "compat_data", "versions_parity"]
 
 
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
@@ -407,9 +402,3 @@ def versions_parity(ctx: Context) -> Finding:
     judge_mindie(inst, j, unknown)
     judge_toolchain(ctx, inst, j)
     return j.finding("the installed Ascend stack agrees with itself and the pairing tables")
-
-
-def toolkit_dir(toolkit_file: str) -> str:
-    """The toolkit directory of an `ascend_toolkit_install.info` path (above `<arch>-linux`)."""
-    parent = posixpath.dirname(toolkit_file)
-    return posixpath.dirname(parent) if parent.endswith("-linux") else parent

@@ -1,0 +1,61 @@
+"""The serving checks' front (checks.builtin.serving): a shell with no serving process, no
+serving engine and none of the variables the flag rules read has nothing to lint, and says so
+without importing the tables; any one of those present sends the run to the full check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from serving_fixtures import site_packages
+
+from checks.builtin import serving
+from checks.context import Context
+from checks.policy import load_policy
+from probes.live import LiveHost
+from probes.target.model import shell_target
+
+
+def shell(tmp_path: Path, env: dict[str, str], packages: dict[str, str]) -> Context:
+    site = site_packages(tmp_path / "site", packages)
+    host = LiveHost(root="/", env={"PATH": "/usr/bin:/bin", "PYTHONPATH": site, **env},
+                    python=sys.executable)
+    return Context(host, load_policy(None), target=shell_target())
+
+
+def test_a_bare_shell_has_nothing_to_lint(tmp_path: Path) -> None:
+    finding = serving.flags(shell(tmp_path, {}, {"torch": "2.7.1"}))
+    assert finding.status == "skip" and finding.rules == ("no-engine",)
+    assert finding.summary.startswith("nothing to lint: no serving process")
+
+
+def test_a_watched_variable_is_linted_without_an_engine(tmp_path: Path) -> None:
+    finding = serving.flags(shell(tmp_path, {"HCCL_BUFFSIZE": "512"}, {"torch": "2.7.1"}))
+    assert finding.rules != ("no-engine",), finding.summary
+
+
+def test_an_installed_engine_is_linted_and_judged(tmp_path: Path) -> None:
+    ctx = shell(tmp_path, {}, {"torch": "2.7.1", "vllm_ascend": "0.11.0"})
+    assert serving.flags(ctx).rules != ("no-engine",)
+    assert serving.support(ctx).rules != ("no-engine",)
+
+
+def test_without_an_engine_support_gives_the_full_checks_verdict(tmp_path: Path) -> None:
+    from checks.builtin.serving_support import serving_support
+
+    ctx = shell(tmp_path, {}, {"torch": "2.7.1"})
+    assert serving.support(ctx) == serving_support(ctx)
+
+
+def test_the_bare_run_never_imports_the_tables(tmp_path: Path) -> None:
+    """A tree of its own (--root): no serving process on this machine is discovered."""
+    code = ("import sys, io, contextlib, checks.cli as c\n"
+            "with contextlib.redirect_stdout(io.StringIO()): c.main(['--root', sys.argv[1], "
+            "'--only', 'serving.flags,serving.support'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('checks.builtin.serving')))")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, env=env, cwd="/")
+    assert out.stdout.strip() == "['checks.builtin.serving', 'checks.builtin.serving_engine']", \
+        out.stderr[-500:]
