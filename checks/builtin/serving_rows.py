@@ -50,12 +50,15 @@ class KnownIssueRow:
 class Condition:
     """One fact of the deployment a flag rule looks at (`env.HCCL_BUFFSIZE`,
     `additional_config.torchair_graph_config.enabled`, `arg.--enable-expert-parallel`,
-    `model.quantized`): present or absent, equal to a value, or not equal to one."""
+    `model.quantized`): present or absent, equal to a value, not equal to one, or a number
+    outside a documented range (below `below` or above `above`)."""
 
     fact: str
     present: bool | None = None
     equals: str | None = None
     not_equals: str | None = None
+    below: float | None = None
+    above: float | None = None
 
 
 @dataclass(frozen=True)
