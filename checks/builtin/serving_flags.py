@@ -68,7 +68,8 @@ def judge(d: Deployment) -> list[Outcome]:
 
 def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     facts_of = [(c, d.fact(c.fact)) for c in row.when]
-    if not all(_holds(c, v) for c, v in facts_of if not _model_unknown(c, v)):
+    if not all(_holds(c, v, d.fact(c.below_fact) if c.below_fact else None)
+               for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
     if row.engine != "any":
         if not d.engine.name:  # said only where a setting of the deployment points at it
@@ -108,7 +109,8 @@ def _text(value: Any) -> str | None:
     return str(value).strip()
 
 
-def _holds(condition: Condition, value: Any) -> bool:
+def _holds(condition: Condition, value: Any, other: Any = None) -> bool:
+    """Does the condition hold for this value (`other`: the value of its `below_fact`)?"""
     text = _text(value)
     if condition.present is not None and (text is not None) != condition.present:
         return False
@@ -118,6 +120,9 @@ def _holds(condition: Condition, value: Any) -> bool:
     if condition.not_equals is not None and text is not None and \
             text.lower() == condition.not_equals.lower():
         return False
+    if condition.below_fact is not None:
+        number, bound = _number(text), _number(_text(other))
+        return number is not None and bound is not None and number < bound
     return _outside(condition, text)
 
 

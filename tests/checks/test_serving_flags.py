@@ -257,3 +257,23 @@ def test_full_decode_only_with_tp_above_one_on_310p_warns(tmp_path: Path) -> Non
     on_a2 = flags(tmp_path / "c", tp4, release="0.18.0rc1", config=QWEN3, chip="A2")
     assert on_310p.status == "warn" and on_310p.rules == ("full-decode-only-tp-310p",)
     assert single.status == "pass" and on_a2.status == "pass", on_a2.summary
+
+
+def test_ascend_scheduler_with_batched_tokens_below_model_len_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4365: the multi-node tutorial's DeepSeek-V3.1 W8A8 command
+    (--max-model-len 32768, --max-num-batched-tokens 4096, Ascend scheduler on) stops with
+    'Ascend scheduler is enabled without chunked prefill feature'. Twins: enough batched
+    tokens, or the scheduler's own chunked prefill on."""
+    def args(batched: str, scheduler: str) -> list[str]:
+        return ["--tensor-parallel-size", "8", "--enable-expert-parallel", "--quantization",
+                "ascend", "--max-model-len", "32768", "--max-num-batched-tokens", batched,
+                "--additional-config", scheduler]
+
+    plain = '{"ascend_scheduler_config": {"enabled": true}}'
+    chunked = '{"ascend_scheduler_config": {"enabled": true, "enable_chunked_prefill": true}}'
+    short = flags(tmp_path / "a", args("4096", plain), release="0.11.0", config=DEEPSEEK_V3)
+    enough = flags(tmp_path / "b", args("32768", plain), release="0.11.0", config=DEEPSEEK_V3)
+    chunking = flags(tmp_path / "c", args("4096", chunked), release="0.11.0", config=DEEPSEEK_V3)
+    assert short.status == "fail" and short.rules == ("ascend-scheduler-batched-below-model-len",)
+    assert "#4365" in " ".join(short.evidence)
+    assert enough.status == "pass" and chunking.status == "pass", chunking.summary
