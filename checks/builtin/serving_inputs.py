@@ -83,10 +83,11 @@ class Deployment:
         from probes.target.argv import at_path, has_switch, value_of
 
         if kind == "arg":  # a flag's value; "true" for a switch (no value follows it)
-            value = value_of(self.args, rest)
+            names = rest.split("|")  # `arg.--tensor-parallel-size|-tp`: either spelling
+            value = value_of(self.args, *names)
             if value is not None and not value.startswith("-"):
                 return value
-            return "true" if has_switch(self.args, rest) else None
+            return "true" if any(has_switch(self.args, n) for n in names) else None
         found = self.json.get("--" + kind.replace("_", "-"))
         return at_path(found.value if found else None, rest)
 

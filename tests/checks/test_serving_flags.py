@@ -255,7 +255,10 @@ def test_full_decode_only_with_tp_above_one_on_310p_warns(tmp_path: Path) -> Non
     on_310p = flags(tmp_path / "a", tp4, release="0.18.0rc1", config=QWEN3, chip="310P")
     single = flags(tmp_path / "b", tp1, release="0.18.0rc1", config=QWEN3, chip="310P")
     on_a2 = flags(tmp_path / "c", tp4, release="0.18.0rc1", config=QWEN3, chip="A2")
+    short = flags(tmp_path / "d", ["-tp", "2", "--compilation-config", graphs],
+                  release="0.18.0rc1", config=QWEN3, chip="310P")
     assert on_310p.status == "warn" and on_310p.rules == ("full-decode-only-tp-310p",)
+    assert short.rules == ("full-decode-only-tp-310p",)  # vLLM's -tp spelling
     assert single.status == "pass" and on_a2.status == "pass", on_a2.summary
 
 
