@@ -69,7 +69,8 @@ def judge(d: Deployment) -> list[Outcome]:
 
 def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     facts_of = [(c, d.fact(c.fact)) for c in row.when]
-    if not all(_holds(c, v) for c, v in facts_of if not _model_unknown(c, v)):
+    if not all(_holds(c, v, d.fact(c.below_fact) if c.below_fact else None)
+               for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
     if row.engine != "any":
         if not d.engine.name:  # said only where a setting of the deployment points at it
@@ -90,7 +91,9 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
 
 def _pointed(facts_of: list[tuple[Condition, Any]]) -> bool:
     """Does a setting that is there (not merely absent or defaulted) make the rule apply?"""
-    return any(c.present is True or (c.equals is not None and v is not None)
+    return any(c.present is True or (v is not None and (c.equals is not None or
+                                                         c.below is not None or
+                                                         c.above is not None))
                for c, v in facts_of if not c.fact.startswith("model."))
 
 
@@ -107,15 +110,40 @@ def _text(value: Any) -> str | None:
     return str(value).strip()
 
 
-def _holds(condition: Condition, value: Any) -> bool:
+def _holds(condition: Condition, value: Any, other: Any = None) -> bool:
+    """Does the condition hold for this value (`other`: the value of its `below_fact`)?"""
     text = _text(value)
     if condition.present is not None and (text is not None) != condition.present:
         return False
     if condition.equals is not None and (text is None or
                                          text.lower() != condition.equals.lower()):
         return False
-    return not (condition.not_equals is not None and text is not None
-                and text.lower() == condition.not_equals.lower())
+    if condition.not_equals is not None and text is not None and \
+            text.lower() == condition.not_equals.lower():
+        return False
+    if condition.below_fact is not None:
+        number, bound = _number(text), _number(_text(other))
+        return number is not None and bound is not None and number < bound
+    return _outside(condition, text)
+
+
+def _outside(condition: Condition, text: str | None) -> bool:
+    """A range condition holds for a number below `below` or above `above`; a value that is
+    not a number is not judged by it (the evidence lists the setting as seen)."""
+    if condition.below is None and condition.above is None:
+        return True
+    number = _number(text)
+    if number is None:
+        return False
+    return (condition.below is not None and number < condition.below) or \
+        (condition.above is not None and number > condition.above)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
 
 
 def _seen(d: Deployment) -> list[str]:

@@ -73,8 +73,12 @@ class Deployment:
             return None
         from probes.target.argv import at_path, has_switch, value_of
 
-        if kind == "arg":
-            return "true" if has_switch(self.args, rest) else value_of(self.args, rest)
+        if kind == "arg":  # a flag's value; "true" for a switch (no value follows it)
+            names = rest.split("|")  # `arg.--tensor-parallel-size|-tp`: either spelling
+            value = value_of(self.args, *names)
+            if value is not None and not value.startswith("-"):
+                return value
+            return "true" if any(has_switch(self.args, n) for n in names) else None
         found = self.json.get("--" + kind.replace("_", "-"))
         return at_path(found.value if found else None, rest)
 

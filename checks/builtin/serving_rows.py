@@ -50,12 +50,17 @@ class KnownIssueRow:
 class Condition:
     """One fact of the deployment a flag rule looks at (`env.HCCL_BUFFSIZE`,
     `additional_config.torchair_graph_config.enabled`, `arg.--enable-expert-parallel`,
-    `model.quantized`): present or absent, equal to a value, or not equal to one."""
+    `model.quantized`): present or absent, equal to a value, not equal to one, a number
+    outside a documented range (below `below` or above `above`), or a number below the number
+    another fact holds (`below_fact`)."""
 
     fact: str
     present: bool | None = None
     equals: str | None = None
     not_equals: str | None = None
+    below: float | None = None
+    above: float | None = None
+    below_fact: str | None = None
 
 
 @dataclass(frozen=True)

@@ -179,3 +179,104 @@ def test_an_unreadable_environment_skips(tmp_path: Path) -> None:
         finding = serving_flags(ctx)
     assert finding.status == "skip" and finding.rules == ("environment-unreadable",)
     assert "permission denied" in finding.summary
+
+
+# -- issue 25: range rules (HCCL), the EP buffer floor, NZ on narrow weights, 310P graphs ------
+
+QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+               "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(("value", "status"), [("60", "warn"), ("9000", "warn"), ("120", "pass"),
+                                                ("1200", "pass"), ("7200", "pass"),
+                                                ("soon", "pass")])
+def test_hccl_connect_timeout_outside_its_documented_range_warns(
+        tmp_path: Path, value: str, status: str) -> None:
+    """CANN envref HCCL_CONNECT_TIMEOUT: an integer of seconds in [120, 7200]. The healthy
+    values are those of vllm-project/vllm-ascend#10949's multi-node CI config (1200, 120); a
+    value that is not a number is shown as seen, not judged."""
+    env = {"HCCL_CONNECT_TIMEOUT": value}
+    finding = flags(tmp_path, ["-tp", "8", "--enable-expert-parallel"], release="0.23.0",
+                    config=QWEN3_MOE, env=env)
+    assert finding.status == status, finding.summary
+    if status == "warn":
+        assert finding.rules == ("hccl-connect-timeout-range",)
+        assert any(e.startswith("rule hccl-connect-timeout-range: https://www.hiascend.com/")
+                   for e in finding.evidence)
+    assert f"HCCL_CONNECT_TIMEOUT={value}" in " ".join(finding.evidence)
+
+
+def test_hccl_if_base_port_outside_its_range_warns_on_mindie_too(tmp_path: Path) -> None:
+    """CANN envref HCCL_IF_BASE_PORT: [1024, 65520]; the rule holds for any engine, so a
+    process without vllm_ascend (no engine release) is judged as well."""
+    low = flags(tmp_path / "a", ["-tp", "2"], release=None, env={"HCCL_IF_BASE_PORT": "80"})
+    fine = flags(tmp_path / "b", ["-tp", "2"], release=None, env={"HCCL_IF_BASE_PORT": "50000"})
+    assert low.status == "warn" and low.rules == ("hccl-if-base-port-range",)
+    assert fine.status == "pass", fine.summary
+
+
+def test_hccl_buffsize_below_the_default_with_expert_parallel_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#2674: HCCL_BUFFSIZE=50 with EP 16 fails in MoE dispatch with
+    'The DDR address of the MTE instruction is out of range'; the twin raises it to 1024, and
+    the same small buffer without expert parallel is not this rule's business."""
+    args = ["-tp", "16", "--enable-expert-parallel", "--quantization", "ascend"]
+    small = flags(tmp_path / "a", args, release="0.9.1", config=QWEN3_MOE,
+                  env={"HCCL_BUFFSIZE": "50"})
+    raised = flags(tmp_path / "b", args, release="0.9.1", config=QWEN3_MOE,
+                   env={"HCCL_BUFFSIZE": "1024"})
+    no_ep = flags(tmp_path / "c", ["-tp", "16"], release="0.9.1", config=QWEN3_MOE,
+                  env={"HCCL_BUFFSIZE": "50"})
+    assert small.status == "warn" and small.rules == ("hccl-buffsize-below-default-ep",)
+    assert raised.status == "pass" and no_ep.status == "pass", no_ep.summary
+
+
+def test_nz_mode_2_on_an_unquantized_qwen3_5_moe_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#10014 as #10287 explains it: Qwen3.5-35B-A3B (BF16, TP 4) with
+    VLLM_ASCEND_ENABLE_NZ=2 fails to load (shared-expert gate [2048, 1] cannot be NZ). The
+    default NZ=1 and a W8A8 checkpoint are quiet."""
+    args = ["--tensor-parallel-size", "4", "--max-model-len", "32768"]
+    nz2 = flags(tmp_path / "a", args, release="0.19.1rc1", config=QWEN3_5_MOE,
+                env={"VLLM_ASCEND_ENABLE_NZ": "2"})
+    nz1 = flags(tmp_path / "b", args, release="0.19.1rc1", config=QWEN3_5_MOE,
+                env={"VLLM_ASCEND_ENABLE_NZ": "1"})
+    w8a8 = flags(tmp_path / "c", [*args, "--quantization", "ascend"], release="0.19.1rc1",
+                 config=QWEN3_5_MOE, env={"VLLM_ASCEND_ENABLE_NZ": "2"})
+    assert nz2.status == "warn" and nz2.rules == ("nz-narrow-weights-qwen3-5-moe",)
+    assert nz1.status == "pass" and w8a8.status == "pass", w8a8.summary
+
+
+def test_full_decode_only_with_tp_above_one_on_310p_warns(tmp_path: Path) -> None:
+    """vllm-ascend 310P guide (docs/source/tutorials/hardwares/310p.md): FULL_DECODE_ONLY with
+    several TP ranks captures few graphs (Qwen3-32B: 2). The guide's own TP 4 command with
+    six capture sizes warns; its TP 1 command is quiet, and so is the same TP 4 on A2."""
+    graphs = '{"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1,2,4,8,16,32]}'
+    tp4 = ["--tensor-parallel-size", "4", "--compilation-config", graphs]
+    tp1 = ["--tensor-parallel-size", "1", "--compilation-config", graphs]
+    on_310p = flags(tmp_path / "a", tp4, release="0.18.0rc1", config=QWEN3, chip="310P")
+    single = flags(tmp_path / "b", tp1, release="0.18.0rc1", config=QWEN3, chip="310P")
+    on_a2 = flags(tmp_path / "c", tp4, release="0.18.0rc1", config=QWEN3, chip="A2")
+    short = flags(tmp_path / "d", ["-tp", "2", "--compilation-config", graphs],
+                  release="0.18.0rc1", config=QWEN3, chip="310P")
+    assert on_310p.status == "warn" and on_310p.rules == ("full-decode-only-tp-310p",)
+    assert short.rules == ("full-decode-only-tp-310p",)  # vLLM's -tp spelling
+    assert single.status == "pass" and on_a2.status == "pass", on_a2.summary
+
+
+def test_ascend_scheduler_with_batched_tokens_below_model_len_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4365: the multi-node tutorial's DeepSeek-V3.1 W8A8 command
+    (--max-model-len 32768, --max-num-batched-tokens 4096, Ascend scheduler on) stops with
+    'Ascend scheduler is enabled without chunked prefill feature'. Twins: enough batched
+    tokens, or the scheduler's own chunked prefill on."""
+    def args(batched: str, scheduler: str) -> list[str]:
+        return ["--tensor-parallel-size", "8", "--enable-expert-parallel", "--quantization",
+                "ascend", "--max-model-len", "32768", "--max-num-batched-tokens", batched,
+                "--additional-config", scheduler]
+
+    plain = '{"ascend_scheduler_config": {"enabled": true}}'
+    chunked = '{"ascend_scheduler_config": {"enabled": true, "enable_chunked_prefill": true}}'
+    short = flags(tmp_path / "a", args("4096", plain), release="0.11.0", config=DEEPSEEK_V3)
+    enough = flags(tmp_path / "b", args("32768", plain), release="0.11.0", config=DEEPSEEK_V3)
+    chunking = flags(tmp_path / "c", args("4096", chunked), release="0.11.0", config=DEEPSEEK_V3)
+    assert short.status == "fail" and short.rules == ("ascend-scheduler-batched-below-model-len",)
+    assert "#4365" in " ".join(short.evidence)
+    assert enough.status == "pass" and chunking.status == "pass", chunking.summary

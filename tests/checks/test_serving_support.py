@@ -80,6 +80,22 @@ def test_a_moe_model_on_310p_before_v0_15_fails_and_from_it_passes(tmp_path: Pat
     assert after.status == "pass", after.summary
 
 
+def test_310p_in_v0_10_0rc1_is_experimental_and_later_0_1x_lines_are_not_in_our_data(
+        tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#3479: Qwen3-4B on a 300I Duo with v0.11.0rc0 failed to start;
+    the v0.11.0-dev FAQ names v0.10.0rc1 as the stable release for 310P. Nothing in our data
+    speaks of 310P on v0.11.0rc0, so it warns rather than passes."""
+    dense = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+    stable = support(tmp_path / "a", ["--enforce-eager"], release="0.10.0rc1", config=dense,
+                     chip="310P")
+    later = support(tmp_path / "b", ["--enforce-eager"], release="0.11.0rc0", config=dense,
+                    chip="310P")
+    assert stable.status == "pass", stable.summary
+    assert any(e.startswith("support row vllm-ascend-310p-0100rc1:") for e in stable.evidence)
+    assert later.status == "warn" and later.rules == ("not-in-our-data",)
+    assert "chip family 310P" in later.summary
+
+
 def test_graph_mode_on_310p_in_v0_14_warns(tmp_path: Path) -> None:
     dense = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
     graph = support(tmp_path / "a", ["-tp", "1"], release="0.14.0rc1", config=dense,
@@ -148,20 +164,60 @@ def test_registered() -> None:
     assert {"serving.support", "serving.flags"} <= ids
 
 
-def test_mindie_has_no_rows_yet_so_its_combination_is_not_in_our_data(
-        tmp_path: Path) -> None:
-    """MindIE's version.info as MindIE writes it (`Ascend-mindie : MindIE 2.1.RC2.B080`); the
-    doctor holds no MindIE support rows yet, so it says so instead of passing."""
+def mindie(tmp_path: Path, version: str, config: dict[str, Any], chip: str = "A2") -> Finding:
+    """A MindIE install as MindIE writes its version.info (`Ascend-mindie : MindIE 2.1.RC2.B080`),
+    the user's config.json and their chip's npu-smi table; no vLLM process."""
     root = FakeRoot(tmp_path / "root")
     root.file("/usr/local/Ascend/mindie/latest/version.info",
-              "Ascend-mindie : MindIE 2.1.RC2.B080\n")
-    write_model(root.path / "models" / "m", QWEN3_MOE)
+              f"Ascend-mindie : MindIE {version}\n")
+    write_model(root.path / "models" / "m", config)
     ctx = Context(LiveHost(root=str(root.path), env={}), load_policy(None),
                   model_dir=Path("/models/m"))
-    ctx.know("npu", npu_reading("A2"))
-    finding = serving_support(ctx)
+    ctx.know("npu", npu_reading(chip))
+    return serving_support(ctx)
+
+
+QWEN3_VL_MOE = {"architectures": ["Qwen3VLMoeForConditionalGeneration"],
+                "model_type": "qwen3_vl_moe", "torch_dtype": "bfloat16"}
+
+
+def test_mindie_2_1_rc2_with_qwen3_moe_passes_from_its_rows(tmp_path: Path) -> None:
+    """gpustack/gpustack#3119: Qwen3-30B-A3B on MindIE 2.1.rc2 (910B), verified after the fix."""
+    finding = mindie(tmp_path, "2.1.RC2.B080", QWEN3_MOE)
+    assert finding.status == "pass", finding.summary
+    assert "ok: model type qwen3_moe: experimental" in " ".join(finding.evidence)
+    assert any(e.startswith("support row mindie-qwen3-21:") and "#3119" in e
+               for e in finding.evidence)
+    assert any(e.startswith("support row mindie-a2-310p:") for e in finding.evidence)
+
+
+def test_mindie_2_0_rc2_with_qwen3_moe_is_not_in_our_data(tmp_path: Path) -> None:
+    """gpustack/gpustack#2726: Qwen3-235B-A22B-Instruct-2507 on MindIE 2.0.RC2 would not start;
+    no source says 2.0.RC2 supports it, so the doctor warns instead of passing."""
+    finding = mindie(tmp_path, "2.0.RC2", QWEN3_MOE)
     assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
-    assert "model type qwen3_moe on mindie 2.1.RC2.B080: not in our data" in finding.summary
+    assert "model type qwen3_moe on mindie 2.0.RC2: not in our data" in finding.summary
+
+
+@pytest.mark.parametrize("model", [QWEN3_NEXT, QWEN3_5_MOE])
+def test_mindie_3_1_with_qwen3_next_or_qwen3_5_fails(tmp_path: Path,
+                                                    model: dict[str, Any]) -> None:
+    """MindIE 3.1.0 lists neither and takes no new models (its release notes)."""
+    finding = mindie(tmp_path, "3.1.0", model)
+    assert finding.status == "fail" and finding.rules == ("unsupported",)
+    assert f"does not support model type {model['model_type']}" in finding.summary
+    assert any("mindie-no-qwen3-next-qwen3-5" in e and "MindIE-LLM" in e
+               for e in finding.evidence)
+
+
+def test_mindie_3_1_qwen3_vl_moe_on_a3_is_not_in_our_data_but_on_310p_passes(
+        tmp_path: Path) -> None:
+    """MindIE 3.1.0's list has Qwen3-VL-30B-A3B on 800I A2 and 300I Duo, no A3 entry."""
+    on_a3 = mindie(tmp_path / "a", "3.1.0", QWEN3_VL_MOE, chip="A3")
+    on_310p = mindie(tmp_path / "b", "3.1.0", QWEN3_VL_MOE, chip="310P")
+    assert on_a3.status == "warn" and on_a3.rules == ("not-in-our-data",)
+    assert "model type qwen3_vl_moe on mindie 3.1.0: not in our data" in on_a3.summary
+    assert on_310p.status == "pass", on_310p.summary
 
 
 def test_qwen3_x_with_pd_disaggregation_in_v0_18_0_warns(tmp_path: Path) -> None:
