@@ -51,16 +51,10 @@ from probes.environment import resolve_log_dir
 from probes.errors import HostError
 from probes.host import Host
 from probes.inventory import run_npu_smi
-from probes.recording import (
-    BundleLimits,
-    CommandRecord,
-    Recording,
-    RecordingHost,
-    SnapshotError,
-    json_values_bound,
-    load_recording,
-    write_directory,
-)
+from probes.recording.model import BundleLimits, CommandRecord, Recording, SnapshotError
+from probes.recording.reader import json_values_bound, load_recording
+from probes.recording.recorder import RecordingHost
+from probes.recording.writer import write_directory
 from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
 from probes.target.model import Target
 from probes.target.model import to_json as target_json
@@ -73,7 +67,7 @@ MIB = 1024 * KIB
 # reference, page envref_07_0120: {debug,run,security}/plog).
 PLOG_SUBDIRS = ("debug/plog", "run/plog")
 DEVICE_LOG_PARENTS = ("debug", "run")
-# The reader refuses bigger members (probes.recording.BundleLimits): refuse them here first.
+# The reader refuses bigger members (probes.recording.model.BundleLimits): refuse them first.
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 # commands.json may use half of what the reader allows the JSON members together
 COMMANDS_JSON_BYTES = BundleLimits().max_json_bytes // 2
@@ -392,7 +386,7 @@ def redact_args(args: list[str], redactor: Redactor) -> list[str]:
 def fit_commands(recording: Recording, budget_bytes: int = COMMANDS_JSON_BYTES,
                  budget_values: int = COMMANDS_JSON_VALUES) -> Recording:
     """The recording with command outputs cut so that commands.json stays within what the
-    reader allows (probes.recording.BundleLimits: JSON bytes, and values counted by the marks
+    reader allows (probes.recording.model.BundleLimits: JSON bytes, and values counted by the marks
     that may start one): many programs stopped at the output cap (binary output escapes to six
     times its size in JSON) must not make a bundle that the reader refuses. Each output over
     its share keeps its beginning, and says so in `error`."""
