@@ -5,6 +5,8 @@ every report prints. Each bad input is a UsageError naming the option."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,23 +36,28 @@ def spec_of(options: HostOptions, npu_smi: bool = True) -> TargetSpec:
 
 def make_host(options: HostOptions) -> Host:
     """The observed machine: a recording (--from), or this one with its files under --root."""
-    try:
+    with _usage_error():
         return find.make_host(spec_of(options))
-    except TargetError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def observe(options: HostOptions, reader: ProcReader | None = None,
             npu_smi: bool = True) -> Observed:
     """The Host and the target the options name (probes.target.find); `npu_smi` False: a
     quick look that a --pid is there and readable, the NPUs it holds left unknown."""
+    with _usage_error():
+        return find.find(spec_of(options, npu_smi), reader, is_secret=_is_secret_name)
+
+
+@contextmanager
+def _usage_error() -> Iterator[None]:
+    """A target that cannot be found or read ends the run as a usage error: its one line."""
     try:
-        return find.find(spec_of(options, npu_smi), reader, is_secret=is_secret_name)
+        yield
     except TargetError as exc:
         raise UsageError(str(exc)) from None
 
 
-def is_secret_name(name: str) -> bool:
+def _is_secret_name(name: str) -> bool:
     """checks.secret_names, imported only when a command line is there to mask."""
     from checks.secret_names import is_secret_name as is_secret
 
@@ -73,10 +80,8 @@ def still_there(observed: Observed, run: Any = None) -> Target:
     """The target after the run (probes.target.find.still_there: a process that exited
     meanwhile is said, or the run is refused). A replay (`run` given) adds the recorded
     verdicts it did not reproduce to the target's problems."""
-    try:
+    with _usage_error():
         target = find.still_there(observed)
-    except TargetError as exc:
-        raise UsageError(str(exc)) from None
     lines = unreproduced(observed.host, run.results) if run is not None else []
     return replace(target, problems=(*target.problems, *lines)) if lines else target
 
