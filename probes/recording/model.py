@@ -32,9 +32,6 @@ class SnapshotError(ProbeError):
     """A snapshot could not be written or read; the message names the member and the problem."""
 
 
-# -- the recording, in memory -------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Manifest:
     """Who recorded what, when and where (manifest.json)."""

@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
-
-# -- reading: limits and bundles ---------------------------------------------------------
-
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+# -- bundles ------------------------------------------------------------------------------
+
+
 def load_recording(path: Path, limits: BundleLimits) -> Recording:
     """A Recording from a snapshot directory or a .tar.gz bundle of one."""
     if path.is_dir():
@@ -148,7 +149,7 @@ def _bundle_top(extracted: Path, archive: Path) -> Path:
     raise SnapshotError(f"{archive}: no manifest.json at the top of the bundle")
 
 
-# -- reading: the directory ----------------------------------------------------------------
+# -- the directory ------------------------------------------------------------------------
 
 
 def read_directory(path: Path, limits: BundleLimits) -> Recording:

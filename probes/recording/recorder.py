@@ -26,8 +26,6 @@ from probes.recording.writer import save_recording
 
 T = TypeVar("T")
 
-# -- recording ----------------------------------------------------------------------------
-
 
 class RecordingHost:
     """Forwards every question to `inner` and records question and answer.

@@ -16,8 +16,6 @@ from probes.recording.reader import load_recording
 
 T = TypeVar("T")
 
-# -- answering from a recording ----------------------------------------------------------
-
 
 class SnapshotHost:
     """Answers exactly what a recording holds; anything else is "not recorded".

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# -- writing ------------------------------------------------------------------------------
-
 
 def save_recording(recording: Recording, path: Path) -> Path:
     """Write `recording` to a new directory, or to a bundle when `path` ends in .tar.gz."""
