@@ -1,6 +1,8 @@
-"""The doctor's one face: `run(observed, policy, request)` judges a target and returns the Run
-with the context it was judged in. The CLI, bundles, baselines and the console's doctor screen
-all call it, so every face judges the same target, model and checks the same way.
+"""The doctor's one face: `run(observed, policy, request)` judges a target (as
+probes.target.find observed it) and returns the Run with the context it was judged in. The CLI
+(with --baseline and --prometheus), bundles and the console's doctor screen all call it, and
+nothing else calls the runner (tests/checks/test_doctor_face.py), so every face judges the
+same target, model and checks the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from checks.options import HostOptions
     from checks.report import HostInfo
     from probes.http import EndpointTarget
+    from probes.target.find import Observed
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def check_selection(request: Request) -> tuple[Check, ...]:
     return checks
 
 
-def run(observed: inputs.Observed, policy: Policy, request: Request) -> Judged:
+def run(observed: Observed, policy: Policy, request: Request) -> Judged:
     """Judge `observed` (a machine and its target) against `policy` as `request` asks."""
     checks = check_selection(request)
     apply_output_cap(observed.host, policy)

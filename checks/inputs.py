@@ -1,11 +1,13 @@
-"""The inputs of a run, resolved from the options: the Host and the target judged on it, the
-policy, the model directory, and the header every report prints. Each bad input is a
-UsageError naming the option."""
+"""The inputs of a run, resolved from the options: the Host and the target judged on it (the
+options as a probes.target.find.TargetSpec), the policy, the model directory, and the header
+every report prints. Each bad input is a UsageError naming the option."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,167 +18,50 @@ from checks.policy import Policy, PolicyError, load_policy
 from checks.report import HostInfo
 from probes.errors import NotRecorded
 from probes.host import Host
-from probes.target.model import Target, from_json, shell_target
+from probes.target import find
+from probes.target.find import Observed, TargetError, TargetSpec, recorded_model
+from probes.target.model import Target
 
 if TYPE_CHECKING:
     from probes.http import EndpointTarget
-    from probes.inventory import NpuReading
-    from probes.target.parts import NpuUse
     from probes.target.proc import ProcReader
-    from probes.target.resolve import Resolved
+
+
+def spec_of(options: HostOptions, npu_smi: bool = True) -> TargetSpec:
+    """The target the options name, as probes.target.find reads it."""
+    return TargetSpec(recording=options.from_path, root=options.root, pid=options.pid,
+                      env_file=options.env_file, python=options.python,
+                      timeout_s=options.timeout_s, npu_smi=npu_smi)
 
 
 def make_host(options: HostOptions) -> Host:
     """The observed machine: a recording (--from), or this one with its files under --root."""
-    if options.from_path and options.root:
-        raise UsageError("--from and --root exclude each other: a recording has its own root")
-    if options.from_path:
-        return _snapshot(options)
-    from probes.live import LiveHost
-
-    return LiveHost(root=_root(options), python=options.python,
-                    default_timeout_s=options.timeout_s)
-
-
-def _root(options: HostOptions) -> str:
-    root = options.root or "/"
-    if not os.path.isdir(root):
-        raise UsageError(f"--root {root}: not a directory")
-    return root
-
-
-def _snapshot(options: HostOptions) -> Host:
-    from probes.recording import SnapshotHost
-
-    try:
-        return SnapshotHost(Path(str(options.from_path)))
-    except (ValueError, OSError) as exc:
-        # defence in depth: a hostile bundle may find a path the reader does not turn
-        # into a SnapshotError (a NUL in a member name); it is still one line, exit 3
-        raise UsageError(f"--from {options.from_path}: not a readable recording "
-                         f"({type(exc).__name__}: {exc})") from None
-
-
-# -- the target ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Observed:
-    """The observed machine as the target sees it, the target, and the npu-smi reading that
-    discovery already made (the checks share it instead of running npu-smi again)."""
-
-    host: Host
-    target: Target
-    npu: NpuReading | None = None
+    with _usage_error():
+        return find.make_host(spec_of(options))
 
 
 def observe(options: HostOptions, reader: ProcReader | None = None,
             npu_smi: bool = True) -> Observed:
-    """The Host and the target the options name: a recording's, a process's (--pid), an
-    environment file's, a discovered serving process's, or this shell's.
-
-    `npu_smi` False: without npu-smi's process table (which may take its whole timeout): a
+    """The Host and the target the options name (probes.target.find); `npu_smi` False: a
     quick look that a --pid is there and readable, the NPUs it holds left unknown."""
-    _exclusive(options)
-    if options.from_path:
-        host = make_host(options)
-        return Observed(host, recorded_target(host))
-    if options.pid is None and options.env_file is None and not options.discovers:
-        return Observed(make_host(options), shell_target(f"--root {options.root}: this shell's "
-                                                         "environment over that tree"))
-    from probes.target.proc import ProcReader
-
-    proc = reader or ProcReader()
-    npu = _npu_reading(options) if options.env_file is None and npu_smi else None
-    resolved = _resolve(options, proc, npu)
-    if resolved.target.kind == "shell":
-        return Observed(make_host(options), resolved.target, npu)
-    from probes.target.host import TargetHost
-
-    root = resolved.target.files_root if resolved.target.process else _root(options)
-    host = TargetHost(resolved.target, resolved.env, root=root, python=options.python,
-                      default_timeout_s=options.timeout_s, reader=proc)
-    return Observed(host, resolved.target, npu)
+    with _usage_error():
+        return find.find(spec_of(options, npu_smi), reader, is_secret=_is_secret_name)
 
 
-def _exclusive(options: HostOptions) -> None:
-    if options.pid is not None and options.env_file is not None:
-        raise UsageError("--pid and --env-file exclude each other: the environment is the "
-                         "process's own")
-    if options.from_path and (options.pid is not None or options.env_file is not None):
-        raise UsageError("--from replays the target it recorded: leave out --pid and --env-file")
-    if options.root and options.pid is not None:
-        raise UsageError("--pid reads the process's files through /proc/PID/root: leave out "
-                         "--root")
-    if options.pid is not None and options.pid <= 0:
-        raise UsageError(f"--pid {options.pid}: not a process id")
-
-
-def _npu_reading(options: HostOptions) -> NpuReading:
-    from probes.inventory import read_live
-    from probes.live import LiveHost
-
-    return read_live(LiveHost(default_timeout_s=options.timeout_s), options.timeout_s)
-
-
-def _resolve(options: HostOptions, reader: ProcReader, npu: NpuReading | None) -> Resolved:
-    from probes.target import resolve
-    from probes.target.proc import ProcError
-
-    rows, known = _npu_rows(npu)
-    if options.env_file is not None:
-        from probes.target.envfile import EnvFileError
-
-        try:
-            return resolve.from_env_file(options.env_file, options.root or "/")
-        except EnvFileError as exc:
-            raise UsageError(f"--env-file {exc}") from None
-    if options.pid is None:
-        return resolve.from_discovery(reader, rows, known, dict(os.environ),
-                                      is_secret=_is_secret_name)
+@contextmanager
+def _usage_error() -> Iterator[None]:
+    """A target that cannot be found or read ends the run as a usage error: its one line."""
     try:
-        return resolve.from_pid(reader, options.pid, rows, known, _is_secret_name)
-    except ProcError as exc:
-        raise UsageError(f"--pid {options.pid}: {exc}") from None
+        yield
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _is_secret_name(name: str) -> bool:
     """checks.secret_names, imported only when a command line is there to mask."""
-    from checks.secret_names import is_secret_name
+    from checks.secret_names import is_secret_name as is_secret
 
-    return is_secret_name(name)
-
-
-def _npu_rows(npu: NpuReading | None) -> tuple[tuple[NpuUse, ...], bool]:
-    """npu-smi's process table as NpuUse rows, and whether it could be read at all."""
-    info = npu.info if npu is not None else None
-    if info is None:
-        return (), False
-    from probes.target.parts import NpuUse
-
-    rows = tuple(NpuUse(p.npu_id, p.chip_id, p.pid, p.memory_mb) for p in info.processes)
-    return rows, bool(info.processes_known)
-
-
-def recorded_target(host: Host) -> Target:
-    """The target a recording was made for; this shell of the recording when it names none."""
-    recording = getattr(host, "recording", None)
-    doc = getattr(recording, "target", None)
-    if doc is None:
-        return shell_target("the recording names no target: its shell's environment")
-
-    try:
-        return from_json(doc)
-    except ValueError as exc:
-        raise UsageError(f"--from {getattr(host, 'path', '')}: target.json: {exc}") from None
-
-
-def recorded_model(host: Host) -> str | None:
-    """The model directory the recorded run judged (target.json `run_model`), if any."""
-    recording = getattr(host, "recording", None)
-    doc = getattr(recording, "target", None)
-    value = doc.get("run_model") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) and value.startswith("/") else None
+    return is_secret(name)
 
 
 def unreproduced(host: Host, results: Any) -> list[str]:
@@ -192,26 +77,13 @@ def unreproduced(host: Host, results: Any) -> list[str]:
 
 
 def still_there(observed: Observed, run: Any = None) -> Target:
-    """The target after the run; a process that exited meanwhile is said, or, when its files
-    were read through /proc/PID/root (which went with it), the run is refused. A replay
-    (`run` given) adds the recorded verdicts it did not reproduce to the target's problems."""
-    host, target = observed.host, observed.target
-    if run is not None:
-        lines = unreproduced(host, run.results)
-        if lines:
-            target = replace(target, problems=(*target.problems, *lines))
-    alive = getattr(host, "alive", None)
-    if alive is None or alive():
-        return target
-    proc = target.process
-    assert proc is not None
-    if proc.mount_ns == "other":
-        raise UsageError(f"process {proc.pid} exited during the run: its files were read "
-                         f"through {proc.files_root}, which went with it; nothing is "
-                         "reported, run again")
-    note = (f"process {proc.pid} exited during the run: its environment and command line are "
-            "judged as they were at the start")
-    return replace(target, problems=(*target.problems, note))
+    """The target after the run (probes.target.find.still_there: a process that exited
+    meanwhile is said, or the run is refused). A replay (`run` given) adds the recorded
+    verdicts it did not reproduce to the target's problems."""
+    with _usage_error():
+        target = find.still_there(observed)
+    lines = unreproduced(observed.host, run.results) if run is not None else []
+    return replace(target, problems=(*target.problems, *lines)) if lines else target
 
 
 def policy(path: Path | None) -> Policy:
@@ -252,7 +124,7 @@ def _model_host(host: Host, model: str | None, options: HostOptions
                 ) -> tuple[Host, str | None]:
     """A replay's host and model, with `--model DIR` read from this machine (as an absolute
     path) when the recording does not hold that directory and this machine does
-    (probes.recording_overlay)."""
+    (probes.recording.overlay)."""
     if not (options.from_path and model):
         return host, model
     try:
@@ -265,7 +137,7 @@ def _model_host(host: Host, model: str | None, options: HostOptions
     local = os.path.abspath(model)
     if not os.path.isdir(local):
         return host, model
-    from probes.recording_overlay import ModelOverlay
+    from probes.recording.overlay import ModelOverlay
 
     return ModelOverlay(host, local), local
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from checks.inputs import Observed
     from checks.policy import Policy
     from checks.runner import Run
     from console.options import ConsoleOptions
     from probes.http import EndpointTarget
+    from probes.target.find import Observed
 
 
 def doctor_model(options: ConsoleOptions, observed: Observed) -> str | None:

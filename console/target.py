@@ -1,5 +1,5 @@
 """Whose deployment the console's host panel and doctor screen judge, found as ascend-doctor
-finds it (checks.inputs.observe): `--pid PID`, else the serving process on the NPUs or known
+finds it (probes.target.find): `--pid PID`, else the serving process on the NPUs or known
 by its command line, else this shell.
 
 Finding it runs npu-smi for its process table, which may take the whole npu-smi timeout: the
@@ -13,17 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from probes.errors import ProbeError
+from probes.target.find import TargetError, TargetSpec
+from probes.target.find import find as find_target
+
 if TYPE_CHECKING:
-    from checks.inputs import Observed
     from console.options import ConsoleOptions
     from probes.host import Host
+    from probes.target.find import Observed
     from probes.target.model import Target
 
+__all__ = ["FINDING", "Found", "TargetError", "check_pid", "find"]
+
 FINDING = "finding the serving process…"
-
-
-class TargetError(Exception):
-    """The target could not be read; the message is one line naming the option."""
 
 
 @dataclass(frozen=True)
@@ -54,16 +56,15 @@ def find(options: ConsoleOptions) -> Found:
 
 
 def _observe(options: ConsoleOptions, npu_smi: bool) -> Observed:
-    from checks.errors import UsageError
-    from checks.inputs import observe
-    from checks.options import HostOptions
-    from probes.errors import ProbeError
+    from checks.secret_names import is_secret_name
 
-    root = None if options.root == "/" else options.root
+    spec = TargetSpec(root=None if options.root == "/" else options.root, pid=options.pid,
+                      timeout_s=options.npu_timeout_s, npu_smi=npu_smi)
     try:
-        return observe(HostOptions(root=root, pid=options.pid, timeout_s=options.npu_timeout_s),
-                       npu_smi=npu_smi)
-    except (UsageError, ProbeError) as exc:
+        return find_target(spec, is_secret=is_secret_name)
+    except TargetError:
+        raise
+    except ProbeError as exc:  # a question to the machine failed outside any check
         raise TargetError(str(exc)) from None
 
 

@@ -1,8 +1,8 @@
 """The Host interface: the one way the project asks a machine anything.
 
 Implementations: `probes.live.LiveHost` (the real machine, optionally under a root
-directory), `probes.recording.RecordingHost` (records questions and answers) and
-`probes.recording.SnapshotHost` (answers from a recording).
+directory), `probes.recording.recorder.RecordingHost` (records questions and answers) and
+`probes.recording.snapshot.SnapshotHost` (answers from a recording).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from probes.live import LiveHost  # noqa: E402
-from probes.recording import RecordingHost  # noqa: E402
+from probes.recording.recorder import RecordingHost  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "npu-smi"
 A2_OUTPUTS = {

@@ -162,7 +162,7 @@ def tokenizer_fingerprint(model_dir: Path) -> TokenizerFingerprint:
 
 
 def _now_iso() -> str:
-    from probes.recording import utc_now_iso
+    from probes.recording.recorder import utc_now_iso
 
     return utc_now_iso()
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from checks import inputs
+from checks import doctor, inputs
 from checks.bundle.redact import (
     RedactedRecording,
     Redaction,
@@ -41,28 +41,21 @@ from checks.bundle.redact import (
     summarise,
 )
 from checks.command_options import BundleOptions
-from checks.context import Context
 from checks.errors import UsageError
-from checks.policy import apply_output_cap
-from checks.registry import all_checks
+from checks.policy import Policy, apply_output_cap
 from checks.report import to_json
-from checks.runner import Run, run_checks
+from checks.runner import Run
 from probes.environment import resolve_log_dir
 from probes.errors import HostError
 from probes.host import Host
 from probes.inventory import run_npu_smi
-from probes.recording import (
-    BundleLimits,
-    CommandRecord,
-    Recording,
-    RecordingHost,
-    SnapshotError,
-    json_values_bound,
-    load_recording,
-    write_directory,
-)
+from probes.recording.model import BundleLimits, CommandRecord, Recording, SnapshotError
+from probes.recording.reader import json_values_bound, load_recording
+from probes.recording.recorder import RecordingHost
+from probes.recording.writer import write_directory
 from probes.recordings import RECORDINGS_SUFFIX, default_recordings_dir, newest_first_key
-from probes.target.model import Target
+from probes.target.find import Observed
+from probes.target.model import Target, shell_target
 from probes.target.model import to_json as target_json
 from probes.textsafe import one_line
 
@@ -73,7 +66,7 @@ MIB = 1024 * KIB
 # reference, page envref_07_0120: {debug,run,security}/plog).
 PLOG_SUBDIRS = ("debug/plog", "run/plog")
 DEVICE_LOG_PARENTS = ("debug", "run")
-# The reader refuses bigger members (probes.recording.BundleLimits): refuse them here first.
+# The reader refuses bigger members (probes.recording.model.BundleLimits): refuse them first.
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 # commands.json may use half of what the reader allows the JSON members together
 COMMANDS_JSON_BYTES = BundleLimits().max_json_bytes // 2
@@ -319,18 +312,19 @@ def find_metrics(host: Host, limit: int = MAX_METRICS_BYTES) -> MetricsFound:
 # -- recording ---------------------------------------------------------------------------------
 
 
-def record(host: Host, ctx_for: Any, options: BundleOptions, progress: Progress,
-           host_info: Any
+def record(observed: Observed, policy: Policy, request: doctor.Request, options: BundleOptions,
+           progress: Progress
            ) -> tuple[RedactedRecording, Run, dict[str, Any], PlogCollection, MetricsFound]:
-    """Run every check (and the extras) through a RecordingHost; redact the result."""
+    """Judge the target as `ascend-doctor` does (checks.doctor.run) through a RecordingHost
+    around its host, add the extras, and redact the result."""
+    host = observed.host
     recorder = RecordingHost(host)
     with contextlib.suppress(HostError):  # a target whose environment was refused has none
         _ = recorder.env  # the environment is part of every bundle, even if no check reads it
-    ctx: Context = ctx_for(recorder)
-    checks = all_checks()
+    checks = doctor.check_selection(request)
     with progress.step(f"running {len(checks)} checks") as detail:
-        run = run_checks(checks, ctx)
-        info = host_info(ctx)
+        judged = doctor.run(Observed(recorder, observed.target, observed.npu), policy, request)
+        run, ctx, info = judged.run, judged.ctx, judged.info
         counts = run.counts()
         detail.append(", ".join(f"{n} {s}" for s, n in counts.items() if n))
     with progress.step("recording npu-smi info, info -m") as detail:
@@ -392,7 +386,7 @@ def redact_args(args: list[str], redactor: Redactor) -> list[str]:
 def fit_commands(recording: Recording, budget_bytes: int = COMMANDS_JSON_BYTES,
                  budget_values: int = COMMANDS_JSON_VALUES) -> Recording:
     """The recording with command outputs cut so that commands.json stays within what the
-    reader allows (probes.recording.BundleLimits: JSON bytes, and values counted by the marks
+    reader allows (probes.recording.model.BundleLimits: JSON bytes, and values counted by the marks
     that may start one): many programs stopped at the output cap (binary output escapes to six
     times its size in JSON) must not make a bundle that the reader refuses. Each output over
     its share keeps its beginning, and says so in `error`."""
@@ -548,23 +542,18 @@ def write_bundle(out: Path, recording: Recording, members: Mapping[str, bytes]) 
 
 
 def make_bundle(host: Host, options: BundleOptions, progress: Progress,
-                observed: inputs.Observed | None = None) -> BundleResult:
+                observed: Observed | None = None) -> BundleResult:
     """Record `host` (as the target of `observed` sees it) as `options` say and write the
     bundle. Raises UsageError naming the option at fault."""
     policy = inputs.policy(options.policy)
     apply_output_cap(host, policy)
     if options.output is not None and not options.output.parent.is_dir():
         raise UsageError(f"-o {options.output}: no such directory {options.output.parent}")
-    seen = observed or inputs.Observed(host, inputs.shell_target())
-
-    def ctx_for(recorder: Host) -> Context:
-        return inputs.context(inputs.Observed(recorder, seen.target, seen.npu), policy,
-                              options.model, options.host)
-
+    seen = Observed(host, observed.target, observed.npu) if observed else \
+        Observed(host, shell_target())
+    request = doctor.Request(options.host, options.model)
     given = read_metrics(options.metrics) if options.metrics else None
-    redacted, run, report, plog, found = record(
-        host, ctx_for, options, progress,
-        lambda ctx: inputs.host_info(ctx, options.model, policy.source))
+    redacted, run, report, plog, found = record(seen, policy, request, options, progress)
     found, metrics = redact_metrics(given or found, redacted)
     out = options.output or default_output(redacted.recording)
     members = bundle_members(redacted, report, plog, metrics, options, found)

@@ -37,7 +37,7 @@ from checks.bundle.redact_structural import (
 from checks.env_allow import WITHHELD, value_allowed
 from checks.secret_names import REDACTED, is_secret_name
 from probes.host import CommandResult, PythonEnvironment
-from probes.recording import (
+from probes.recording.model import (
     CommandRecord,
     FileRecord,
     Manifest,

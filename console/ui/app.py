@@ -46,6 +46,7 @@ from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
 from probes.host import Host
 from probes.http import EndpointTarget
+from probes.target.find import Observed
 from probes.target.model import Target, shell_target
 
 Clock = Callable[[], float]
@@ -113,7 +114,7 @@ class ConsoleApp(App[int]):
         self.policy = policy or load_policy(self.options.policy_path)
         self.host = host if host is not None else _live_host(self.options.root)
         self.target = target or shell_target("ascend-console without a target")
-        self.observed: Any = None  # the target as found (checks.inputs.Observed), if found
+        self.observed: Any = None  # the target as found (probes.target.find.Observed), if found
         self._find_target = find_target if target is None else None
         self.target_error = ""  # why the target could not be found
         self.target_known = threading.Event()  # also set when the app closes
@@ -339,7 +340,6 @@ class ConsoleApp(App[int]):
         self.push_screen(DoctorScreen(self.run_doctor, waiting_for=self.target_pending))
 
     def run_doctor(self) -> Any:
-        from checks.inputs import Observed
         from console.doctor_run import run_doctor
 
         if not self.target_known.wait(self.options.npu_timeout_s + TARGET_WAIT_S):

@@ -3,6 +3,8 @@
 A serving process (`--pid`, or discovered from the npu-smi process table and known server
 command lines), an environment file (`--env-file`), or, when there is neither, this shell.
 
+find.py       the front door: find(spec) -> Observed (host, target, npu-smi reading), one
+              TargetError for every way a target cannot be found or read
 model.py      the Target and its ServingArgs, and their JSON form
 parts.py      what only a process target has (ProcessInfo, NpuUse, Candidate, Sourced)
 proc.py       reading /proc/PID: environ, cmdline, exe, status, namespaces

@@ -233,7 +233,8 @@ def test_each_kind_of_drift_names_its_rule(fake_root: FakeRoot, tmp_path: Path) 
 
 
 def test_nothing_comparable_skips(fake_root: FakeRoot, tmp_path: Path) -> None:
-    from probes.recording import RecordingHost, SnapshotHost
+    from probes.recording.recorder import RecordingHost
+    from probes.recording.snapshot import SnapshotHost
 
     empty = RecordingHost(LiveHost(root=str(fake_root.path), env={}))
     assert empty.env == {}  # the environment is recorded (empty), nothing else is

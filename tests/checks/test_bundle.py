@@ -19,7 +19,9 @@ from machines import A2, build_a2
 
 from checks.cli import main
 from probes.live import LiveHost
-from probes.recording import RecordingHost, SnapshotError, SnapshotHost
+from probes.recording.model import SnapshotError
+from probes.recording.recorder import RecordingHost
+from probes.recording.snapshot import SnapshotHost
 
 PLOG = "/root/ascend/log/debug/plog"
 VOLATILE = ("generated_at", "duration_ms")
@@ -515,7 +517,7 @@ def test_the_default_place_follows_the_observed_environment(fake_root: FakeRoot)
 def test_command_outputs_are_cut_to_fit_a_member() -> None:
     from checks.bundle.collect import fit_commands
     from probes.host import CommandResult
-    from probes.recording import CommandRecord, Manifest, Recording
+    from probes.recording.model import CommandRecord, Manifest, Recording
 
     junk = "\x01" * 256 * 1024  # escapes to six bytes a character in JSON
     commands = tuple(CommandRecord(CommandResult(("npu-smi", "info", str(i)), "output_limit",
@@ -537,15 +539,9 @@ def test_command_outputs_full_of_json_marks_still_read_back(tmp_path: Path) -> N
     (probes.recording.BundleLimits.max_json_values): the writer cuts them to fit it too."""
     from checks.bundle.collect import COMMANDS_JSON_VALUES, fit_commands
     from probes.host import CommandResult
-    from probes.recording import (
-        BundleLimits,
-        CommandRecord,
-        Manifest,
-        Recording,
-        json_values_bound,
-        read_directory,
-        write_directory,
-    )
+    from probes.recording.model import BundleLimits, CommandRecord, Manifest, Recording
+    from probes.recording.reader import json_values_bound, read_directory
+    from probes.recording.writer import write_directory
 
     marks = "[{,:" * 200_000  # 800,000 marks, 0.8 MB: within the byte budget
     commands = tuple(CommandRecord(CommandResult(("lspci", str(i)), "output_limit", stdout=marks,

@@ -15,7 +15,8 @@ from checks.policy import load_policy
 from probes.errors import NotRecorded
 from probes.host import DiskUsage
 from probes.live import LiveHost
-from probes.recording import RecordingHost, SnapshotHost
+from probes.recording.recorder import RecordingHost
+from probes.recording.snapshot import SnapshotHost
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 # the disk thresholds never bite unless a test asks: free space differs from box to box

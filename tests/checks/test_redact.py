@@ -14,7 +14,7 @@ from checks.bundle.redact import (
     summarise,
 )
 from probes.host import CommandResult
-from probes.recording import CommandRecord, FileRecord, Manifest, RangeRecord, Recording
+from probes.recording.model import CommandRecord, FileRecord, Manifest, RangeRecord, Recording
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY",

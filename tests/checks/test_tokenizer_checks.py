@@ -28,7 +28,7 @@ from checks.policy import load_policy
 from checks.registry import all_checks
 from probes.host import Host
 from probes.live import LiveHost
-from probes.recording import RecordingHost
+from probes.recording.recorder import RecordingHost
 from tests.tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
 
 QWEN3_MARKERS = (("<|im_start|>", 151644), ("<|im_end|>", 151645))
@@ -82,7 +82,7 @@ def test_another_root_is_read_through_it(fn: CheckFn, healthy: Path, tmp_path: P
 
 @pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
 def test_a_recording_skips(fn: CheckFn, healthy: Path, tmp_path: Path) -> None:
-    from probes.recording import SnapshotHost
+    from probes.recording.snapshot import SnapshotHost
 
     needs_transformers()
     recorded = RecordingHost(LiveHost(root="/", env={}))

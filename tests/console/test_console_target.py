@@ -12,6 +12,7 @@ import pytest
 from target_fixtures import fake_vllm
 from textual.widgets import Static
 
+from checks.policy import Policy
 from console.cli import parse_options
 from console.options import ConsoleOptions
 from console.target import FINDING, Found, TargetError, check_pid, find
@@ -19,6 +20,7 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.doctor import DoctorScreen
 from console.ui.widgets.host import HostPanel
 from probes.target import proc
+from probes.target.find import Observed
 from tests.conftest import CORPUS_DIR
 from tests.console.fakes import FakeEngine, fake_backend
 from tests.console.test_app import A2_8, wait_for
@@ -198,3 +200,25 @@ async def test_the_console_doctor_judges_what_ascend_doctor_judges(
     # the model on the target's command line was judged, not skipped for want of one
     checkpoint = next(r for r in console_run.results if r.id == "checkpoint.format")
     assert checkpoint.status != "skip", checkpoint.summary
+
+
+def test_the_console_doctor_is_the_doctors_own_run(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The doctor screen's run is checks.doctor.run itself, on the target the console found."""
+    from checks import doctor
+    from checks.policy import load_policy
+    from console.doctor_run import run_doctor
+
+    calls: list[Observed] = []
+    real = doctor.run
+
+    def spy(observed: Observed, policy: Policy, request: doctor.Request) -> doctor.Judged:
+        calls.append(observed)
+        return real(observed, policy, request)
+
+    monkeypatch.setattr(doctor, "run", spy)
+    options = ConsoleOptions(root=str(tmp_path), sample_live=False)
+    observed = find(options).observed
+    assert observed is not None
+    run = run_doctor(options, observed, load_policy(), None)
+    assert calls == [observed] and len(run.results) > 10

@@ -15,14 +15,9 @@ from conftest import FakeRoot
 from probes.errors import NotRecorded, PathMissing, PathUnreadable
 from probes.host import DiskUsage, Host
 from probes.live import LiveHost
-from probes.recording import (
-    SCHEMA,
-    BundleLimits,
-    Recording,
-    RecordingHost,
-    SnapshotError,
-    SnapshotHost,
-)
+from probes.recording.model import SCHEMA, BundleLimits, Recording, SnapshotError
+from probes.recording.recorder import RecordingHost
+from probes.recording.snapshot import SnapshotHost
 
 DEVICE_DIR = "/sys/devices/pci0000:c0/0000:c0:00.0/0000:c1:00.0"
 LINK = "/sys/bus/pci/devices/0000:c1:00.0"
@@ -406,7 +401,7 @@ def test_oversize_total_is_refused(tmp_path: Path) -> None:
 def test_json_members_share_one_budget_of_bytes_and_values(snapshot_dir: Path) -> None:
     """Each JSON member is charged before it is parsed; the limits hold for all of them
     together, and the refusal names the member that went over."""
-    from probes.recording import json_values_bound
+    from probes.recording.reader import json_values_bound
 
     assert json_values_bound(b'{"a": [1, 2], "b": "x,y"}') == 1 + 7  # , : [ { (strings too)
     members = sorted(snapshot_dir.glob("*.json"))  # files.json is the last one read

@@ -26,7 +26,8 @@ from tar_builder import (
     gz as gzipped,
 )
 
-from probes.recording import BundleLimits, SnapshotError, SnapshotHost
+from probes.recording.model import BundleLimits, SnapshotError
+from probes.recording.snapshot import SnapshotHost
 from probes.tar_guard import TarLimits, TarRefused, check_tar_gz
 
 LIMITS = BundleLimits().tar()
