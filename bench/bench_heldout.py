@@ -185,21 +185,30 @@ def _write_site(where: Path, packages: Mapping[str, str], module: str | None) ->
     return where
 
 
-def _command(work: Path, argv: Sequence[str], model_dir: Path) -> tuple[list[str], str | None]:
-    """The process's argv: a script named like the user's program, or this interpreter running
+def clean_python(where: Path) -> str:
+    """An interpreter with the standard library only (a venv without site packages): the
+    deployment's packages are then exactly the ones planted, not this machine's."""
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv",
+                    "--without-pip", str(where)], check=True, capture_output=True, timeout=120)
+    return str(where / "bin" / "python")
+
+
+def _command(work: Path, argv: Sequence[str], model_dir: Path,
+             python: str) -> tuple[list[str], str | None]:
+    """The process's argv: a script named like the user's program, or the interpreter running
     their script or module. Returns the argv and the module a `-m` names (it is planted)."""
     args = [a.replace("{model}", str(model_dir)) for a in argv]
     program, rest = args[0], args[1:]
     if program in PYTHON_NAMES:
         if rest[:1] == ["-m"] and len(rest) > 1:
-            return [sys.executable, *rest], rest[1]
+            return [python, *rest], rest[1]
         script = work / "app" / rest[0]
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(SERVER_BODY)
-        return [sys.executable, str(script), *rest[1:]], None
+        return [python, str(script), *rest[1:]], None
     path = work / "bin" / program
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\n{SERVER_BODY}")
+    path.write_text(f"#!{python}\n{SERVER_BODY}")
     path.chmod(0o755)
     return [str(path), *rest], None
 
@@ -222,14 +231,14 @@ def running(argv: Sequence[str], env: Mapping[str, str]) -> Iterator[int]:
 
 
 @contextmanager
-def deployed(deployment: Deployment, work: Path) -> Iterator[tuple[int, Path]]:
+def deployed(deployment: Deployment, work: Path, python: str) -> Iterator[tuple[int, Path]]:
     """The deployment running: yields its pid and the doctor's bin directory (npu-smi)."""
     model_dir = work / "models" / str(deployment.model["name"])
     model_dir.mkdir(parents=True)
     (model_dir / "config.json").write_text(json.dumps(model_config(deployment.model)))
     for name, content in (deployment.model.get("files") or {}).items():
         (model_dir / str(name)).write_text(json.dumps(content))
-    argv, module = _command(work, deployment.argv, model_dir)
+    argv, module = _command(work, deployment.argv, model_dir, python)
     site = _write_site(work / "site", deployment.packages, module)
     user_path = deployment.env.get("PYTHONPATH")
     env = {"PATH": "/usr/bin:/bin", **deployment.env,
@@ -260,10 +269,10 @@ def run_doctor(pid: int, doctor_bin: Path, home: Path) -> dict[str, Verdict]:
             for r in doc["results"]}
 
 
-def observe(deployment: Deployment) -> dict[str, Verdict]:
+def observe(deployment: Deployment, python: str) -> dict[str, Verdict]:
     with tempfile.TemporaryDirectory(prefix="heldout-") as tmp:
         work = Path(tmp)
-        with deployed(deployment, work) as (pid, doctor_bin):
+        with deployed(deployment, work, python) as (pid, doctor_bin):
             return run_doctor(pid, doctor_bin, work)
 
 
@@ -277,10 +286,11 @@ def flags_cause(verdict: Verdict | None, rules: Sequence[str]) -> bool:
     return not rules or bool(set(rules) & set(verdict.rules))
 
 
-def score(incident: Incident) -> Outcome:
+def score(incident: Incident, python: str) -> Outcome:
+    """`python`: the deployments' interpreter (see clean_python)."""
     assert incident.deployment is not None and incident.twin is not None
-    seen = observe(incident.deployment)
-    twin_seen = observe(incident.twin)
+    seen = observe(incident.deployment, python)
+    twin_seen = observe(incident.twin, python)
     return Outcome(incident, seen, twin_seen,
                    caught=flags_cause(seen.get(incident.check), incident.rules),
                    twin_clean=not flags_cause(twin_seen.get(incident.check), incident.rules))
@@ -347,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted = set(args.only.split(","))
         incidents = [i for i in incidents if i.id in wanted]
     excluded = [i for i in incidents if i.not_rebuildable]
-    outcomes = [score(i) for i in incidents if not i.not_rebuildable]
+    with tempfile.TemporaryDirectory(prefix="heldout-python-") as tmp:
+        python = clean_python(Path(tmp) / "venv")
+        outcomes = [score(i, python) for i in incidents if not i.not_rebuildable]
     print(report(outcomes, excluded))
     if args.json:
         args.json.write_text(json.dumps([_as_json(o) for o in outcomes], indent=1) + "\n")
