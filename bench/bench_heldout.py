@@ -10,7 +10,8 @@ on the doctor's PATH that replays a recorded output of their chip (`tests/corpus
 - caught: the check whose rule explains the cause warns or fails, with one of the rules the
   incident names (none named: any warning or failure of that check);
 - twin clean: on the healthy twin (the same deployment with the cause fixed) that check does
-  not warn or fail with those rules.
+  not warn or fail with those rules for the same reason (a clause of its summary that it also
+  gave the incident): another known issue of the twin's release is not the incident's cause.
 
 Both are also counted loosely (the check warns or fails at all, whatever the rule), because a
 "not in our data" warning says something without naming the cause.
@@ -94,7 +95,7 @@ class Outcome:
     seen: Mapping[str, Verdict]  # check id -> verdict on the incident's deployment
     twin_seen: Mapping[str, Verdict]
     caught: bool  # flagged with one of the incident's rules
-    twin_clean: bool  # the twin is not flagged with them
+    twin_clean: bool  # the twin is not flagged with them for the incident's reason
 
     @property
     def flagged(self) -> bool:
@@ -104,6 +105,11 @@ class Outcome:
     @property
     def twin_flagged(self) -> bool:
         return flags_cause(self.twin_seen.get(self.incident.check), ())
+
+    @property
+    def twin_rule_flagged(self) -> bool:
+        """The twin is flagged with the incident's rules, whatever the reason."""
+        return flags_cause(self.twin_seen.get(self.incident.check), self.incident.rules)
 
 
 # -- reading the incidents ---------------------------------------------------------------------
@@ -286,14 +292,24 @@ def flags_cause(verdict: Verdict | None, rules: Sequence[str]) -> bool:
     return not rules or bool(set(rules) & set(verdict.rules))
 
 
+def same_reason(incident: Verdict | None, twin: Verdict | None, rules: Sequence[str]) -> bool:
+    """The twin is flagged with the incident's rules and says one thing it said of the
+    incident (the check joins its reasons with "; ")."""
+    if incident is None or twin is None or not flags_cause(twin, rules):
+        return False
+    return bool(set(twin.summary.split("; ")) & set(incident.summary.split("; ")))
+
+
 def score(incident: Incident, python: str) -> Outcome:
     """`python`: the deployments' interpreter (see clean_python)."""
     assert incident.deployment is not None and incident.twin is not None
     seen = observe(incident.deployment, python)
     twin_seen = observe(incident.twin, python)
+    check = incident.check
     return Outcome(incident, seen, twin_seen,
-                   caught=flags_cause(seen.get(incident.check), incident.rules),
-                   twin_clean=not flags_cause(twin_seen.get(incident.check), incident.rules))
+                   caught=flags_cause(seen.get(check), incident.rules),
+                   twin_clean=not same_reason(seen.get(check), twin_seen.get(check),
+                                              incident.rules))
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -325,6 +341,8 @@ def report(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
     share = f"{100 * caught / len(outcomes):.0f}%" if outcomes else "n/a"
     lines.append(f"caught {caught}/{len(outcomes)} rebuildable ({share}); twin false alarms "
                  f"{alarms}/{len(outcomes)}; not rebuildable {len(excluded)}")
+    lines.append(f"twin flagged with the incident's rules for any reason: "
+                 f"{sum(o.twin_rule_flagged for o in outcomes)}/{len(outcomes)}")
     lines.append(f"loosely (the check warns or fails, any rule): incident "
                  f"{sum(o.flagged for o in outcomes)}/{len(outcomes)}, twin "
                  f"{sum(o.twin_flagged for o in outcomes)}/{len(outcomes)}")
