@@ -80,11 +80,11 @@ def test_a_moe_model_on_310p_before_v0_15_fails_and_from_it_passes(tmp_path: Pat
     assert after.status == "pass", after.summary
 
 
-def test_310p_in_v0_10_0rc1_is_experimental_and_later_0_1x_lines_are_not_in_our_data(
+def test_310p_in_v0_10_0rc1_is_experimental_and_the_v0_11_line_is_not_supported(
         tmp_path: Path) -> None:
     """vllm-project/vllm-ascend#3479: Qwen3-4B on a 300I Duo with v0.11.0rc0 failed to start;
-    the v0.11.0-dev FAQ names v0.10.0rc1 as the stable release for 310P. Nothing in our data
-    speaks of 310P on v0.11.0rc0, so it warns rather than passes."""
+    the v0.11.0-dev FAQ names v0.10.0rc1 as the stable release for 310P, and the maintainers
+    said in vllm-project/vllm-ascend#4874 that the v0.11 line did not run on it."""
     dense = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
     stable = support(tmp_path / "a", ["--enforce-eager"], release="0.10.0rc1", config=dense,
                      chip="310P")
@@ -92,8 +92,9 @@ def test_310p_in_v0_10_0rc1_is_experimental_and_later_0_1x_lines_are_not_in_our_
                     chip="310P")
     assert stable.status == "pass", stable.summary
     assert any(e.startswith("support row vllm-ascend-310p-0100rc1:") for e in stable.evidence)
-    assert later.status == "warn" and later.rules == ("not-in-our-data",)
+    assert later.status == "fail" and later.rules == ("unsupported",)
     assert "chip family 310P" in later.summary
+    assert any("vllm-ascend-310p-011x" in e for e in later.evidence)
 
 
 def test_graph_mode_on_310p_in_v0_14_warns(tmp_path: Path) -> None:
