@@ -1,9 +1,12 @@
-"""devices.nodes and pcie.contention on fake machines (logging.level: test_logging_check.py)."""
+"""devices.nodes and pcie.contention on fake machines (logging.level: test_logging_check.py);
+pcie.contention's RoCE ports with hccn_tool answering the recorded vendor lines."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from conftest import CORPUS_DIR, FakeRoot
@@ -13,7 +16,10 @@ from checks.builtin.devices import device_nodes
 from checks.builtin.pcie import pcie_contention
 from checks.context import Context
 from checks.policy import load_policy
+from probes.hccn import HCCN_CONF, HCCN_TOOL
+from probes.host import CommandResult
 from probes.live import LiveHost
+from probes.recording import RecordingHost, SnapshotHost
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 A2_INFO = CORPUS_DIR / "npu-smi" / "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
@@ -298,3 +304,98 @@ def test_no_sysfs_skips(fake_root: FakeRoot) -> None:
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "skip" and "/sys/bus/pci/devices" in finding.summary
     assert finding.rules == ("pci-unreadable",)
+
+
+# --- pcie.contention: the NPUs' RoCE ports (hccn_tool) ------------------------------------------
+
+HCCN_SAMPLES = Path(__file__).resolve().parents[1] / "data" / "hccn"
+LINK_UP = HCCN_SAMPLES / "link-up.txt"
+# no printed DOWN line was found: the line's form is the recorded UP line's, the word is
+# vllm-ascend hybrid_node.md's "(UP or DOWN)"
+LINK_DOWN = "link status: DOWN"
+
+
+def multi_node_a2(root: FakeRoot, link_3: str = f'cat "{LINK_UP}"',
+                  health: str = "net-health-success.txt", health_3: str | None = None) -> None:
+    """An A2 server set up for multi-node serving: 8 chips, /etc/hccn.conf, and hccn_tool
+    answering with the recorded lines (port 3 may answer otherwise)."""
+    pci_function(root, ["0000:00:01.0", "0000:01:00.0"], *NPU)
+    with_npu_smi(root)
+    root.file(HCCN_CONF, "address_0=192.168.100.100\nnetdetect_0=192.168.100.1\n")
+    other = HCCN_SAMPLES / (health_3 or health)
+    root.script(HCCN_TOOL, f'''case "$2$3" in
+  3-link) {link_3};;
+  *-link) cat "{LINK_UP}";;
+  3-net_health) cat "{other}";;
+  *) cat "{HCCN_SAMPLES / health}";;
+esac
+''')
+
+
+def test_ports_up_and_healthy_pass_and_say_how_many_were_read(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and finding.rules == ()
+    assert "8 NPU port(s) link UP and net health Success" in finding.summary
+    assert "NPU port 7: link UP, net health Success" in finding.evidence
+
+
+def test_a_port_whose_link_went_down_warns_with_its_net_health(fake_root: FakeRoot) -> None:
+    # the mind-cluster fault drill: `-link -s down`, then net health reads Fault
+    multi_node_a2(fake_root, link_3=f'echo "{LINK_DOWN}"', health_3="net-health-fault.txt")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert finding.rules == ("roce-link-down", "roce-net-health")
+    assert "NPU port 3 link DOWN" in finding.summary
+    assert "NPU port 3 net health Fault (the port shows this when its link is down" \
+        in finding.summary
+    assert "hccn_tool -i N -link -g" in (finding.remedy or "")
+    assert "reseat the card" not in (finding.remedy or "")  # no PCIe link problem here
+
+
+def test_ports_still_initialising_warn_as_not_success(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root, health="net-health-init.txt")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn" and finding.rules == ("roce-net-health",)
+    assert "NPU port 0 net health Init (not in our data)" in finding.summary
+
+
+def test_a_single_server_without_hccn_conf_asks_no_port(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    (fake_root.path / HCCN_CONF.lstrip("/")).unlink()
+    fake_root.script(HCCN_TOOL, "exit 99\n")  # would make every port unread if it were asked
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and "port" not in finding.summary
+
+
+def test_ports_that_cannot_be_read_are_said_unjudged_never_passed(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    (fake_root.path / HCCN_TOOL.lstrip("/")).unlink()
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass"  # the PCIe part was judged
+    assert "link UP" not in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "hccn_tool not found" in finding.summary
+
+
+class WithoutHccnTool(RecordingHost):
+    """A recorder of a tool version that did not record hccn_tool."""
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> CommandResult:
+        if argv[0] == HCCN_TOOL:
+            return self.inner.run(argv) if timeout_s is None else self.inner.run(argv, timeout_s)
+        return super().run(argv, timeout_s)
+
+
+def test_a_recording_without_the_ports_leaves_them_unjudged(fake_root: FakeRoot,
+                                                            tmp_path: Path) -> None:
+    multi_node_a2(fake_root, link_3=f'echo "{LINK_DOWN}"')
+    live = ctx_for(fake_root)
+    recorder = WithoutHccnTool(live.host)
+    pcie_contention(Context(recorder, load_policy()))
+    replay = SnapshotHost(recorder.save(tmp_path / "snap"))
+    assert pcie_contention(live).rules == ("roce-link-down",)
+    finding = pcie_contention(Context(replay, load_policy()))
+    assert finding.status == "pass" and "link UP" not in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "was not recorded" in finding.summary
