@@ -166,8 +166,8 @@ NET_HEALTH_MEANINGS = {
 
 @dataclass(frozen=True)
 class PortsRead:
-    """The NPU ports judged (empty when none), the problems found, and the evidence lines;
-    `unjudged` says why the ports were not judged, or which were not."""
+    """What the NPU ports showed: the problems found, one evidence line per port, how many
+    ports were judged, and why the ports (or some of them) were not (None: nothing left)."""
 
     problems: list[Problem]
     evidence: list[str]
