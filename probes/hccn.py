@@ -4,8 +4,9 @@ state and network health, read through the Host with a timeout and output cap.
 What it prints, one line each, as shown in vendor documents (samples in tests/data/hccn/):
 
 - `hccn_tool -i N -link -g`: `link status: UP` (hiascend MindX DL 6.0.RC2 fault-diag guide,
-  mindxdlFDUG017); `UP` or `DOWN` (vllm-project/vllm-ascend
-  docs/source/tutorials/hybrid_node.md @ c7a95f9118ff);
+  mindxdlFDUG017), `link status: DOWN` (Ascend/mind-cluster
+  component/ascend-common/devmanager/hccn/hccn_tool.go @ 448fb33a6f6e, the NPU Exporter's
+  reader, which passes the chip's physical id as N);
 - `hccn_tool -i N -net_health -g`: `net health status: Init` (mindxdlFDUG017), `Fault` after
   `-link -s down` and `Success` after recovery (Ascend/mind-cluster
   docs/en/scheduling/usage/basic_scheduling/08_elastic_training.md @ 0672fe0ac1c5),

@@ -29,7 +29,10 @@ from probes.errors import HostError, NotRecorded
 from probes.pci_ids import HUAWEI, pci_vendor_ids
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from probes.hccn import PortStatus
+    from probes.npu_smi import ChipRow
     from probes.pci import PcieLink, PciFunction
 
 # PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
@@ -152,10 +155,13 @@ def _aer_problems(fn: PciFunction, ctx: Context) -> list[Problem]:
     return problems
 
 
-# The one net health word that is healthy (vllm-ascend hybrid_node.md: "success"; printed
-# `Success` in Ascend/mind-cluster 08_elastic_training.md); meanings of the others we have a
-# source for, by lower-case word. Any other word is not in our data and is shown as printed.
-NET_HEALTH_OK = "success"
+# Net health words that are healthy: `Success` (printed in Ascend/mind-cluster
+# 08_elastic_training.md after recovery; vllm-ascend hybrid_node.md asks for "success") and
+# `Init`, the detection still starting, which Huawei's NPU Exporter counts healthy (Ascend/
+# mind-cluster component/ascend-common/devmanager/hccn/hccn_tool.go @ 448fb33a6f6e,
+# GetNetworkHealthy). Meanings of the other words we have a source for, by lower-case word;
+# any other word is not in our data and is shown as printed.
+NET_HEALTH_OK = frozenset({"success", "init"})
 NET_HEALTH_MEANINGS = {
     "fault": "the port shows this when its link is down (Ascend/mind-cluster elastic-training "
              "guide)",
@@ -173,6 +179,7 @@ class PortsRead:
     evidence: list[str]
     unjudged: str | None
     judged: int
+    starting: int = 0  # ports whose net health is Init (healthy, detection still starting)
 
 
 def _port_problems(port: PortStatus) -> list[Problem]:
@@ -180,7 +187,7 @@ def _port_problems(port: PortStatus) -> list[Problem]:
     if port.link is not None and port.link.upper() != "UP":
         problems.append(("roce-link-down", f"NPU port {port.device_id} link {port.link}"))
     health = port.net_health
-    if health is not None and health.lower() != NET_HEALTH_OK:
+    if health is not None and health.lower() not in NET_HEALTH_OK:
         meaning = NET_HEALTH_MEANINGS.get(health.lower(), "not in our data")
         problems.append(("roce-net-health",
                          f"NPU port {port.device_id} net health {health} ({meaning})"))
@@ -190,6 +197,16 @@ def _port_problems(port: PortStatus) -> list[Problem]:
 def _port_line(port: PortStatus) -> str:
     words = f"link {port.link or 'unread'}, net health {port.net_health or 'unread'}"
     return f"NPU port {port.device_id}: {words}" + (f" ({port.unread})" if port.unread else "")
+
+
+def port_ids(chips: Sequence[ChipRow]) -> list[int]:
+    """hccn_tool's `-i` of each chip: its physical id where the table prints every chip's (the
+    NPU Exporter passes the physical id), else 0 up, one per chip, as vllm-ascend's checks
+    loop (0-7 on A2, 0-15 on A3)."""
+    phy_ids = [chip.phy_id for chip in chips]
+    if all(phy_id is not None for phy_id in phy_ids):
+        return sorted({phy_id for phy_id in phy_ids if phy_id is not None})
+    return list(range(len(chips)))
 
 
 def read_roce(ctx: Context) -> PortsRead:
@@ -207,13 +224,14 @@ def read_roce(ctx: Context) -> PortsRead:
     info = facts.npu(ctx).info
     if info is None or not info.chips:
         return PortsRead([], [], "npu-smi gave no chip table to number the ports by", 0)
-    # one port per chip, numbered as vllm-ascend's checks loop over them (0-7 A2, 0-15 A3)
-    ports = read_ports(ctx.host, range(len(info.chips)), ctx.timeout_s)
+    ports = read_ports(ctx.host, port_ids(info.chips), ctx.timeout_s)
     problems = [problem for port in ports for problem in _port_problems(port)]
     unread = [p for p in ports if p.link is None or p.net_health is None]
     unjudged = (f"{len(unread)} of {len(ports)} NPU port(s) not read ({unread[0].unread})"
                 if unread else None)
-    return PortsRead(problems, [_port_line(p) for p in ports], unjudged, len(ports) - len(unread))
+    starting = sum(1 for p in ports if (p.net_health or "").lower() == "init")
+    return PortsRead(problems, [_port_line(p) for p in ports], unjudged,
+                     len(ports) - len(unread), starting)
 
 
 NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
@@ -266,7 +284,9 @@ def pcie_contention(ctx: Context) -> Finding:
         rules = tuple(dict.fromkeys([rule for rule, _ in problems] + far))
         return warned("; ".join([why for _, why in problems] + pinned.problems + unjudged),
                       remedy, *evidence, rules=rules)
-    ports = [f"{roce.judged} NPU port(s) link UP and net health Success"] if roce.judged else []
+    starting = f" ({roce.starting} still Init)" if roce.starting else ""
+    ports = ([f"{roce.judged} NPU port(s) link UP and net health Success{starting}"]
+             if roce.judged else [])
     return passed("; ".join([f"{len(npus)} NPU function(s) at the best link width and speed "
                              "both ends allow, no shared uplink, AER counters within policy",
                              *ports, *unjudged]), *evidence)

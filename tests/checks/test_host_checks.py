@@ -13,12 +13,13 @@ from conftest import CORPUS_DIR, FakeRoot
 from machines import pci_function
 
 from checks.builtin.devices import device_nodes
-from checks.builtin.pcie import pcie_contention
+from checks.builtin.pcie import pcie_contention, port_ids
 from checks.context import Context
 from checks.policy import load_policy
 from probes.hccn import HCCN_CONF, HCCN_TOOL
 from probes.host import CommandResult
 from probes.live import LiveHost
+from probes.npu_smi import parse_info
 from probes.recording import RecordingHost, SnapshotHost
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -310,9 +311,7 @@ def test_no_sysfs_skips(fake_root: FakeRoot) -> None:
 
 HCCN_SAMPLES = Path(__file__).resolve().parents[1] / "data" / "hccn"
 LINK_UP = HCCN_SAMPLES / "link-up.txt"
-# no printed DOWN line was found: the line's form is the recorded UP line's, the word is
-# vllm-ascend hybrid_node.md's "(UP or DOWN)"
-LINK_DOWN = "link status: DOWN"
+LINK_DOWN = HCCN_SAMPLES / "link-down.txt"
 
 
 def multi_node_a2(root: FakeRoot, link_3: str = f'cat "{LINK_UP}"',
@@ -342,7 +341,7 @@ def test_ports_up_and_healthy_pass_and_say_how_many_were_read(fake_root: FakeRoo
 
 def test_a_port_whose_link_went_down_warns_with_its_net_health(fake_root: FakeRoot) -> None:
     # the mind-cluster fault drill: `-link -s down`, then net health reads Fault
-    multi_node_a2(fake_root, link_3=f'echo "{LINK_DOWN}"', health_3="net-health-fault.txt")
+    multi_node_a2(fake_root, link_3=f'cat "{LINK_DOWN}"', health_3="net-health-fault.txt")
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "warn"
     assert finding.rules == ("roce-link-down", "roce-net-health")
@@ -353,11 +352,32 @@ def test_a_port_whose_link_went_down_warns_with_its_net_health(fake_root: FakeRo
     assert "reseat the card" not in (finding.remedy or "")  # no PCIe link problem here
 
 
-def test_ports_still_initialising_warn_as_not_success(fake_root: FakeRoot) -> None:
+def test_ports_still_initialising_count_healthy_and_are_named(fake_root: FakeRoot) -> None:
     multi_node_a2(fake_root, health="net-health-init.txt")
     finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and finding.rules == ()
+    assert "8 NPU port(s) link UP and net health Success (8 still Init)" in finding.summary
+
+
+def test_a_net_health_word_we_have_no_meaning_for_warns_as_printed(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    # a word made up for the test: no source lists the words beyond the recorded ones
+    fake_root.file("/tmp/odd.txt", "net health status: Madeup word\n")
+    script = (fake_root.path / HCCN_TOOL.lstrip("/")).read_text()
+    fake_root.script(HCCN_TOOL, script.replace("#!/bin/sh\n", "").replace(
+        str(HCCN_SAMPLES / "net-health-success.txt"), str(fake_root.path / "tmp/odd.txt")))
+    finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "warn" and finding.rules == ("roce-net-health",)
-    assert "NPU port 0 net health Init (not in our data)" in finding.summary
+    assert "NPU port 0 net health Madeup word (not in our data)" in finding.summary
+
+
+@pytest.mark.parametrize("sample, ports", [
+    ("014-info-25.0.rc1.1-910B4-8cards-noproc.txt", list(range(8))),  # no Phy-ID: 0 up
+    ("065-info-25.2.0-A3-Ascend910-4chips-mixed-proc-peerfixture.txt", [0, 1, 2, 3]),
+])
+def test_ports_are_numbered_by_physical_id_where_the_table_prints_it(sample: str,
+                                                                     ports: list[int]) -> None:
+    assert port_ids(parse_info((CORPUS_DIR / "npu-smi" / sample).read_text()).chips) == ports
 
 
 def test_a_single_server_without_hccn_conf_asks_no_port(fake_root: FakeRoot) -> None:
@@ -389,7 +409,7 @@ class WithoutHccnTool(RecordingHost):
 
 def test_a_recording_without_the_ports_leaves_them_unjudged(fake_root: FakeRoot,
                                                             tmp_path: Path) -> None:
-    multi_node_a2(fake_root, link_3=f'echo "{LINK_DOWN}"')
+    multi_node_a2(fake_root, link_3=f'cat "{LINK_DOWN}"')
     live = ctx_for(fake_root)
     recorder = WithoutHccnTool(live.host)
     pcie_contention(Context(recorder, load_policy()))

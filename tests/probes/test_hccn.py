@@ -18,6 +18,7 @@ PATH = "/usr/local/bin:/usr/bin:/bin"
 
 @pytest.mark.parametrize("sample, field, word", [
     ("link-up.txt", "link", "UP"),
+    ("link-down.txt", "link", "DOWN"),
     ("net-health-init.txt", "net_health", "Init"),
     ("net-health-fault.txt", "net_health", "Fault"),
     ("net-health-success.txt", "net_health", "Success"),
