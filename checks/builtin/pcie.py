@@ -8,9 +8,11 @@ function that is not an Ascend NPU (by PCI device id), Huawei's NICs and NVMe dr
 included. The NUMA node of each NPU is shown; against the CPUs the target process may run on
 it is judged (checks/builtin/affinity.py): a target pinned far from its NPUs warns.
 
-Multi-node serving on Atlas A2 runs HCCL between servers over the NPUs' own RoCE ports
-(vllm-project/vllm-ascend docs/source/tutorials/hybrid_node.md @ c7a95f9118ff); the guide asks
-every port's `hccn_tool -link -g` to be UP and its `-net_health -g` to be success. They are
+Serving across servers connects the NPUs through their own network ports, cabled with
+optical modules (vllm-project/vllm-ascend docs/source/tutorials/hybrid_node.md @
+c7a95f9118ff); that guide asks
+every port's `hccn_tool -link -g` to be UP and its `-net_health -g` to be success (Init, the
+detection still starting, counts healthy as in Huawei's NPU Exporter). They are
 read only where /etc/hccn.conf exists (the ports were set up): a single server does not use
 them (Ascend/mind-cluster docs/en/scheduling/usage/basic_scheduling/08_elastic_training.md @
 0672fe0ac1c5: "NPU network faults do not affect single-server training jobs"). Ports that
