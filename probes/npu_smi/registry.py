@@ -34,9 +34,9 @@ Lines = Sequence[str]
 
 
 class _Lazy:
-    """A parser's (or detector's) function named "module:function" in this package, imported
-    on the first call: a run meets one or two kinds, and each parser module builds its
-    patterns and facts when it is imported."""
+    """A row's parser, detector, writer or view, named "module:function" in this package and
+    imported on the first call: a run meets one or two kinds, and each parser module builds
+    its patterns and facts when it is imported."""
 
     __slots__ = ("target",)
 
