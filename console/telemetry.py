@@ -25,7 +25,7 @@ from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSamp
 from probes import inventory
 from probes.host import Host
 from probes.npu_smi import ChipRow, NpuInfo, reading
-from probes.npu_smi.reading import Usages
+from probes.npu_smi.model import Usages
 
 NOT_FOUND = "npu-smi not found on PATH"
 MB = 1024 * 1024

@@ -15,7 +15,7 @@ from probes.errors import ParseError
 from probes.host import DEFAULT_TIMEOUT_S, CommandResult, Host
 
 if TYPE_CHECKING:
-    from probes.npu_smi import NpuInfo, ParseResult
+    from probes.npu_smi import NpuInfo, NpuSmiError, ParseResult
 
 # The parsers (the probes.npu_smi package) are imported when there is an output to parse: a
 # machine without npu-smi, and a doctor run that never reaches them, skip their import.
@@ -46,6 +46,15 @@ class NpuReading:
         from probes.npu_smi import NpuInfo
 
         return self.parsed if isinstance(self.parsed, NpuInfo) else None
+
+    @property
+    def error(self) -> NpuSmiError | None:
+        """The error npu-smi printed instead of an output, when this reading is one."""
+        if self.parsed is None:
+            return None
+        from probes.npu_smi import NpuSmiError
+
+        return self.parsed if isinstance(self.parsed, NpuSmiError) else None
 
     @property
     def error_text(self) -> str:

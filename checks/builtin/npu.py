@@ -31,7 +31,7 @@ from probes.inventory import run_npu_smi
 if TYPE_CHECKING:
     from checks.thermal import ChipReading, ThermalVerdict
     from probes.inventory import NpuReading
-    from probes.npu_smi import ChipRow, NpuInfo
+    from probes.npu_smi import ChipRow, ChipTemperatures, NpuInfo
 
 # The temperature rule (checks.thermal) is imported where a table is judged: without npu-smi
 # neither check builds its classes.
@@ -100,7 +100,7 @@ def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
 
 
 def _npu_smi_error(reading: NpuReading) -> Finding:
-    kind = str(reading.document.get("error_kind", ""))
+    kind = reading.error.kind if reading.error is not None else ""
     cause = ERROR_CAUSES.get(kind, "see the npu.health playbook")
     return failed(f"npu-smi failed: {reading.error_text}", cause, reading.error_text,
                   rules=("npu-smi-error",))
@@ -139,10 +139,10 @@ def _read_hbm(ctx: Context, chip: ChipRow) -> HbmRead:
     result = run_npu_smi(ctx.host, args, ctx.timeout_s)
     if not result.ok:
         return HbmRead(None, f"not read ({result.describe()})", result.outcome == "timeout")
-    from probes.npu_smi import parse_kv, temperatures
+    from probes.npu_smi.reading import kv_view  # npu-smi's parsers: only for a chip's call
 
     try:
-        found = temperatures(parse_kv(result.stdout, "memory"))
+        found: tuple[ChipTemperatures, ...] = kv_view(result.stdout, "memory")
     except ParseError as exc:
         return HbmRead(None, f"not read (`npu-smi {' '.join(args)}`: {exc.reason})")
     hbm = next((t.hbm_temperature_c for t in found if t.hbm_temperature_c is not None), None)

@@ -1,4 +1,5 @@
-"""pcie.contention: NPU links trained below capability, shared uplinks, AER counters.
+"""pcie.contention: NPU links trained below capability, shared uplinks, AER counters, and the
+NPUs' own network ports (RoCE) on a machine set up for multi-node serving.
 
 A link can train no faster and no wider than the lower of its two ends: the NPU's own
 capability (max_link_*) and the upstream port's (the nearest parent bridge). Only a link
@@ -6,6 +7,16 @@ below that lower bound is degraded; a card in a slower slot is not. Neighbours a
 function that is not an Ascend NPU (by PCI device id), Huawei's NICs and NVMe drives
 included. The NUMA node of each NPU is shown; against the CPUs the target process may run on
 it is judged (checks/builtin/affinity.py): a target pinned far from its NPUs warns.
+
+Serving across servers connects the NPUs through their own network ports, cabled with
+optical modules (vllm-project/vllm-ascend docs/source/tutorials/hybrid_node.md @
+c7a95f9118ff); that guide asks
+every port's `hccn_tool -link -g` to be UP and its `-net_health -g` to be success (Init, the
+detection still starting, counts healthy as in Huawei's NPU Exporter). They are
+read only where /etc/hccn.conf exists (the ports were set up): a single server does not use
+them (Ascend/mind-cluster docs/en/scheduling/usage/basic_scheduling/08_elastic_training.md @
+0672fe0ac1c5: "NPU network faults do not affect single-server training jobs"). Ports that
+could not be read are said to be unjudged in the summary, never passed.
 """
 
 from __future__ import annotations
@@ -13,12 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from checks.builtin import facts
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
 from probes.pci_ids import HUAWEI, pci_vendor_ids
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from probes.hccn import PortStatus
+    from probes.npu_smi import ChipRow
     from probes.pci import PcieLink, PciFunction
 
 # PCI class codes (PCI-SIG class list): 0x0108 NVM Express, 0x02xx network, 0x0302 3D
@@ -37,6 +53,8 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "aer-correctable": "warn",  # _aer_problems, policy pcie.aer_correctable_warn
         "aer-uncorrectable": "warn",  # _aer_problems, policy pcie.aer_uncorrectable_warn
         "numa-far-from-npus": "warn",  # checks.builtin.affinity.target_affinity
+        "roce-link-down": "warn",  # _port_problems
+        "roce-net-health": "warn",  # _port_problems
     },
 }
 # One problem found: the rule that judged it, and what it says.
@@ -139,7 +157,89 @@ def _aer_problems(fn: PciFunction, ctx: Context) -> list[Problem]:
     return problems
 
 
+# Net health words that are healthy: `Success` (printed in Ascend/mind-cluster
+# 08_elastic_training.md after recovery; vllm-ascend hybrid_node.md asks for "success") and
+# `Init`, the detection still starting, which Huawei's NPU Exporter counts healthy (Ascend/
+# mind-cluster component/ascend-common/devmanager/hccn/hccn_tool.go @ 448fb33a6f6e,
+# GetNetworkHealthy). Meanings of the other words we have a source for, by lower-case word;
+# any other word is not in our data and is shown as printed.
+NET_HEALTH_OK = frozenset({"success", "init"})
+NET_HEALTH_MEANINGS = {
+    "fault": "the port shows this when its link is down (Ascend/mind-cluster elastic-training "
+             "guide)",
+    "receive timeout": "no reply from the detect IP; also shown when the detect IP is one of "
+                       "the board's internal vNIC addresses (HDK HCCN Tool hccntool_019)",
+}
+
+
+@dataclass(frozen=True)
+class PortsRead:
+    """What the NPU ports showed: the problems found, one evidence line per port, how many
+    ports were judged, and why the ports (or some of them) were not (None: nothing left)."""
+
+    problems: list[Problem]
+    evidence: list[str]
+    unjudged: str | None
+    judged: int
+    starting: int = 0  # ports whose net health is Init (healthy, detection still starting)
+
+
+def _port_problems(port: PortStatus) -> list[Problem]:
+    problems: list[Problem] = []
+    if port.link is not None and port.link.upper() != "UP":
+        problems.append(("roce-link-down", f"NPU port {port.device_id} link {port.link}"))
+    health = port.net_health
+    if health is not None and health.lower() not in NET_HEALTH_OK:
+        meaning = NET_HEALTH_MEANINGS.get(health.lower(), "not in our data")
+        problems.append(("roce-net-health",
+                         f"NPU port {port.device_id} net health {health} ({meaning})"))
+    return problems
+
+
+def _port_line(port: PortStatus) -> str:
+    words = f"link {port.link or 'unread'}, net health {port.net_health or 'unread'}"
+    return f"NPU port {port.device_id}: {words}" + (f" ({port.unread})" if port.unread else "")
+
+
+def port_ids(chips: Sequence[ChipRow]) -> list[int]:
+    """hccn_tool's `-i` of each chip: its physical id where the table prints every chip's (the
+    NPU Exporter passes the physical id), else 0 up, one per chip, as vllm-ascend's checks
+    loop (0-7 on A2, 0-15 on A3)."""
+    phy_ids = [chip.phy_id for chip in chips]
+    if all(phy_id is not None for phy_id in phy_ids):
+        return sorted({phy_id for phy_id in phy_ids if phy_id is not None})
+    return list(range(len(chips)))
+
+
+def read_roce(ctx: Context) -> PortsRead:
+    """The NPUs' RoCE ports, where /etc/hccn.conf says they were set up."""
+    from probes.hccn import HCCN_CONF, read_ports  # only on a machine with an Ascend function
+
+    try:
+        configured = ctx.host.exists(HCCN_CONF)
+    except NotRecorded:
+        return PortsRead([], [], f"{HCCN_CONF} was not recorded", 0)
+    except HostError as exc:
+        return PortsRead([], [], f"cannot read {HCCN_CONF}: {exc.reason}", 0)
+    if not configured:  # the ports are not set up: a single server, nothing to judge
+        return PortsRead([], [], None, 0)
+    info = facts.npu(ctx).info
+    if info is None or not info.chips:
+        return PortsRead([], [], "npu-smi gave no chip table to number the ports by", 0)
+    ports = read_ports(ctx.host, port_ids(info.chips), ctx.timeout_s)
+    problems = [problem for port in ports for problem in _port_problems(port)]
+    unread = [p for p in ports if p.link is None or p.net_health is None]
+    unjudged = (f"{len(unread)} of {len(ports)} NPU port(s) not read ({unread[0].unread})"
+                if unread else None)
+    starting = sum(1 for p in ports if (p.net_health or "").lower() == "init")
+    return PortsRead(problems, [_port_line(p) for p in ports], unjudged,
+                     len(ports) - len(unread), starting)
+
+
 NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
+ROCE_REMEDY = ("check each port with `hccn_tool -i N -link -g` and `-net_health -g`, its "
+               "cable or optical module (`-optical -g`) and its detect IP (`-netdetect -g`, "
+               "/etc/hccn.conf); see the pcie.contention playbook")
 LINK_REMEDY = ("reseat the card or move the other device to another root port; an idle link "
                "may train down to save power, so confirm under load with `lspci -vv -s "
                "ADDRESS` (LnkSta vs LnkCap)")
@@ -174,12 +274,25 @@ def pcie_contention(ctx: Context) -> Finding:
 
     pinned = target_affinity(ctx, npus)  # the target's CPUs against its NPUs' NUMA nodes
     evidence += pinned.evidence
+    roce = read_roce(ctx)
+    problems += roce.problems
+    evidence += roce.evidence
+    unjudged = [f"RoCE ports not judged: {roce.unjudged}"] if roce.unjudged else []
     if problems or pinned.problems:
-        remedy = "; ".join(([LINK_REMEDY] if problems else []) +
+        remedy = "; ".join(([LINK_REMEDY] if _pcie_rules(problems) else []) +
+                           ([ROCE_REMEDY] if roce.problems else []) +
                            ([AFFINITY_REMEDY] if pinned.problems else []))
         far = ["numa-far-from-npus"] if pinned.problems else []
         rules = tuple(dict.fromkeys([rule for rule, _ in problems] + far))
-        return warned("; ".join([why for _, why in problems] + pinned.problems), remedy,
-                      *evidence, rules=rules)
-    return passed(f"{len(npus)} NPU function(s) at the best link width and speed both ends "
-                  "allow, no shared uplink, AER counters within policy", *evidence)
+        return warned("; ".join([why for _, why in problems] + pinned.problems + unjudged),
+                      remedy, *evidence, rules=rules)
+    starting = f" ({roce.starting} still Init)" if roce.starting else ""
+    ports = ([f"{roce.judged} NPU port(s) link UP and net health Success{starting}"]
+             if roce.judged else [])
+    return passed("; ".join([f"{len(npus)} NPU function(s) at the best link width and speed "
+                             "both ends allow, no shared uplink, AER counters within policy",
+                             *ports, *unjudged]), *evidence)
+
+
+def _pcie_rules(problems: list[Problem]) -> bool:
+    return any(not rule.startswith("roce-") for rule, _ in problems)

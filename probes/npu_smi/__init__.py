@@ -1,7 +1,8 @@
 """Pure parsers of every `npu-smi` output, and their `ascend-npu/1` JSON form.
 
-The kinds of output live in one registry (`probes.npu_smi.registry.KINDS`: name, detector,
-parser); `parse(text)` detects and parses any of them. Modules, one job each:
+The kinds of output live in one registry (`probes.npu_smi.registry.KINDS`: name, command,
+detector, parser, result class, JSON writer, typed view); `parse(text)` detects and parses any
+of them, `to_json(result)` and `view(result)` dispatch through the same rows. Modules:
 
 - `model`     frozen facts of the main table and of errors (units in the field names);
               `model_lines` and `model_kv` those of the other kinds
@@ -11,8 +12,8 @@ parser); `parse(text)` detects and parses any of them. Modules, one job each:
 - `lines`     `info -m`, `info -l`, `info watch`
 - `kv`        `info -t <type>` key/value outputs (`kvlines` classifies their lines)
 - `proc_mem`  `info -t proc-mem`;  `topo`  `info -t topo`
-- `views`     typed views judges use (`-t health` report, temperatures of a `-t` output)
-- `jsonform`  `to_json` of any result;  `text`  placeholders, numbers, box cells
+- `views`     typed views judges use (`VIEWS`: `-t health` report, temperatures, usages)
+- `jsonform`  the JSON writer of each row;  `text`  placeholders, numbers, box cells
 
 Each parser raises `probes.errors.ParseError` when the text is not its output at all; anything
 it does not understand inside its output becomes a warning. Importing this package loads no
@@ -27,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probes.npu_smi.error import detect_error
-    from probes.npu_smi.jsonform import SCHEMA, ParseResult, to_json
+    from probes.npu_smi.jsonform import SCHEMA, ParseResult
     from probes.npu_smi.kv import KV_KINDS, guess_kv_kind, parse_kv
     from probes.npu_smi.kvlines import normalise_key, parse_value
     from probes.npu_smi.lines import parse_list, parse_mapping, parse_watch
-    from probes.npu_smi.model import ChipRow, NpuInfo, NpuSmiError, ProcessRow
+    from probes.npu_smi.model import ChipRow, NpuInfo, NpuSmiError, ProcessRow, Usages
     from probes.npu_smi.model_kv import (
         ChipProcesses,
         ChipTemperatures,
@@ -52,10 +53,18 @@ if TYPE_CHECKING:
     )
     from probes.npu_smi.noise import split_noise
     from probes.npu_smi.proc_mem import parse_proc_mem
-    from probes.npu_smi.registry import KINDS, OutputKind, Parsed, detect_kind, parse
+    from probes.npu_smi.registry import (
+        KINDS,
+        OutputKind,
+        Parsed,
+        detect_kind,
+        parse,
+        to_json,
+        view,
+    )
     from probes.npu_smi.table import parse_info
     from probes.npu_smi.topo import parse_topo
-    from probes.npu_smi.views import health_report, temperatures
+    from probes.npu_smi.views import VIEWS, health_report, temperatures, usages
 
 # name -> the module that defines it: each is imported on first use (PEP 562), so a reading
 # loads the parser of its own kind and not the others
@@ -82,6 +91,8 @@ _WHERE = {
     "ProcessRow": "model",
     "SCHEMA": "jsonform",
     "Topology": "model_kv",
+    "Usages": "model",
+    "VIEWS": "views",
     "WatchRow": "model_lines",
     "WatchTable": "model_lines",
     "detect_error": "error",
@@ -100,7 +111,9 @@ _WHERE = {
     "parse_watch": "lines",
     "split_noise": "noise",
     "temperatures": "views",
-    "to_json": "jsonform",
+    "to_json": "registry",
+    "usages": "views",
+    "view": "registry",
 }
 
 
@@ -117,6 +130,7 @@ __all__ = [
     "KINDS",
     "KV_KINDS",
     "SCHEMA",
+    "VIEWS",
     "ChipProcesses",
     "ChipRow",
     "ChipTemperatures",
@@ -136,6 +150,7 @@ __all__ = [
     "Process",
     "ProcessRow",
     "Topology",
+    "Usages",
     "WatchRow",
     "WatchTable",
     "detect_error",
@@ -155,4 +170,6 @@ __all__ = [
     "split_noise",
     "temperatures",
     "to_json",
+    "usages",
+    "view",
 ]

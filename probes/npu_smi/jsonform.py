@@ -1,8 +1,8 @@
-"""The `ascend-npu/1` JSON form (docs/npu-inventory.md) of every npu-smi parse result."""
+"""The `ascend-npu/1` JSON writers (docs/npu-inventory.md), one per registry row: each row of
+`probes.npu_smi.registry.KINDS` names its writer here, and `registry.to_json` dispatches."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -16,16 +16,6 @@ SCHEMA = "ascend-npu/1"
 ParseResult: TypeAlias = (
     "NpuInfo | NpuMapping | NpuList | WatchTable | NpuSmiError | KvOutput | ProcMem | Topology"
 )
-
-
-def to_json(obj: ParseResult) -> dict[str, Any]:
-    """The `ascend-npu/1` JSON form (a dict of plain values) of a parse result."""
-    kind = type(obj)
-    # by module and name: the classes of a kind are built only when such an output is parsed
-    writer = _WRITERS.get((kind.__module__, kind.__qualname__))
-    if writer is None:
-        raise TypeError(f"to_json: not an npu-smi parse result: {kind.__name__}")
-    return writer(obj)
 
 
 def info_to_json(info: NpuInfo) -> dict[str, Any]:
@@ -131,18 +121,3 @@ def topo_to_json(out: Topology) -> dict[str, Any]:
         "legend": dict(out.legend),
         "warnings": list(out.warnings),
     }
-
-
-_MODEL = "probes.npu_smi.model"
-_LINES = "probes.npu_smi.model_lines"
-_KV = "probes.npu_smi.model_kv"
-_WRITERS: dict[tuple[str, str], Callable[[Any], dict[str, Any]]] = {
-    (_MODEL, "NpuInfo"): info_to_json,
-    (_LINES, "NpuMapping"): mapping_to_json,
-    (_LINES, "NpuList"): list_to_json,
-    (_LINES, "WatchTable"): watch_to_json,
-    (_MODEL, "NpuSmiError"): error_to_json,
-    (_KV, "KvOutput"): kv_to_json,
-    (_KV, "ProcMem"): proc_mem_to_json,
-    (_KV, "Topology"): topo_to_json,
-}

@@ -87,3 +87,11 @@ class NpuSmiError:
 
 # a value of a `-t` key/value line (probes.npu_smi.model_kv)
 Value: TypeAlias = int | float | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Usages:
+    """One chip's `-t usages` figures that the panels and checks use (views.usages)."""
+
+    hbm_bandwidth_percent: float | None
+    aicore_percent: int | None

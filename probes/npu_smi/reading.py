@@ -13,25 +13,18 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from probes import inventory
 from probes.errors import ParseError
 from probes.host import CommandResult, Host
 
 if TYPE_CHECKING:
-    from probes.npu_smi.model import ChipRow
+    from probes.npu_smi.model import ChipRow, Usages
+    from probes.npu_smi.model_kv import HealthReport
 
 ChipKey = tuple[int, int | None]  # (npu_id, chip_id); chip_id None for a card without chip rows
 _LAST_CALL_S = 0.05  # less time than this left: the call is not started
-
-
-@dataclass(frozen=True, slots=True)
-class Usages:
-    """One chip's `npu-smi info -t usages` figures that the panels and checks use."""
-
-    hbm_bandwidth_percent: float | None
-    aicore_percent: int | None
 
 
 @dataclass(frozen=True)
@@ -112,10 +105,8 @@ def read_health(host: Host, npu_id: int, chip_id: int | None, timeout_s: float) 
     result = inventory.run_npu_smi(host, args, timeout_s)
     if not result.ok:
         return HealthCodes(None, (result.describe(),), result.describe())
-    from probes.npu_smi import health_report, parse_kv  # only for a chip that is not OK
-
     try:
-        report = health_report(parse_kv(result.stdout, "health"))
+        report: HealthReport = kv_view(result.stdout, "health")
     except Exception as exc:  # a health output we cannot read is evidence, not a crash
         reason = f"`npu-smi {' '.join(args)}`: unreadable ({exc})"
         return HealthCodes(None, (reason,), reason)
@@ -139,28 +130,17 @@ def parse_usages(result: CommandResult, npu_id: int) -> dict[ChipKey, Usages]:
     """The usages of one card's chips, keyed (npu_id, chip_id); empty when unreadable."""
     if not result.ok or not result.stdout.strip():
         return {}
-    from probes.npu_smi import parse_kv
-
     try:
-        output = parse_kv(result.stdout, "usages")
+        per_chip: dict[int | None, Usages] = kv_view(result.stdout, "usages")
     except ParseError:
         return {}
-    usages: dict[ChipKey, Usages] = {}
-    for block in output.blocks:  # keyed by the card asked for: the printed NPU ID repeats it
-        if block.name is not None and block.name.lower() == "mcu":
-            continue
-        fields = block.fields
-        usages[(npu_id, block.chip_id)] = Usages(
-            hbm_bandwidth_percent=_number(fields.get("hbm_bandwidth_usage_rate_percent")),
-            aicore_percent=_int(fields.get("aicore_usage_rate_percent")),
-        )
-    return usages
+    # keyed by the card asked for: the printed NPU ID repeats it
+    return {(npu_id, chip_id): usage for chip_id, usage in per_chip.items()}
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def kv_view(text: str, kind: str) -> Any:
+    """The typed view (probes.npu_smi.views.VIEWS) of one `-t KIND` output; ParseError when
+    the text is not one."""
+    from probes.npu_smi import parse_kv, view  # the parsers: only when there is an output
 
-
-def _int(value: object) -> int | None:
-    number = _number(value)
-    return None if number is None else round(number)
+    return view(parse_kv(text, kind))

@@ -1,8 +1,12 @@
-"""Every kind of npu-smi output this package reads, in one registry: name, detector, parser.
+"""Every kind of npu-smi output this package reads, in one registry: each row names the kind,
+the command that prints it, its detector, its parser, the class the parser returns, its
+`ascend-npu/1` JSON writer and (where judges use one) its typed view.
 
 `parse(text)` is the one way in: it blanks the noise lines out (`probes.npu_smi.noise`), asks
 each kind in order whether the text is its output, and hands the text to the first that says
-yes. A new kind of output is one more `OutputKind` entry (and its parser module).
+yes. `to_json(result)` and `view(result)` find the row by the result's class. A new kind of
+output is one more `OutputKind` row (with its parser module, writer and view); every other
+list of kinds (`KNOWN`, the writers) derives from `KINDS`.
 
 Detectors see the non-blank lines of the noise-free text; they look for the kind's header
 or typical lines, never for widths. Order matters where outputs share features: an error
@@ -30,9 +34,9 @@ Lines = Sequence[str]
 
 
 class _Lazy:
-    """A parser's (or detector's) function named "module:function" in this package, imported
-    on the first call: a run meets one or two kinds, and each parser module builds its
-    patterns and facts when it is imported."""
+    """A row's parser, detector, writer or view, named "module:function" in this package and
+    imported on the first call: a run meets one or two kinds, and each parser module builds
+    its patterns and facts when it is imported."""
 
     __slots__ = ("target",)
 
@@ -49,11 +53,23 @@ class _Lazy:
 
 @dataclass(frozen=True)
 class OutputKind:
-    """One kind of npu-smi output: `detect` sees its lines, `parse` reads its text."""
+    """One kind of npu-smi output: `detect` sees its lines, `parse` reads its text into an
+    instance of `result` ("module:Class", compared by name so no class is built to dispatch),
+    `write` gives that instance's JSON form and `view` (None: the result is the view) the typed
+    view judges read. `command` is how it is asked for, for messages."""
 
     name: str
+    command: str
     detect: Callable[[Lines], bool]
     parse: Callable[[str], ParseResult]
+    result: str
+    write: Callable[[Any], dict[str, Any]]
+    view: Callable[[Any], Any] | None = None
+
+    def made(self, obj: object) -> bool:
+        """Whether `obj` is what this kind's parser returns."""
+        kind = type(obj)
+        return f"{kind.__module__}:{kind.__qualname__}" == self.result
 
 
 @dataclass(frozen=True)
@@ -116,18 +132,36 @@ def _is_proc_mem(lines: Lines) -> bool:
     return processes > 0 and 2 * (processes + kv_lines) >= len(lines)
 
 
+_PKG = "probes.npu_smi"
+
+
+def _row(name: str, command: str, detect: Callable[[Lines], bool], parse: str, result: str,
+         write: str, view: str | None = None) -> OutputKind:
+    """A row whose parser, writer and view are "module:function" names in this package."""
+    return OutputKind(name, command, detect, _Lazy(parse), f"{_PKG}.{result}", _Lazy(write),
+                      None if view is None else _Lazy(view))
+
+
 KINDS: tuple[OutputKind, ...] = (
-    OutputKind("error", _is_error, _parse_error),
-    OutputKind("info", _is_info, _Lazy("table:parse_info")),
-    OutputKind("watch", _is_watch, _Lazy("lines:parse_watch")),
-    OutputKind("mapping", _is_mapping, _Lazy("lines:parse_mapping")),
-    OutputKind("list", _is_list, _Lazy("lines:parse_list")),
-    OutputKind("topo", _Lazy("topo:looks_like_topo"), _Lazy("topo:parse_topo")),
-    OutputKind("proc-mem", _is_proc_mem, _Lazy("proc_mem:parse_proc_mem")),
-    OutputKind("kv", _looks_key_value, _Lazy("kv:parse_kv")),
+    OutputKind("error", "", _is_error, _parse_error, f"{_PKG}.model:NpuSmiError",
+               _Lazy("jsonform:error_to_json")),
+    _row("info", "info", _is_info, "table:parse_info", "model:NpuInfo", "jsonform:info_to_json"),
+    _row("watch", "info watch", _is_watch, "lines:parse_watch", "model_lines:WatchTable",
+         "jsonform:watch_to_json"),
+    _row("mapping", "info -m", _is_mapping, "lines:parse_mapping", "model_lines:NpuMapping",
+         "jsonform:mapping_to_json"),
+    _row("list", "info -l", _is_list, "lines:parse_list", "model_lines:NpuList",
+         "jsonform:list_to_json"),
+    _row("topo", "info -t topo", _Lazy("topo:looks_like_topo"), "topo:parse_topo",
+         "model_kv:Topology", "jsonform:topo_to_json"),
+    _row("proc-mem", "info -t proc-mem", _is_proc_mem, "proc_mem:parse_proc_mem",
+         "model_kv:ProcMem", "jsonform:proc_mem_to_json"),
+    _row("kv", "info -t TYPE", _looks_key_value, "kv:parse_kv", "model_kv:KvOutput",
+         "jsonform:kv_to_json", "views:kv_view"),
 )
 
-KNOWN = "info, -m, -l, watch, -t ..."
+# What the tool reads, for messages: the commands of the rows (an error prints no output kind)
+KNOWN = ", ".join(kind.command for kind in KINDS if kind.command)
 
 # The largest real output (`npu-smi info` of a 16-die A3 with processes) is a few hundred lines
 # and tens of KB; a `watch` log grows by one line per chip and interval. These limits keep a
@@ -153,9 +187,9 @@ def _content_lines(clean: str) -> list[str]:
     return [line for line in clean.splitlines() if line.strip()]
 
 
-def _kind_of(clean: str) -> OutputKind | None:
+def _kind_of(clean: str, kinds: Sequence[OutputKind] = KINDS) -> OutputKind | None:
     lines = _content_lines(clean)
-    return next((kind for kind in KINDS if kind.detect(lines)), None)
+    return next((kind for kind in kinds if kind.detect(lines)), None)
 
 
 def detect_kind(text: str) -> str:
@@ -166,12 +200,35 @@ def detect_kind(text: str) -> str:
     return "unknown" if kind is None else kind.name
 
 
-def parse(text: str, what: str = "npu-smi output") -> Parsed:
-    """Detect the kind of an npu-smi output and parse it. Raises ParseError naming `what`,
-    also for a text over MAX_INPUT_BYTES or MAX_INPUT_LINES."""
+def parse(text: str, what: str = "npu-smi output",
+          kinds: Sequence[OutputKind] = KINDS) -> Parsed:
+    """Detect the kind of an npu-smi output among `kinds` and parse it. Raises ParseError
+    naming `what`, also for a text over MAX_INPUT_BYTES or MAX_INPUT_LINES."""
     check_size(text, what)
     clean, noise = blank_noise(text)
-    kind = _kind_of(clean)
+    kind = _kind_of(clean, kinds)
     if kind is None:
-        raise ParseError(what, f"not an npu-smi output this tool knows ({KNOWN})")
+        known = ", ".join(k.command for k in kinds if k.command)
+        raise ParseError(what, f"not an npu-smi output this tool knows ({known})")
     return Parsed(kind.name, kind.parse(clean), noise)
+
+
+def row_of(obj: object, kinds: Sequence[OutputKind] = KINDS) -> OutputKind:
+    """The row whose parser made `obj`; TypeError for anything else."""
+    row = next((kind for kind in kinds if kind.made(obj)), None)
+    if row is None:
+        raise TypeError(f"not an npu-smi parse result: {type(obj).__name__}")
+    return row
+
+
+def to_json(obj: ParseResult, kinds: Sequence[OutputKind] = KINDS) -> dict[str, Any]:
+    """The `ascend-npu/1` JSON form (a dict of plain values) of a parse result: the output
+    edge (inventory, bundles, `--json`); judges read `view` or the result itself."""
+    return row_of(obj, kinds).write(obj)
+
+
+def view(obj: ParseResult, kinds: Sequence[OutputKind] = KINDS) -> Any:
+    """The typed view judges read of a parse result (the result itself where its row has no
+    view): a `-t health` output gives its HealthReport, `-t usages` its Usages per chip."""
+    row = row_of(obj, kinds)
+    return obj if row.view is None else row.view(obj)

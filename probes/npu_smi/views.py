@@ -1,11 +1,16 @@
 """Typed views of parsed `-t` outputs that judges use: the health report of `-t health`, the
-chip and HBM temperatures of `-t temp`, `-t usages`, `-t memory` or `-t common`."""
+chip and HBM temperatures of `-t temp`, `-t memory` or `-t common`, the usages of `-t usages`.
+
+`VIEWS` holds one row per `-t` type a judge reads (the registry's "kv" row views through
+`kv_view`); a `-t` type without a row is viewed as its blocks (the KvOutput itself).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from probes.npu_smi.model import Value
+from probes.npu_smi.model import Usages, Value
 from probes.npu_smi.model_kv import ChipTemperatures, HealthReport, KvBlock, KvOutput
 
 _CHIP_TEMPERATURE_KEYS = ("npu_temperature_c", "temperature_c")
@@ -50,8 +55,43 @@ def temperatures(output: KvOutput) -> tuple[ChipTemperatures, ...]:
 
 
 def _first_number(fields: Mapping[str, Value], keys: tuple[str, ...]) -> float | None:
-    for key in keys:
-        value = fields.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return None
+    return next((n for n in (_number(fields.get(key)) for key in keys) if n is not None), None)
+
+
+def usages(output: KvOutput) -> dict[int | None, Usages]:
+    """`-t usages` per chip id (the MCU block is not a chip's)."""
+    found: dict[int | None, Usages] = {}
+    for block in output.blocks:
+        if block.name is not None and block.name.lower() == "mcu":
+            continue
+        fields = block.fields
+        found[block.chip_id] = Usages(
+            hbm_bandwidth_percent=_number(fields.get("hbm_bandwidth_usage_rate_percent")),
+            aicore_percent=_int(fields.get("aicore_usage_rate_percent")),
+        )
+    return found
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _int(value: object) -> int | None:
+    number = _number(value)
+    return None if number is None else round(number)
+
+
+# `-t` type -> its typed view (the view rows; each type is one of probes.npu_smi.kv.KV_KINDS)
+VIEWS: dict[str, Callable[[KvOutput], Any]] = {
+    "health": health_report,
+    "usages": usages,
+    "memory": temperatures,
+    "common": temperatures,
+    "temp": temperatures,
+}
+
+
+def kv_view(output: KvOutput) -> Any:
+    """The typed view of a `-t` output by its type; the output itself for a type without one."""
+    row = VIEWS.get(output.kind)
+    return output if row is None else row(output)

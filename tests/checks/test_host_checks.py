@@ -1,19 +1,26 @@
-"""devices.nodes and pcie.contention on fake machines (logging.level: test_logging_check.py)."""
+"""devices.nodes and pcie.contention on fake machines (logging.level: test_logging_check.py);
+pcie.contention's RoCE ports with hccn_tool answering the recorded vendor lines."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from conftest import CORPUS_DIR, FakeRoot
 from machines import pci_function
 
 from checks.builtin.devices import device_nodes
-from checks.builtin.pcie import pcie_contention
+from checks.builtin.pcie import pcie_contention, port_ids
 from checks.context import Context
 from checks.policy import load_policy
+from probes.hccn import HCCN_CONF, HCCN_TOOL
+from probes.host import CommandResult
 from probes.live import LiveHost
+from probes.npu_smi import parse_info
+from probes.recording import RecordingHost, SnapshotHost
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 A2_INFO = CORPUS_DIR / "npu-smi" / "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
@@ -298,3 +305,117 @@ def test_no_sysfs_skips(fake_root: FakeRoot) -> None:
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "skip" and "/sys/bus/pci/devices" in finding.summary
     assert finding.rules == ("pci-unreadable",)
+
+
+# --- pcie.contention: the NPUs' RoCE ports (hccn_tool) ------------------------------------------
+
+HCCN_SAMPLES = Path(__file__).resolve().parents[1] / "data" / "hccn"
+LINK_UP = HCCN_SAMPLES / "link-up.txt"
+LINK_DOWN = HCCN_SAMPLES / "link-down.txt"
+
+
+def multi_node_a2(root: FakeRoot, link_3: str = f'cat "{LINK_UP}"',
+                  health: str = "net-health-success.txt", health_3: str | None = None) -> None:
+    """An A2 server set up for multi-node serving: 8 chips, /etc/hccn.conf, and hccn_tool
+    answering with the recorded lines (port 3 may answer otherwise)."""
+    pci_function(root, ["0000:00:01.0", "0000:01:00.0"], *NPU)
+    with_npu_smi(root)
+    root.file(HCCN_CONF, "address_0=192.168.100.100\nnetdetect_0=192.168.100.1\n")
+    other = HCCN_SAMPLES / (health_3 or health)
+    root.script(HCCN_TOOL, f'''case "$2$3" in
+  3-link) {link_3};;
+  *-link) cat "{LINK_UP}";;
+  3-net_health) cat "{other}";;
+  *) cat "{HCCN_SAMPLES / health}";;
+esac
+''')
+
+
+def test_ports_up_and_healthy_pass_and_say_how_many_were_read(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and finding.rules == ()
+    assert "8 NPU port(s) link UP and net health Success" in finding.summary
+    assert "NPU port 7: link UP, net health Success" in finding.evidence
+
+
+def test_a_port_whose_link_went_down_warns_with_its_net_health(fake_root: FakeRoot) -> None:
+    # the mind-cluster fault drill: `-link -s down`, then net health reads Fault
+    multi_node_a2(fake_root, link_3=f'cat "{LINK_DOWN}"', health_3="net-health-fault.txt")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn"
+    assert finding.rules == ("roce-link-down", "roce-net-health")
+    assert "NPU port 3 link DOWN" in finding.summary
+    assert "NPU port 3 net health Fault (the port shows this when its link is down" \
+        in finding.summary
+    assert "hccn_tool -i N -link -g" in (finding.remedy or "")
+    assert "reseat the card" not in (finding.remedy or "")  # no PCIe link problem here
+
+
+def test_ports_still_initialising_count_healthy_and_are_named(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root, health="net-health-init.txt")
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and finding.rules == ()
+    assert "8 NPU port(s) link UP and net health Success (8 still Init)" in finding.summary
+
+
+def test_a_net_health_word_we_have_no_meaning_for_warns_as_printed(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    # a word made up for the test: no source lists the words beyond the recorded ones
+    fake_root.file("/tmp/odd.txt", "net health status: Madeup word\n")
+    script = (fake_root.path / HCCN_TOOL.lstrip("/")).read_text()
+    fake_root.script(HCCN_TOOL, script.replace("#!/bin/sh\n", "").replace(
+        str(HCCN_SAMPLES / "net-health-success.txt"), str(fake_root.path / "tmp/odd.txt")))
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "warn" and finding.rules == ("roce-net-health",)
+    assert "NPU port 0 net health Madeup word (not in our data)" in finding.summary
+
+
+@pytest.mark.parametrize("sample, ports", [
+    ("014-info-25.0.rc1.1-910B4-8cards-noproc.txt", list(range(8))),  # no Phy-ID: 0 up
+    ("065-info-25.2.0-A3-Ascend910-4chips-mixed-proc-peerfixture.txt", [0, 1, 2, 3]),
+])
+def test_ports_are_numbered_by_physical_id_where_the_table_prints_it(sample: str,
+                                                                     ports: list[int]) -> None:
+    assert port_ids(parse_info((CORPUS_DIR / "npu-smi" / sample).read_text()).chips) == ports
+
+
+def test_a_single_server_without_hccn_conf_asks_no_port(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    (fake_root.path / HCCN_CONF.lstrip("/")).unlink()
+    fake_root.script(HCCN_TOOL, "exit 99\n")  # would make every port unread if it were asked
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass" and "port" not in finding.summary
+
+
+def test_ports_that_cannot_be_read_are_said_unjudged_never_passed(fake_root: FakeRoot) -> None:
+    multi_node_a2(fake_root)
+    (fake_root.path / HCCN_TOOL.lstrip("/")).unlink()
+    finding = pcie_contention(ctx_for(fake_root))
+    assert finding.status == "pass"  # the PCIe part was judged
+    assert "link UP" not in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "hccn_tool not found" in finding.summary
+
+
+class WithoutHccnTool(RecordingHost):
+    """A recorder of a tool version that did not record hccn_tool."""
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> CommandResult:
+        if argv[0] == HCCN_TOOL:
+            return self.inner.run(argv) if timeout_s is None else self.inner.run(argv, timeout_s)
+        return super().run(argv, timeout_s)
+
+
+def test_a_recording_without_the_ports_leaves_them_unjudged(fake_root: FakeRoot,
+                                                            tmp_path: Path) -> None:
+    multi_node_a2(fake_root, link_3=f'cat "{LINK_DOWN}"')
+    live = ctx_for(fake_root)
+    recorder = WithoutHccnTool(live.host)
+    pcie_contention(Context(recorder, load_policy()))
+    replay = SnapshotHost(recorder.save(tmp_path / "snap"))
+    assert pcie_contention(live).rules == ("roce-link-down",)
+    finding = pcie_contention(Context(replay, load_policy()))
+    assert finding.status == "pass" and "link UP" not in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "was not recorded" in finding.summary

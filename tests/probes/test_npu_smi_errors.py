@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from probes.npu_smi import NpuSmiError, detect_error, detect_kind, split_noise, to_json
+from probes.npu_smi.registry import KINDS as REGISTRY
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
 
@@ -120,6 +121,10 @@ KINDS = {
 )
 def test_detect_kind_on_the_corpus(number: str, kind: str) -> None:
     assert detect_kind(corpus(number)) == kind
+
+
+def test_the_expected_kinds_are_the_registry_s_names() -> None:
+    assert set(KINDS) <= {kind.name for kind in REGISTRY} | {"unknown"}
 
 
 def test_detect_kind_hand_written() -> None:

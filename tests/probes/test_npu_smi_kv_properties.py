@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probes.errors import ParseError
-from probes.npu_smi import parse_kv, parse_proc_mem, parse_topo, to_json
+from probes.npu_smi import KV_KINDS, parse_kv, parse_proc_mem, parse_topo, to_json
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
 KV_SAMPLES = ("010", "011", "012", "013", "027", "028", "029", "032", "037", "038", "061", "062")
 ALL_SAMPLES = (*KV_SAMPLES, "047")
-KINDS = (None, "usages", "health", "board", "common", "memory", "ecc", "proc-mem", "temp", "kv")
+KINDS = (None, *KV_KINDS)  # every `-t` type parse_kv knows, and none (it guesses)
 
 
 def sample(number: str) -> str:

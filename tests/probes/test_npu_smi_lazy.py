@@ -12,9 +12,12 @@ import probes.npu_smi as npu_smi
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "npu-smi"
-OTHER_KINDS = ("probes.npu_smi.kv", "probes.npu_smi.kvlines", "probes.npu_smi.lines",
-               "probes.npu_smi.topo", "probes.npu_smi.proc_mem", "probes.npu_smi.views",
-               "probes.npu_smi.model_kv", "probes.npu_smi.model_lines")
+# the parser modules of every row but the main table's (from the registry), and the modules
+# only those kinds use
+_PARSERS = {kind.parse.target.partition(":")[0] for kind in npu_smi.KINDS
+            if hasattr(kind.parse, "target")}
+OTHER_KINDS = tuple(sorted(f"probes.npu_smi.{module}" for module in (
+    (_PARSERS - {"table"}) | {"kvlines", "views", "model_kv", "model_lines"})))
 
 
 def test_every_exported_name_says_where_it_lives_and_is_found_there() -> None:

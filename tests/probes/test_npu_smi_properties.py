@@ -20,6 +20,7 @@ from probes.npu_smi import (
     parse_watch,
     split_noise,
 )
+from probes.npu_smi.registry import KINDS as REGISTRY
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
 
@@ -45,7 +46,8 @@ ALL_TEXTS = st.sampled_from(sorted(TEXTS.values()))
 INFO_TEXTS = st.sampled_from([TEXTS[n] for n in INFO_SAMPLES])
 
 PARSERS: list[Callable[[str], object]] = [parse_info, parse_mapping, parse_list, parse_watch]
-KINDS = {"info", "mapping", "list", "watch", "error", "topo", "proc-mem", "kv", "unknown"}
+# the registry's kind names, and detect_kind's answer for none of them
+KINDS = {kind.name for kind in REGISTRY} | {"unknown"}
 
 
 def check_all(text: str) -> None:
