@@ -20,7 +20,8 @@ from probes.hccn import HCCN_CONF, HCCN_TOOL
 from probes.host import CommandResult
 from probes.live import LiveHost
 from probes.npu_smi import parse_info
-from probes.recording import RecordingHost, SnapshotHost
+from probes.recording.recorder import RecordingHost
+from probes.recording.snapshot import SnapshotHost
 
 PATH = "/usr/local/bin:/usr/bin:/bin"
 A2_INFO = CORPUS_DIR / "npu-smi" / "014-info-25.0.rc1.1-910B4-8cards-noproc.txt"
