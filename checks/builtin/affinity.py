@@ -61,9 +61,9 @@ def chips_used(ctx: Context) -> tuple[list[ChipRow], str]:
         visible = facts.environment(ctx).visible_devices
     except TargetUnreadable:
         return [], "its environment could not be read"
-    if visible.ids is not None and _in_container(ctx):
-        from probes.target.devices import container_rows
+    from probes.target.devices import container_rows, in_container
 
+    if visible.ids is not None and in_container(ctx.target.process):
         rows, how = container_rows(ctx.host, visible.ids, visible.raw,
                                    [c.phy_id for c in info.chips])
         return ([info.chips[i] for i in rows] if rows is not None else []), how
@@ -71,11 +71,6 @@ def chips_used(ctx: Context) -> tuple[list[ChipRow], str]:
         chips = [info.chips[i] for i in visible.ids if 0 <= i < len(info.chips)]
         return chips, f"ASCEND_RT_VISIBLE_DEVICES={visible.raw}"
     return [], "it holds no NPU in npu-smi's process table and sets no ASCEND_RT_VISIBLE_DEVICES"
-
-
-def _in_container(ctx: Context) -> bool:
-    proc = ctx.target.process
-    return proc is not None and proc.mount_ns == "other"
 
 
 def target_affinity(ctx: Context, npus: list[PciFunction]) -> Affinity:

@@ -122,11 +122,11 @@ def hbm_fit(ctx: Context) -> Finding:
 
 
 def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -> Finding:
+    from probes.target.devices import container_rows, in_container
+
     visible_ids = facts.environment(ctx).visible_devices
     mapped = ""
-    if _in_container(ctx):
-        from probes.target.devices import container_rows
-
+    if in_container(ctx.target.process):
         rows, mapped = container_rows(ctx.host, visible_ids.ids, visible_ids.raw,
                                       [c.phy_id for c in info.chips])
         if rows is None:
@@ -155,13 +155,6 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
 
     how = f"{how} ({mapped})" if mapped else how
     return with_host(verdict(ctx, model, settings, chosen, how, visible), host_ram(ctx, settings))
-
-
-def _in_container(ctx: Context) -> bool:
-    """A target in another mount namespace: its ASCEND_RT_VISIBLE_DEVICES counts the
-    container's devices, not npu-smi's rows (probes.target.devices)."""
-    proc = ctx.target.process
-    return proc is not None and proc.mount_ns == "other"
 
 
 def need_lines(ctx: Context, model: Model, settings: Deployment) -> tuple[str, ...]:

@@ -20,12 +20,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
 
+if TYPE_CHECKING:
+    from probes.target.parts import ProcessInfo
+
 _NODE = re.compile(r"^davinci(\d+)$")
 UNMAPPED = "not judged: cannot map container devices to host chips"
+
+
+def in_container(process: ProcessInfo | None) -> bool:
+    """A process in another mount namespace than the doctor's: a container, whose
+    ASCEND_RT_VISIBLE_DEVICES counts its own devices."""
+    return process is not None and process.mount_ns == "other"
 
 
 def davinci_nodes(host: Host) -> tuple[int, ...] | None:
