@@ -188,8 +188,8 @@ def kv_state_size(config: ConfigFacts, kv_dtype_bytes: int, *, int8: bool = Fals
 def _mla_size(config: ConfigFacts, layers: int, kv_dtype_bytes: int) -> KvStateSize:
     rank, rope = config.raw.get("kv_lora_rank"), config.raw.get("qk_rope_head_dim")
     if not isinstance(rank, int) or not isinstance(rope, int) or rank < 1 or rope < 0:
-        return KvStateSize(NO_KV, layers, 0, 0, note="config.json gives kv_lora_rank without "
-                           "a usable kv_lora_rank and qk_rope_head_dim pair")
+        return KvStateSize(NO_KV, layers, 0, 0, note="config.json's kv_lora_rank and "
+                           "qk_rope_head_dim are not both whole numbers")
     return KvStateSize(MLA, layers, 0, (rank + rope) * kv_dtype_bytes, kv_heads=1,
                        head_dim=rank + rope, value_bytes=kv_dtype_bytes)
 
