@@ -7,7 +7,9 @@ DeltaNet) layers keep a fixed-size `LinearState` instead: the causal conv's last
 `[batch, conv_dim, kernel - 1]` (compute dtype) and the recurrent state
 `[batch, value_heads, key_dim, value_dim]` (float32), views of two more buffers. `layers`
 lists one entry per decoder layer, in order. Nothing here allocates after `KVCache.allocate`
-except the dequantised read of an int8 cache (a temporary, not cache storage).
+except the dequantised read of an int8 cache (a temporary, not cache storage). How many bytes
+these buffers hold is probes.model.memory.kv_state_size's arithmetic, which the runner plans
+with before allocating (tests/engine/test_cache.py holds the two equal).
 """
 
 from __future__ import annotations
@@ -67,22 +69,6 @@ RECURRENT_DTYPE = torch.float32
 
 def element_bytes(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
-
-
-def kv_cache_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool) -> int:
-    """Bytes the cache will hold (keys + values, plus scales for int8), before padding."""
-    if int8:
-        scale_bytes = element_bytes(INT8_SCALE_DTYPE)
-        return 2 * shape.num_layers * (shape.layer_elements + shape.layer_rows * scale_bytes)
-    return 2 * shape.num_layers * shape.layer_elements * element_bytes(dtype)
-
-
-def state_bytes(shape: StateShape | None, dtype: torch.dtype) -> int:
-    """Bytes of every linear-attention layer's conv (dtype) and recurrent (float32) state."""
-    if shape is None:
-        return 0
-    return shape.layers * (shape.conv_elements * element_bytes(dtype)
-                           + shape.recurrent_elements * element_bytes(RECURRENT_DTYPE))
 
 
 def alignment_of(address: int, cap: int = ALIGNMENT_REPORT_CAP_BYTES) -> int:

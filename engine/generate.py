@@ -18,12 +18,10 @@ from engine.errors import EngineError, ModelFormatError, OutOfMemoryPlan
 from engine.options import FP8_MODES, KV_CACHE_MODES
 from engine.runner import (
     ModelRunner,
-    cache_shape,
-    check_kv_plan,
+    check_cache_plan,
     check_model_plan,
     parse_dtype,
     pick_device,
-    state_shape,
 )
 from engine.sampling import SamplingParams, make_generator, next_token
 from engine.tokenizer_load import load_tokenizer
@@ -204,8 +202,7 @@ class Engine:
             config = from_facts(model.config)
             check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device,
                              weights_only=True)
-            check_kv_plan(cache_shape(config, max_seq_len), torch_dtype, int8_kv, torch_device,
-                          state=state_shape(config))
+            check_cache_plan(config, max_seq_len, torch_dtype, int8_kv, torch_device)
             check_model_plan(config, max_seq_len, torch_dtype, fp8, int8_kv, torch_device)
             with ThreadPoolExecutor(1, thread_name_prefix="engine-tokenizer") as pool:
                 # The tokenizer loads beside the weights' compiled passes (load_model_dir).

@@ -6,12 +6,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import torch
 
-from engine.cache import CacheShape, KVCache, StateShape, element_bytes, kv_cache_bytes, state_bytes
+from engine.cache import CacheShape, KVCache, StateShape, element_bytes
 from engine.cpu_decode import DecodeSteps
 from engine.errors import EngineError, OutOfMemoryPlan
 from engine.model import Decoder
@@ -19,7 +18,13 @@ from engine.models import FAMILIES
 from engine.ops import in_use, select_fused_ops
 from engine.options import DEVICES
 from probes.model.config import FULL_ATTENTION
-from probes.model.memory import HEADROOM_FRACTION, human_bytes, plan_memory
+from probes.model.memory import (
+    HEADROOM_FRACTION,
+    KvStateSize,
+    human_bytes,
+    kv_state_size,
+    plan_memory,
+)
 from probes.model.tensors import InventoryError
 
 DTYPES: dict[str, torch.dtype] = {
@@ -82,36 +87,50 @@ def available_memory_bytes(device: torch.device) -> int:
     return int(psutil.virtual_memory().available)
 
 
-def plan_bytes(shape: CacheShape, dtype: torch.dtype, int8: bool,
-               state: StateShape | None = None) -> int:
+def cache_size(config: Any, dtype: torch.dtype, int8: bool) -> KvStateSize:
+    """What the cache holds per token and per sequence: probes.model.memory's one arithmetic
+    on the config's facts (the numbers the doctor's npu.hbm-fit and engine.tools.plan use)."""
+    return kv_state_size(config.facts, element_bytes(dtype), int8=int8)
+
+
+def rotary_bytes_per_token(config: Any, dtype: torch.dtype) -> int:
+    """The rotary cos/sin tables the decoder keeps per position of max_seq_len."""
+    return 2 * config.head_dim * element_bytes(dtype)
+
+
+def plan_bytes(size: KvStateSize, rotary_per_token: int, max_seq_len: int) -> int:
     """What the runner allocates for the cache: KV (full-attention layers) plus the rotary
-    cos/sin tables per max_seq_len, plus the fixed linear-attention state."""
-    rotary = 2 * shape.max_seq_len * shape.head_dim * element_bytes(dtype)
-    return kv_cache_bytes(shape, dtype, int8) + rotary + state_bytes(state, dtype)
+    tables per max_seq_len, plus the fixed linear-attention state."""
+    return size.bytes(max_seq_len) + rotary_per_token * max_seq_len
 
 
-def largest_fitting_seq_len(shape: CacheShape, dtype: torch.dtype, int8: bool,
-                            budget_bytes: int, state: StateShape | None = None) -> int:
-    fixed = state_bytes(state, dtype)
-    per_token = plan_bytes(replace(shape, max_seq_len=1), dtype, int8)
-    return max(0, (budget_bytes - fixed) // per_token)
+def largest_fitting_seq_len(size: KvStateSize, rotary_per_token: int, budget_bytes: int) -> int:
+    per_token = size.kv_bytes_per_token + rotary_per_token
+    return max(0, (budget_bytes - size.state_bytes_per_sequence) // per_token)
 
 
-def check_kv_plan(shape: CacheShape, dtype: torch.dtype, int8: bool, device: torch.device,
-                  free_bytes: int | None = None, state: StateShape | None = None) -> int:
+def check_kv_plan(size: KvStateSize, rotary_per_token: int, max_seq_len: int,
+                  device: torch.device, free_bytes: int | None = None) -> int:
     """Bytes the cache needs; OutOfMemoryPlan (with the largest max_seq_len) if it won't fit."""
-    need = plan_bytes(shape, dtype, int8, state)
+    need = plan_bytes(size, rotary_per_token, max_seq_len)
     free = available_memory_bytes(device) if free_bytes is None else free_bytes
     budget = int(free * (1 - HEADROOM_FRACTION))
     if need > budget:
-        fits = largest_fitting_seq_len(shape, dtype, int8, budget, state)
+        fits = largest_fitting_seq_len(size, rotary_per_token, budget)
         raise OutOfMemoryPlan(
-            f"KV cache for max_seq_len={shape.max_seq_len} needs {need / 2**20:.1f} MiB but "
+            f"KV cache for max_seq_len={max_seq_len} needs {need / 2**20:.1f} MiB but "
             f"only {budget / 2**20:.1f} MiB of {device} memory is usable "
             f"({free / 2**20:.1f} MiB free, {HEADROOM_FRACTION:.0%} kept as headroom); "
             f"the largest max_seq_len that fits is {fits}"
-            + ("" if int8 else " (kv_cache='int8' needs about half)"))
+            + ("" if size.int8 else " (kv_cache='int8' needs about half)"))
     return need
+
+
+def check_cache_plan(config: Any, max_seq_len: int, dtype: torch.dtype, int8: bool,
+                     device: torch.device, free_bytes: int | None = None) -> int:
+    """check_kv_plan for this config's cache."""
+    return check_kv_plan(cache_size(config, dtype, int8), rotary_bytes_per_token(config, dtype),
+                         max_seq_len, device, free_bytes)
 
 
 def cache_shape(config: Any, max_seq_len: int) -> CacheShape:
@@ -178,8 +197,8 @@ class ModelRunner:
                  free_bytes: int | None = None) -> None:
         self.device, self.dtype, self.max_seq_len = device, dtype, max_seq_len
         self.weight_bytes = weight_bytes(weights)
+        check_cache_plan(config, max_seq_len, dtype, int8_kv, device, free_bytes)
         shape, state = cache_shape(config, max_seq_len), state_shape(config)
-        check_kv_plan(shape, dtype, int8_kv, device, free_bytes, state)
         family = FAMILIES[config.architecture]
         self.fused = in_use(select_fused_ops(device, dtype), family.norm_offset)
         self.model = Decoder(config, weights, max_seq_len, device, dtype, family,

@@ -3,11 +3,10 @@ the NUMA nodes of the NPUs it uses.
 
 The NPUs it uses: npu-smi's process table rows of the target and its children, else the
 chips its ASCEND_RT_VISIBLE_DEVICES names (positions in npu-smi's table) for a target on
-this machine's namespace. In a container the variable indexes the container's own devices
-(probes.target.devices), not the host's table: the chips are matched only when the container
-sees every device of the host (`/dev/davinci0` .. `davinci<n-1>` for the n rows of npu-smi's
-table, so its positions are the host's); otherwise they are not matched, and the evidence
-says so with the container's /dev/davinci<N> nodes. Their NUMA node is
+this machine's namespace. In a container the variable indexes the container's own devices,
+mapped to host chips through the container's /dev/davinci<N> nodes where that can be done
+(probes.target.devices.container_rows, the mapping npu.hbm-fit uses too); otherwise they are
+not matched, and the evidence says so with the container's nodes. Their NUMA node is
 the PCI function's `numa_node` (sysfs), matched by bus id. The CPUs: `Cpus_allowed_list` of
 /proc/PID/status, mapped to nodes through /sys/devices/system/node/node<N>/cpulist. A target
 allowed only on nodes that hold none of an NPU's node is pinned far from it: every transfer
@@ -62,35 +61,16 @@ def chips_used(ctx: Context) -> tuple[list[ChipRow], str]:
         visible = facts.environment(ctx).visible_devices
     except TargetUnreadable:
         return [], "its environment could not be read"
-    if visible.ids is not None and _in_container(ctx):
-        nodes, why = _container_nodes(ctx, visible.raw or "")
-        if nodes != tuple(range(len(info.chips))):
-            return [], why
+    from probes.target.devices import container_rows, in_container
+
+    if visible.ids is not None and in_container(ctx.target.process):
+        rows, how = container_rows(ctx.host, visible.ids, visible.raw,
+                                   [c.phy_id for c in info.chips])
+        return ([info.chips[i] for i in rows] if rows is not None else []), how
     if visible.ids is not None:
         chips = [info.chips[i] for i in visible.ids if 0 <= i < len(info.chips)]
         return chips, f"ASCEND_RT_VISIBLE_DEVICES={visible.raw}"
     return [], "it holds no NPU in npu-smi's process table and sets no ASCEND_RT_VISIBLE_DEVICES"
-
-
-def _in_container(ctx: Context) -> bool:
-    proc = ctx.target.process
-    return proc is not None and proc.mount_ns == "other"
-
-
-def _container_nodes(ctx: Context, raw: str) -> tuple[tuple[int, ...] | None, str]:
-    """The container's /dev/davinci<N> numbers, and why its ASCEND_RT_VISIBLE_DEVICES is
-    not matched to npu-smi's rows when they are not all of the host's."""
-    from probes.target.devices import davinci_nodes
-
-    try:
-        nodes = davinci_nodes(ctx.host)
-    except NotRecorded:
-        nodes = None
-    seen = ("its /dev could not be listed" if nodes is None else
-            "it sees " + (", ".join(f"/dev/davinci{n}" for n in nodes) or "no /dev/davinci node"))
-    return nodes, (f"ASCEND_RT_VISIBLE_DEVICES={raw} inside a container indexes the "
-                   f"container's own devices ({seen}), not the rows of the host's npu-smi "
-                   "table, so its chips are not matched")
 
 
 def target_affinity(ctx: Context, npus: list[PciFunction]) -> Affinity:

@@ -7,16 +7,19 @@ missing, or an estimate from config.json (said to be one); the tensor-, pipeline
 data-parallel sizes, expert parallelism and the context from the target's command line, --tp
 or the policy (a vLLM target without --max-model-len is sized for the model's own maximum:
 checks.builtin.hbm_engine); the memory of each chip from `npu-smi info` (HBM-Usage, or 310P's
-Memory-Usage). Usable memory is measured, never assumed, the same way whether the target runs
-or not (checks.builtin.hbm_chips): a 64 GB part shows about 61 GiB to torch_npu
-(vllm-project/vllm-ascend#1670) because 3-4 GB are used at idle (vllm-project/vllm-ascend#975).
+Memory-Usage). Inside a container the chips its ASCEND_RT_VISIBLE_DEVICES names are found
+through its /dev/davinci<N> nodes (probes.target.devices), or not judged. Usable memory is
+measured, never assumed, the same way whether the target runs or not (checks.builtin.hbm_chips):
+a 64 GB part shows about 61 GiB to torch_npu (vllm-project/vllm-ascend#1670) because 3-4 GB
+are used at idle (vllm-project/vllm-ascend#975).
 The engine plans within its share of that (vLLM --gpu-memory-utilization, MindIE
 NPU_MEMORY_FRACTION, or their defaults); what the share leaves outside holds graph capture and
 HCCL buffers (a warning when small). Host RAM is judged by vLLM's own swap-space and CPU-offload
 rules (checks.builtin.hbm_host).
 
 KV per token = full-attention layers x 2 x KV heads x head_dim x bytes (KV heads split over the
-tensor-parallel chips, one per chip at least), allocated in blocks of `hbm_fit.kv_block_tokens`
+tensor-parallel chips, one per chip at least; probes.model.memory.kv_state_size, the arithmetic
+this project's engine sizes its cache with), allocated in blocks of `hbm_fit.kv_block_tokens`
 (vllm-ascend's 128: vllm-project/vllm-ascend vllm_ascend/utils.py refresh_block_size @
 182b75ea84ff). Hybrids (Qwen3-Next, Qwen3.5/3.6) keep KV only on their full-attention layers
 and a fixed-size Gated DeltaNet state per sequence (probes.model.memory). An attention the
@@ -60,6 +63,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "no-npu": "skip",
         "no-hbm-figures": "skip",
         "no-chip-visible": "skip",
+        "container-chips-unmapped": "skip",
         "too-few-chips": "fail",
         "weights-do-not-fit": "fail",
         "kv-pool-does-not-fit": "fail",
@@ -118,8 +122,19 @@ def hbm_fit(ctx: Context) -> Finding:
 
 
 def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -> Finding:
+    from probes.target.devices import container_rows, in_container
+
     visible_ids = facts.environment(ctx).visible_devices
-    visible = chips_used(info.chips, visible_ids.ids)
+    mapped = ""
+    if in_container(ctx.target.process):
+        rows, mapped = container_rows(ctx.host, visible_ids.ids, visible_ids.raw,
+                                      [c.phy_id for c in info.chips])
+        if rows is None:
+            return skipped(mapped, *need_lines(ctx, model, settings),
+                           rules=("container-chips-unmapped",))
+        visible = [info.chips[i] for i in rows]
+    else:
+        visible = chips_used(info.chips, visible_ids.ids)
     if not visible:
         return skipped(f"ASCEND_RT_VISIBLE_DEVICES={visible_ids.raw!r} leaves no chip visible "
                        "(see the environment checks)", rules=("no-chip-visible",))
@@ -138,6 +153,7 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
     from checks.builtin.hbm_host import host_ram, with_host
     from checks.builtin.hbm_verdict import verdict
 
+    how = f"{how} ({mapped})" if mapped else how
     return with_host(verdict(ctx, model, settings, chosen, how, visible), host_ram(ctx, settings))
 
 

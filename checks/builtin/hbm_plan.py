@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from probes.model.config import ConfigFacts
+    from probes.model.memory import KvStateSize
 
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
 # model_type values whose attention caches per-head K and V as modelled here
@@ -34,28 +35,17 @@ def attention_layers(config: ConfigFacts) -> tuple[int, str]:
     return layers, f"{layers} attention layers"
 
 
-def kv_dtype_bytes(config: ConfigFacts) -> int:
-    from probes.model.memory import dtype_bytes
+def kv_size(config: ConfigFacts, tp: int = 1) -> KvStateSize:
+    """KV per token and linear-attention state per sequence on one chip of a tensor-parallel
+    group of `tp`, at the config's dtype: probes.model.memory.kv_state_size, the arithmetic the
+    engine sizes its cache with and engine.tools.plan prints."""
+    from probes.model.memory import dtype_bytes, kv_state_size
 
-    return dtype_bytes(config.dtype)
-
-
-@dataclass(frozen=True)
-class KvShape:
-    layers: int  # layers that keep a KV cache
-    kv_heads: int
-    head_dim: int
-    dtype_bytes: int
-
-    def bytes_per_token(self, chips: int = 1) -> int:
-        """K and V for one token on one chip: KV heads are split over the tensor-parallel
-        chips, and replicated (one per chip) when there are more chips than KV heads."""
-        heads_per_chip = math.ceil(self.kv_heads / max(chips, 1))
-        return self.layers * 2 * heads_per_chip * self.head_dim * self.dtype_bytes
+    return kv_state_size(config, dtype_bytes(config.dtype), tp=tp)
 
 
 def kv_not_modelled(config: ConfigFacts) -> str:
-    """Why the KV cache of this architecture is not estimated; "" when it is."""
+    """Why the KV cache of this architecture is not judged; "" when it is."""
     kind = config.model_type or config.architecture or "this architecture"
     if "kv_lora_rank" in config.raw:
         return (f"KV not estimated for {kind}: multi-head latent attention caches a compressed "
@@ -63,29 +53,6 @@ def kv_not_modelled(config: ConfigFacts) -> str:
     if config.model_type not in KV_MODELLED and config.text_model_type not in KV_MODELLED:
         return f"KV not estimated for {kind}: not an attention this project models"
     return ""
-
-
-def kv_shape(config: ConfigFacts) -> KvShape | None:
-    """The KV cache geometry, or None when config.json does not say enough."""
-    layers, _ = attention_layers(config)
-    heads = config.num_key_value_heads or config.num_attention_heads
-    head_dim = config.head_dim
-    if head_dim is None and config.hidden_size and config.num_attention_heads:
-        head_dim = config.hidden_size // config.num_attention_heads
-    if not layers or not heads or not head_dim:
-        return None
-    return KvShape(layers, heads, head_dim, kv_dtype_bytes(config))
-
-
-def state_bytes(config: ConfigFacts) -> int:
-    """Linear-attention (Gated DeltaNet) state of one sequence; 0 without such layers."""
-    from probes.model.memory import state_bytes_per_sequence
-    from probes.model.tensors import InventoryError
-
-    try:
-        return state_bytes_per_sequence(config, kv_dtype_bytes(config))
-    except InventoryError:
-        return 0
 
 
 def rounded_tokens(tokens: int, block: int) -> int:

@@ -17,8 +17,7 @@ from checks.builtin.hbm_plan import (
     engine_plan_lines,
     judge,
     kv_not_modelled,
-    kv_shape,
-    state_bytes,
+    kv_size,
     tokens,
     weight_share_bytes,
 )
@@ -35,10 +34,8 @@ def kv_note(config: ConfigFacts) -> str:
     found = kv_not_modelled(config)
     if found:
         return found
-    if kv_shape(config) is None:
-        return ("KV not estimated: config.json does not give the KV cache shape "
-                "(num_hidden_layers, num_key_value_heads, head_dim)")
-    return ""
+    size = kv_size(config)
+    return f"KV not estimated: {size.note}" if size.note else ""
 
 
 def plan_for(ctx: Context, model: Model, settings: Deployment, weight_bytes: int,
@@ -46,10 +43,9 @@ def plan_for(ctx: Context, model: Model, settings: Deployment, weight_bytes: int
     """The plan on one chip of the group with `free` bytes for the deployment."""
     config = model.config
     tp, chips = settings.tp.value, settings.weight_chips
-    shape = kv_shape(config)
-    per_token = 0 if kv_note(config) or shape is None else \
-        math.ceil(shape.bytes_per_token(tp) / settings.pp.value)
-    state = math.ceil(state_bytes(config) / chips) * settings.batch.value
+    size = kv_size(config, tp)
+    per_token = 0 if kv_note(config) else math.ceil(size.kv_bytes_per_token / settings.pp.value)
+    state = math.ceil(size.state_bytes_per_sequence / chips) * settings.batch.value
     return Plan(free_bytes=free, weight_bytes=chip_weights(model, settings, weight_bytes),
                 reserve_bytes=int(float(ctx.policy.get("hbm_fit", "runtime_reserve_mb")) * MB),
                 kv_bytes_per_token=per_token, max_seq_len=settings.max_seq_len.value,
@@ -211,14 +207,15 @@ def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
 
 def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
     config = model.config
-    note, shape = kv_note(config), kv_shape(config)
-    if note or shape is None:
+    note = kv_note(config)
+    if note:
         lines = [note]
     else:
+        size = kv_size(config)
         lines = [
-            f"KV cache: {attention_layers(config)[1]} x 2 x {shape.kv_heads} KV heads x "
-            f"{shape.head_dim} head_dim x {shape.dtype_bytes} bytes ({config.dtype or 'bfloat16'})"
-            f" = {shape.bytes_per_token():,} bytes/token, {plan.kv_bytes_per_token:,} per chip",
+            f"KV cache: {attention_layers(config)[1]} x 2 x {size.kv_heads} KV heads x "
+            f"{size.head_dim} head_dim x {size.value_bytes} bytes ({config.dtype or 'bfloat16'}) = "
+            f"{size.kv_bytes_per_token:,} bytes/token, {plan.kv_bytes_per_token:,} per chip",
             f"context {tokens(settings.max_seq_len.value)} ({settings.max_seq_len.source}), "
             f"allocated in blocks of {settings.kv_block_tokens} (policy hbm_fit.kv_block_tokens):"
             f" {plan.kv_tokens:,} x batch {plan.batch_size} ({settings.batch.source}) -> "

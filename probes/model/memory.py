@@ -1,9 +1,10 @@
-"""One memory arithmetic for the engine's plan and the doctor's npu.hbm-fit.
+"""One memory arithmetic for the engine (its cache sizing and its plan) and the doctor's
+npu.hbm-fit.
 
-What a sequence costs besides the weights:
+What a sequence costs besides the weights is `kv_state_size`, the one home of that arithmetic:
 - KV cache: only full-attention layers keep one; per token K and V of every KV head:
   `layers x 2 x kv_heads x head_dim x bytes` (int8: one byte per value plus a float32 scale
-  per token and head).
+  per token and head); multi-head latent attention one latent per token and layer.
 - linear-attention (Gated DeltaNet) layers keep a fixed-size state per sequence instead: the
   causal conv's last `kernel - 1` inputs of its conv_dim channels (compute dtype) and the
   recurrent state `value_heads x key_dim x value_dim` in float32.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from probes.model.config import ConfigFacts, QuantFormat
 from probes.model.formats import FP8_MODES
 from probes.model.tensors import (
+    InventoryError,
     TensorSpec,
     deltanet_shape,
     global_tensors,
@@ -105,24 +107,102 @@ def config_weight_elements(config: ConfigFacts) -> WeightElements:
 
 # -- per sequence -----------------------------------------------------------------------------
 
-
-def kv_bytes_per_token(config: ConfigFacts, compute_bytes: int, int8: bool = False) -> int:
-    """K and V of one token on every full-attention layer (0 when the config lacks the shape)."""
-    heads = config.num_key_value_heads or config.num_attention_heads or 0
-    head_dim = config.head_dim or 0
-    per_layer = 2 * heads * (head_dim + INT8_SCALE_BYTES if int8 else head_dim * compute_bytes)
-    return config.full_attention_layers() * per_layer
+KV = "kv"  # per-head keys and values on every full-attention layer
+MLA = "mla"  # one compressed latent per token and layer (multi-head latent attention)
+NO_KV = "none"  # the config does not give the shape
 
 
-def state_bytes_per_sequence(config: ConfigFacts, compute_bytes: int) -> int:
-    """Conv state plus float32 recurrent state of every linear-attention layer."""
-    linear = (config.num_hidden_layers or 0) - config.full_attention_layers()
-    if linear <= 0:
-        return 0
-    d = deltanet_shape(config)
-    conv = d.conv_dim * (d.kernel - 1) * compute_bytes
-    recurrent = d.value_heads * d.key_dim * d.value_dim * RECURRENT_STATE_BYTES
-    return linear * (conv + recurrent)
+@dataclass(frozen=True)
+class KvStateSize:
+    """What a sequence keeps besides the weights, on one chip: KV per token on the layers that
+    keep one, and a fixed state per sequence on the linear-attention layers."""
+
+    kind: str  # KV, MLA or NO_KV
+    full_attention_layers: int
+    linear_attention_layers: int
+    kv_bytes_per_token_per_layer: int
+    conv_state_bytes_per_layer: int = 0
+    recurrent_state_bytes_per_layer: int = 0
+    int8: bool = False
+    note: str = ""  # why KV is not sized (kind NO_KV)
+    state_note: str = ""  # why the linear-attention state is not sized ("" when it is)
+    kv_heads: int = 0  # the model's, before a tensor-parallel split (MLA: its one latent)
+    head_dim: int = 0  # values per head (MLA: kv_lora_rank + qk_rope_head_dim)
+    value_bytes: int = 0  # bytes per cached value (int8: 1, plus the scales)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.full_attention_layers * self.kv_bytes_per_token_per_layer
+
+    @property
+    def state_bytes_per_sequence(self) -> int:
+        return self.linear_attention_layers * (self.conv_state_bytes_per_layer
+                                               + self.recurrent_state_bytes_per_layer)
+
+    def kv_bytes(self, tokens: int, sequences: int = 1) -> int:
+        return self.kv_bytes_per_token * tokens * sequences
+
+    def bytes(self, tokens: int, sequences: int = 1) -> int:
+        """KV for `tokens` per sequence plus the state, for `sequences` sequences."""
+        return self.kv_bytes(tokens, sequences) + self.state_bytes_per_sequence * sequences
+
+
+def kv_state_size(config: ConfigFacts, kv_dtype_bytes: int, *, int8: bool = False,
+                  tp: int = 1) -> KvStateSize:
+    """The one KV/state arithmetic: this project's engine sizes its cache with it, the engine's
+    plan prints it and npu.hbm-fit judges it.
+
+    Per-head KV: each of the full-attention layers keeps K and V of its KV heads,
+    `2 x kv_heads x head_dim x kv_dtype_bytes` per token (int8: one byte per value plus a
+    float32 scale per token and head). Under tensor parallelism each chip keeps
+    ceil(kv_heads / tp) heads: split, and replicated once there are more chips than heads.
+    MLA (a config with `kv_lora_rank`): one latent of `kv_lora_rank + qk_rope_head_dim` values
+    per token and layer, no separate K and V, the same on every tensor-parallel chip -- vLLM
+    sizes it so (head size: vllm-project/vllm
+    vllm/transformers_utils/model_arch_config_convertor.py `get_head_size` @ 00bb6f59a0c7;
+    one KV head and no factor 2: vllm/v1/kv_cache_interface.py `MLAAttentionSpec` @
+    bc8282e61df2). Linear-attention (Gated DeltaNet) layers keep the causal conv's last
+    `kernel - 1` inputs of its conv_dim channels (kv_dtype_bytes, the compute dtype) and the
+    float32 recurrent state `value_heads x key_dim x value_dim`."""
+    layers = config.num_hidden_layers or 0
+    full = config.full_attention_layers()
+    if "kv_lora_rank" in config.raw:
+        return _mla_size(config, layers, kv_dtype_bytes)
+    conv, recurrent, state_note = _state_per_layer(config, kv_dtype_bytes) if layers > full \
+        else (0, 0, "")
+    heads = config.num_key_value_heads or config.num_attention_heads
+    head_dim = config.head_dim
+    if head_dim is None and config.hidden_size and config.num_attention_heads:
+        head_dim = config.hidden_size // config.num_attention_heads
+    if not full or not heads or not head_dim:
+        return KvStateSize(NO_KV, full, layers - full, 0, conv, recurrent, int8,
+                           "config.json does not give the KV cache shape "
+                           "(num_hidden_layers, num_key_value_heads, head_dim)", state_note)
+    heads_per_chip = math.ceil(heads / max(tp, 1))
+    per_head = head_dim + INT8_SCALE_BYTES if int8 else head_dim * kv_dtype_bytes
+    return KvStateSize(KV, full, layers - full, 2 * heads_per_chip * per_head, conv, recurrent,
+                       int8, state_note=state_note, kv_heads=heads, head_dim=head_dim,
+                       value_bytes=1 if int8 else kv_dtype_bytes)
+
+
+def _mla_size(config: ConfigFacts, layers: int, kv_dtype_bytes: int) -> KvStateSize:
+    rank, rope = config.raw.get("kv_lora_rank"), config.raw.get("qk_rope_head_dim")
+    if not isinstance(rank, int) or not isinstance(rope, int) or rank < 1 or rope < 0:
+        return KvStateSize(NO_KV, layers, 0, 0, note="config.json's kv_lora_rank and "
+                           "qk_rope_head_dim are not both whole numbers")
+    return KvStateSize(MLA, layers, 0, (rank + rope) * kv_dtype_bytes, kv_heads=1,
+                       head_dim=rank + rope, value_bytes=kv_dtype_bytes)
+
+
+def _state_per_layer(config: ConfigFacts, conv_bytes: int) -> tuple[int, int, str]:
+    """(conv, recurrent) bytes of one linear-attention layer, or zeros and why (a missing
+    linear_* field)."""
+    try:
+        d = deltanet_shape(config)
+    except InventoryError as exc:
+        return 0, 0, str(exc)
+    return (d.conv_dim * (d.kernel - 1) * conv_bytes,
+            d.value_heads * d.key_dim * d.value_dim * RECURRENT_STATE_BYTES, "")
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -176,15 +256,16 @@ def plan_memory(config: ConfigFacts, max_seq_len: int, compute_bytes: int | None
     """The plan from the config (or from measured `weights`, e.g. the headers)."""
     require_known_family(config)
     compute = compute_bytes or dtype_bytes(config.dtype)
-    layers = config.num_hidden_layers or 0
-    full = config.full_attention_layers()
+    size = kv_state_size(config, compute, int8=int8_kv)
+    if size.state_note:
+        raise InventoryError(size.state_note)
     return MemoryPlan(
         weights=weights if weights is not None else config_weight_elements(config),
         is_fp8=config.quant.is_fp8, compute_bytes=compute,
-        kv_bytes_per_token=kv_bytes_per_token(config, compute, int8_kv),
-        state_bytes_per_sequence=state_bytes_per_sequence(config, compute),
-        max_seq_len=max_seq_len, batch=batch, full_attention_layers=full,
-        linear_attention_layers=layers - full)
+        kv_bytes_per_token=size.kv_bytes_per_token,
+        state_bytes_per_sequence=size.state_bytes_per_sequence,
+        max_seq_len=max_seq_len, batch=batch, full_attention_layers=size.full_attention_layers,
+        linear_attention_layers=size.linear_attention_layers)
 
 
 # -- words ------------------------------------------------------------------------------------

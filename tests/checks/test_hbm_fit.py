@@ -13,12 +13,11 @@ from checks.builtin.hbm_fit import hbm_fit
 from checks.builtin.hbm_inputs import mb
 from checks.builtin.hbm_plan import (
     MB,
-    KvShape,
     Plan,
     attention_layers,
     judge,
     kv_not_modelled,
-    kv_shape,
+    kv_size,
     rounded_tokens,
     weight_share_bytes,
 )
@@ -115,11 +114,12 @@ def test_kv_bytes_per_token_qwen3_30b() -> None:
     config = parse_config({"num_hidden_layers": 48, "num_attention_heads": 32,
                            "num_key_value_heads": 4, "head_dim": 128,
                            "torch_dtype": "bfloat16"})
-    shape = kv_shape(config)
-    assert shape == KvShape(48, 4, 128, 2)
-    assert shape.bytes_per_token() == 96 * 1024  # 48 x 2 x 4 x 128 x 2 bytes
-    assert shape.bytes_per_token(chips=2) == 48 * 1024
-    assert shape.bytes_per_token(chips=8) == 24 * 1024  # 4 KV heads replicated: one per chip
+    size = kv_size(config)
+    assert (size.full_attention_layers, size.kv_heads, size.head_dim, size.value_bytes) \
+        == (48, 4, 128, 2)
+    assert size.kv_bytes_per_token == 96 * 1024  # 48 x 2 x 4 x 128 x 2 bytes
+    assert kv_size(config, tp=2).kv_bytes_per_token == 48 * 1024
+    assert kv_size(config, tp=8).kv_bytes_per_token == 24 * 1024  # 4 KV heads: one per chip
 
 
 def test_hybrid_counts_only_full_attention_layers() -> None:
@@ -134,15 +134,15 @@ def test_hybrid_counts_only_full_attention_layers() -> None:
                               "full_attention_interval": 4})
     layers, why = attention_layers(qwen_next)
     assert layers == 12 and "full_attention_interval 4" in why
-    shape = kv_shape(qwen35)
-    assert shape is not None and shape.bytes_per_token() == 10 * 2 * 2 * 256 * 2
+    assert kv_size(qwen35).kv_bytes_per_token == 10 * 2 * 2 * 256 * 2
 
 
 def test_kv_shape_needs_the_config_fields() -> None:
-    assert kv_shape(parse_config({"num_hidden_layers": 4})) is None
-    derived = kv_shape(parse_config({"num_hidden_layers": 2, "hidden_size": 256,
-                                     "num_attention_heads": 4}))
-    assert derived == KvShape(2, 4, 64, 2)
+    assert kv_size(parse_config({"num_hidden_layers": 4})).note
+    derived = kv_size(parse_config({"num_hidden_layers": 2, "hidden_size": 256,
+                                    "num_attention_heads": 4}))
+    assert not derived.note and (derived.full_attention_layers, derived.kv_heads,
+                                 derived.head_dim, derived.value_bytes) == (2, 4, 64, 2)
 
 
 def test_kv_is_allocated_in_whole_blocks() -> None:
@@ -503,9 +503,9 @@ def test_no_npu_still_says_what_the_model_needs(tmp_path: Path) -> None:
     finding = hbm_fit(ctx_for(model, missing, tmp_path, policy))
     need = next(e for e in finding.evidence if e.startswith("needed per chip at tensor "))
     weights = sum(t.nbytes for t in _tensor_infos(model))
-    shape = kv_shape(parse_config(json.loads((model / "config.json").read_text())))
-    assert shape is not None
-    kv = shape.bytes_per_token() * 1024 * 2  # 1000 tokens in blocks of 128: 1024
+    size = kv_size(parse_config(json.loads((model / "config.json").read_text())))
+    assert not size.note
+    kv = size.kv_bytes_per_token * 1024 * 2  # 1000 tokens in blocks of 128: 1024
     assert f"{mb(weights)} weights (" in need and f"{mb(10 * MB)} reserve + {mb(kv)} KV" in need
     assert f"= {mb(weights + 10 * MB + kv)}" in need
 

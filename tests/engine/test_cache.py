@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch
 
+from demo_models.base import BuildOptions
+from demo_models.build import build
 from engine import Engine, GenerationConfig
 from engine.cache import (
     CacheShape,
@@ -14,12 +17,14 @@ from engine.cache import (
     aligned_empty,
     aligned_zeros,
     alignment_of,
-    kv_cache_bytes,
 )
 from engine.errors import OutOfMemoryPlan
-from engine.runner import check_kv_plan, plan_bytes
+from engine.runner import cache_size, check_kv_plan, plan_bytes
+from probes.model.config import parse_config
+from probes.model.memory import KV, KvStateSize, kv_state_size, plan_memory
 from tests.engine.tiny_models import save_tiny
 
+ROOT = Path(__file__).resolve().parents[2]
 SHAPE = CacheShape(num_layers=2, batch=1, max_seq_len=16, kv_heads=2, head_dim=8)
 
 
@@ -111,22 +116,39 @@ def test_aligned_zeros_are_zero_and_faulted_in_only_where_written(dtype: torch.d
     assert meta.device.type == "meta" and meta.numel() == 10
 
 
-def test_kv_cache_bytes() -> None:
-    assert kv_cache_bytes(SHAPE, torch.bfloat16, int8=False) == 2 * 2 * 16 * 2 * 8 * 2
-    int8 = kv_cache_bytes(SHAPE, torch.bfloat16, int8=True)
-    assert int8 == 2 * 2 * (16 * 2 * 8 + 16 * 2 * 4)
+def test_the_allocated_cache_is_the_planned_size(moe_dir: Path) -> None:
+    """The runner sizes its cache with probes.model.memory's arithmetic: what it allocates is
+    what that arithmetic predicts, for plain and int8 KV."""
+    for kv_cache, dtype in (("auto", torch.float32), ("auto", torch.bfloat16),
+                            ("int8", torch.bfloat16)):
+        eng = Engine.load(moe_dir, device="cpu", dtype=dtype, max_seq_len=48, kv_cache=kv_cache)
+        size = cache_size(eng.config, dtype, kv_cache == "int8")
+        assert eng.runner.cache.nbytes == size.bytes(48) > 0
+        assert eng.stats.kv_cache_bytes == size.kv_bytes(48) and size.state_bytes_per_sequence == 0
+    cfg = eng.config
+    assert size.kv_bytes_per_token == 2 * cfg.num_layers * cfg.num_kv_heads * (cfg.head_dim + 4)
+
+
+def test_kv_bytes_of_a_shape() -> None:
+    plain = KvStateSize(KV, 2, 0, 2 * 2 * 8 * 2)  # 2 KV heads x head_dim 8 in bfloat16
+    assert plain.kv_bytes(16) == 2 * 2 * 16 * 2 * 8 * 2
     cache = KVCache.allocate(SHAPE, torch.bfloat16, torch.device("cpu"))
-    assert cache.nbytes == kv_cache_bytes(SHAPE, torch.bfloat16, int8=False)
+    assert cache.nbytes == plain.kv_bytes(16)
+    int8 = KvStateSize(KV, 2, 0, 2 * 2 * (8 + 4), int8=True)  # a float32 scale per row
+    assert int8.kv_bytes(16) == 2 * 2 * (16 * 2 * 8 + 16 * 2 * 4)
+    assert KVCache.allocate(SHAPE, torch.bfloat16, torch.device("cpu"), int8=True).nbytes \
+        == int8.kv_bytes(16)
 
 
 def test_plan_refuses_and_names_the_largest_fitting_length() -> None:
-    per_token = plan_bytes(CacheShape(2, 1, 1, 2, 8), torch.float32, int8=False)
+    size = KvStateSize(KV, 2, 0, 2 * 2 * 8 * 4)  # float32
+    rotary = 2 * 8 * 4
+    per_token = plan_bytes(size, rotary, 1)
     free = 1000 * per_token
     with pytest.raises(OutOfMemoryPlan, match=r"largest max_seq_len that fits is 900"):
-        check_kv_plan(CacheShape(2, 1, 5000, 2, 8), torch.float32, False,
-                      torch.device("cpu"), free_bytes=free)
-    assert check_kv_plan(CacheShape(2, 1, 800, 2, 8), torch.float32, False,
-                         torch.device("cpu"), free_bytes=free) == 800 * per_token
+        check_kv_plan(size, rotary, 5000, torch.device("cpu"), free_bytes=free)
+    assert check_kv_plan(size, rotary, 800, torch.device("cpu"), free_bytes=free) \
+        == 800 * per_token
 
 
 def test_load_refuses_a_cache_larger_than_memory(moe_dir: Path) -> None:
@@ -145,3 +167,33 @@ def test_int8_cache_round_trip() -> None:
     assert torch.allclose(keys[:, 3:], k, atol=k.abs().max().item() / 100)
     assert torch.allclose(values[:, 3:], v, atol=v.abs().max().item() / 100)
     assert cache.storage_dtype == torch.int8
+
+
+@pytest.mark.parametrize("name", ["qwen3.6-moe-fp8-tiny", "smollm2-moe-fp8"])
+@pytest.mark.parametrize("kv_cache", ["auto", "int8"])
+def test_demo_cache_is_what_the_memory_arithmetic_predicts(
+        name: str, kv_cache: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """On the demo checkpoints (a Gated DeltaNet hybrid and a plain MoE), the cache the engine
+    allocates is byte for byte what probes.model.memory.kv_state_size predicts from config.json
+    alone -- the arithmetic engine.tools.plan prints and npu.hbm-fit judges."""
+    model = demo_model(name, tmp_path_factory)
+    eng = Engine.load(model, device="cpu", dtype="bfloat16", max_seq_len=64, kv_cache=kv_cache)
+    facts = parse_config(json.loads((model / "config.json").read_text()))
+    size = kv_state_size(facts, 2, int8=kv_cache == "int8")
+    assert eng.runner.cache.nbytes == size.bytes(64) == eng.stats.kv_cache_bytes
+    assert eng.runner.cache.state_bytes == size.state_bytes_per_sequence
+    assert eng.runner.cache.kv_layers == size.full_attention_layers
+    assert eng.runner.cache.linear_layers == size.linear_attention_layers
+    assert (size.linear_attention_layers > 0) == (name == "qwen3.6-moe-fp8-tiny")
+    plan = plan_memory(facts, 64, 2, int8_kv=kv_cache == "int8")
+    assert plan.sequence_bytes == size.bytes(64)
+
+
+def demo_model(name: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The lead's built demo checkpoint when there is one, else one built here."""
+    built = ROOT / "demo-assets" / name
+    if (built / "config.json").is_file():
+        return built
+    out = tmp_path_factory.mktemp("demo") / name
+    build(out, BuildOptions(name))
+    return out

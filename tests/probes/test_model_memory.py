@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 from checks.builtin.hbm_fit import hbm_fit
+from checks.builtin.hbm_inputs import mb
+from checks.builtin.hbm_plan import kv_size
 from checks.context import Context
 from checks.policy import load_policy
 from probes.host import CommandResult
 from probes.inventory import unavailable
 from probes.live import LiveHost
 from probes.model.config import parse_config
-from probes.model.memory import plan_lines, plan_memory
+from probes.model.memory import MLA, NO_KV, kv_state_size, plan_lines, plan_memory
 from tests.model_shapes import write_header_only
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +148,57 @@ def test_the_doctor_prints_the_same_numbers(tmp_path: Path, name: str) -> None:
         assert f"{RESIDENT:,} bytes" in doctor[1]
     plan = plan_memory(parse_config(config(name)), SEQ)
     assert doctor == plan_lines(plan)
+
+
+@pytest.mark.parametrize("name", ["Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B-Instruct",
+                                  "Qwen3-235B-A22B-Instruct-2507-FP8",
+                                  "Qwen3-Next-80B-A3B-Instruct", "Qwen3.5-35B-A3B",
+                                  "Qwen3.6-35B-A3B-FP8"])
+def test_the_plan_and_hbm_fit_size_kv_and_state_alike(tmp_path: Path, name: str) -> None:
+    """One KV/state arithmetic: the engine's plan and npu.hbm-fit's per-chip need give the same
+    bytes per token and per sequence for every real config (both come from kv_state_size)."""
+    facts = parse_config(config(name))
+    plan = plan_memory(facts, SEQ)
+    size = kv_size(facts)
+    assert plan.kv_bytes_per_token == size.kv_bytes_per_token > 0
+    assert plan.state_bytes_per_sequence == size.state_bytes_per_sequence
+    assert (plan.state_bytes_per_sequence > 0) == facts.is_hybrid
+    write_header_only(tmp_path / name, config(name))
+    ctx = Context(LiveHost(root="/", env={}), load_policy(None), model_dir=tmp_path / name)
+    ctx.fact("npu", lambda: unavailable(CommandResult(("npu-smi", "info"), "not_found"), "none"))
+    need = next(e for e in hbm_fit(ctx).evidence if e.startswith("needed per chip at tensor "))
+    assert f"{plan.kv_bytes_per_token:,} bytes/token)" in need
+    if facts.is_hybrid:
+        # tensor parallel 1, batch 1: the whole state of one sequence
+        assert f"+ {mb(plan.state_bytes_per_sequence)} linear-attention state" in need
+
+
+def test_the_tensor_parallel_share_of_kv() -> None:
+    """Each chip of a tensor-parallel group keeps ceil(kv_heads / tp) heads: 4 KV heads over 8
+    chips are replicated, one per chip (the linear-attention state is not split here)."""
+    facts = parse_config(config("Qwen3-30B-A3B"))
+    whole = kv_state_size(facts, 2)
+    assert whole.kv_bytes_per_token == 48 * 2 * 4 * 128 * 2
+    assert kv_state_size(facts, 2, tp=2).kv_bytes_per_token == whole.kv_bytes_per_token // 2
+    assert kv_state_size(facts, 2, tp=8).kv_bytes_per_token == whole.kv_bytes_per_token // 4
+    int8 = kv_state_size(facts, 2, int8=True)
+    assert int8.kv_bytes_per_token == 48 * 2 * 4 * (128 + 4) and int8.value_bytes == 1
+
+
+def test_mla_caches_one_latent_per_token_and_layer() -> None:
+    """DeepSeek-V3 as vLLM sizes it: kv_lora_rank 512 + qk_rope_head_dim 64 values per token on
+    each of its 61 layers, one copy per tensor-parallel chip, no separate K and V."""
+    facts = parse_config(config("DeepSeek-V3"))
+    size = kv_state_size(facts, 2)
+    assert size.kind == MLA and size.kv_bytes_per_token == 61 * (512 + 64) * 2 == 70_272
+    assert kv_state_size(facts, 2, tp=8).kv_bytes_per_token == 70_272
+    assert size.state_bytes_per_sequence == 0
+
+
+def test_missing_shapes_are_named_not_zero() -> None:
+    assert kv_state_size(parse_config({"num_hidden_layers": 4}), 2).kind == NO_KV
+    hybrid = parse_config({"model_type": "qwen3_next", "num_hidden_layers": 4,
+                           "full_attention_interval": 4, "num_attention_heads": 2,
+                           "num_key_value_heads": 1, "head_dim": 8, "linear_num_key_heads": 0})
+    size = kv_state_size(hybrid, 2)
+    assert size.kv_bytes_per_token == 2 * 8 * 2 and "linear_num_key_heads" in size.state_note
