@@ -28,6 +28,7 @@ from checks.builtin.compat import (
     vllm_pairing,
     vllm_tested_cann,
 )
+from checks.builtin.versions_container import judge_container_driver
 from checks.builtin.versions_driver import (
     judge_driver_cann,
     judge_driver_firmware,
@@ -65,6 +66,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "recommended-pair": "warn",  # _by_recommended_pair
         "innerversion-family": "warn",  # _driver_by_family (derived)
         "loaded-driver": "warn",  # judge_loaded_driver
+        "container-driver-mount": "warn",  # versions_container.judge_container_driver
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
         "kernels-toolkit": "warn",  # judge_kernels
@@ -399,6 +401,7 @@ def versions_parity(ctx: Context) -> Finding:
     judge_driver_firmware(inst, j)
     judge_driver_cann(inst, j, unknown)
     judge_loaded_driver(ctx, inst, j)
+    judge_container_driver(ctx, inst, j)
     judge_kernels(ctx, j)
     judge_nnal(inst, j)
     judge_torch(inst, j)
