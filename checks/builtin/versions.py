@@ -35,6 +35,7 @@ from checks.builtin.versions_driver import (
     judge_loaded_driver,
 )
 from checks.builtin.versions_model import Installed, Judgement
+from checks.builtin.versions_requires import judge_requirements
 from checks.context import Context
 from checks.model import Finding, Status, skipped
 from probes.stack import Found, StackVersions, read_stack
@@ -75,6 +76,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
         "vllm-ascend-row": "fail",  # judge_vllm_ascend
         "mindie-cann": "fail",  # judge_mindie
+        "pip-check": "warn",  # versions_requires.judge_requirements
         # judge_toolchain (checks.builtin.toolchain, checks/data/toolchain.yaml)
         "nnal-required": "fail",
         "triton-ascend-required": "fail",
@@ -408,6 +410,7 @@ def versions_parity(ctx: Context) -> Finding:
     judge_torch_npu_cann(inst, j, unknown)
     judge_vllm_ascend(inst, j, unknown)
     judge_mindie(inst, j, unknown)
+    judge_requirements(ctx.host, facts.python(ctx), j)
     judge_toolchain(ctx, inst, j)
     return j.finding("the installed Ascend stack agrees with itself and the pairing tables")
 

@@ -96,3 +96,16 @@ def test_a_container_that_sees_no_driver_warns(
     result = run(tmp_path, capsys, monkeypatch)
     assert "container-driver-mount" in result["rules"]
     assert "the container sees no driver version.info" in result["summary"]
+
+
+def test_pip_check_reads_the_containers_packages_statically(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = container(tmp_path)
+    version = A2().packages["vllm_ascend"]
+    tree.file(f"/usr/local/lib/python3.10/dist-packages/vllm_ascend-{version}.dist-info/"
+              "METADATA", f"Name: vllm_ascend\nVersion: {version}\n"
+              "Requires-Dist: torch-npu==9.9.9\nRequires-Dist: numpy\n")
+    result = run(tmp_path, capsys, monkeypatch)
+    assert "pip-check" in result["rules"]
+    assert f"vllm-ascend {version} requires torch-npu==9.9.9, found " in result["summary"]
