@@ -14,7 +14,6 @@ loaded only when a stack package is installed.
 
 from __future__ import annotations
 
-import platform
 from typing import TYPE_CHECKING
 
 from probes.errors import NotRecorded
@@ -38,6 +37,8 @@ SHOWN = 5  # unmet requirements named in the summary; the evidence lists them al
 
 def marker_env(python_version: str, patch: str) -> dict[str, str]:
     """The PEP 508 marker variables of the judged interpreter."""
+    import platform  # costs start-up; needed only where a marker is evaluated
+
     full = f"{python_version}.{patch}"
     return {"python_version": python_version, "python_full_version": full,
             "implementation_version": full, "implementation_name": "cpython",
