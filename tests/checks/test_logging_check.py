@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import FakeRoot
+from machines import A2, build_a2
 
 from checks.builtin import logging as logging_check
 from checks.builtin.logging import logging_level, measure_dir
+from checks.cli import main
 from checks.context import Context
 from checks.policy import load_policy
 from probes.errors import NotRecorded
@@ -365,3 +368,20 @@ def test_only_the_newest_files_and_their_tails_are_read(fake_root: FakeRoot) -> 
     assert finding.status == "pass", finding.summary
     assert any("plog-4_20250104000000.log, plog-3_20250103000000.log, "
                "plog-2_20250102000000.log" in e for e in finding.evidence)
+
+
+def test_a_bundle_replays_the_triage_of_its_newest_plogs(
+        fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    host = build_a2(fake_root, A2())
+    fake_root.file(f"{PLOG_DIR}/plog-17833_20251223073619.log", BUFFSIZE["excerpt"])
+    out = tmp_path / "b.tar.gz"
+    monkeypatch.setattr("checks.cli.os.environ", dict(host.env))
+    main(["bundle", "--root", str(fake_root.path), "--python", "/usr/bin/python3",
+          "--policy", str(policy_file(tmp_path, NO_DISK_LIMITS)), "-o", str(out)])
+    capsys.readouterr()
+    main(["--from", str(out), "--json", "--only", "logging.level", "--policy",
+          str(policy_file(tmp_path, NO_DISK_LIMITS))])
+    replayed = json.loads(capsys.readouterr().out)["results"][0]
+    assert replayed["rules"] == ["known-error-in-logs"]
+    assert "hccl.buffsize-too-small" in replayed["summary"]
