@@ -27,12 +27,15 @@ MOUNT_REMEDY = ("Start the container with the host's driver mounted (`-v /usr/lo
                 "Runtime without NODRV) instead of driver files baked into the image.")
 
 
-def machine_of(ctx: Context) -> Host | None:
-    """The host machine's files when the target is a process in another mount namespace (a
-    container); None otherwise (the target's files are the machine's, or a replay)."""
+def in_container(ctx: Context) -> bool:
+    """The target is a process in another mount namespace (a container)."""
     proc = ctx.target.process
-    if proc is None or proc.mount_ns != "other":
-        return None
+    return proc is not None and proc.mount_ns == "other"
+
+
+def machine_of(ctx: Context) -> Host | None:
+    """The host machine's own files beside a container target's; None where the run has no
+    such view (a bundle records, and a replay holds, the target's files only)."""
     machine = getattr(ctx.host, "machine", None)
     return machine if isinstance(machine, Host) else None
 
@@ -40,8 +43,12 @@ def machine_of(ctx: Context) -> Host | None:
 def judge_container_driver(ctx: Context, inst: Installed, j: Judgement) -> None:
     """The container's driver/version.info (what `inst.driver` read through its root) against
     the host's."""
+    if not in_container(ctx):
+        return
     machine = machine_of(ctx)
     if machine is None:
+        j.evidence.append("the host's driver files are not read in a bundle or a replay: the "
+                          "container's driver not compared with them")
         return
     found = read_stack(machine).driver
     host = found.value.driver_version if found.value is not None else None
