@@ -4,12 +4,12 @@ versions installed in the judged interpreter, without running it.
 
 A requirement behind an extra (`; extra == "..."`) is not judged (the metadata does not say
 which extras were installed). Markers are evaluated for the judged interpreter: its Python
-X.Y (read statically), Linux, this machine's architecture and kernel (a container shares the
-host's), and CPython (an assumption: the static read knows no implementation). A marker on
-the full Python version is evaluated at X.Y.0 and at a late patch release alike; where the two
-disagree the requirement is not judged and the evidence says so. Requirement syntax and
-version matching are PEP 508 / PEP 440 as the `packaging` library implements them; it is
-loaded only when a stack package is installed.
+version, Linux, this machine's architecture and kernel (a container shares the host's), and
+CPython (an assumption: the static read knows no implementation). A static read knows only
+X.Y: a marker on the full version is then evaluated at X.Y.0 and at a late patch release
+alike, and where the two disagree the requirement is not judged and the evidence says so.
+Requirement syntax and version matching are PEP 508 / PEP 440 as the `packaging` library
+implements them; it is loaded only when a stack package is installed.
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ PIP_CHECK_REMEDY = ("Install the versions the packages require of one another (`
 SHOWN = 5  # unmet requirements named in the summary; the evidence lists them all
 
 
-def marker_env(python_version: str, patch: str) -> dict[str, str]:
-    """The PEP 508 marker variables of the judged interpreter."""
+def marker_env(python_version: str, full_version: str) -> dict[str, str]:
+    """The PEP 508 marker variables of the judged interpreter (Python X.Y, X.Y.Z)."""
     import platform  # costs start-up; needed only where a marker is evaluated
 
-    full = f"{python_version}.{patch}"
-    return {"python_version": python_version, "python_full_version": full,
-            "implementation_version": full, "implementation_name": "cpython",
+    return {"python_version": python_version, "python_full_version": full_version,
+            "implementation_version": full_version, "implementation_name": "cpython",
             "platform_python_implementation": "CPython", "os_name": "posix",
             "sys_platform": "linux", "platform_system": "Linux",
             "platform_machine": platform.machine(), "platform_release": platform.release(),
@@ -49,13 +48,17 @@ def marker_env(python_version: str, patch: str) -> dict[str, str]:
 
 
 def applies(req: Requirement, python_version: str) -> bool | None:
-    """Whether the requirement applies to the judged interpreter; None: cannot be told."""
+    """Whether the requirement applies to the judged interpreter; None: cannot be told.
+    `python_version` is X.Y.Z when the interpreter ran, X.Y when it was read statically."""
     if req.marker is None:
         return True
-    if not python_version:
+    parts = python_version.split(".")
+    if len(parts) < 2:
         return None
-    low, high = (req.marker.evaluate(marker_env(python_version, p)) for p in ("0", LAST_PATCH))
-    return low if low == high else None
+    xy = ".".join(parts[:2])
+    fulls = [python_version] if len(parts) > 2 else [f"{xy}.0", f"{xy}.{LAST_PATCH}"]
+    answers = {req.marker.evaluate(marker_env(xy, full)) for full in fulls}
+    return answers.pop() if len(answers) == 1 else None
 
 
 def judge_requirements(host: Host, py: PythonEnvironment, j: Judgement) -> None:

@@ -101,3 +101,12 @@ def test_unreadable_metadata_is_said(fake_root: FakeRoot) -> None:
     assert any(e.startswith("pip check: the requirements of vllm-ascend not read "
                             "(vllm-ascend: ") for e in finding.evidence)
     assert finding.status == "pass" and not any(e.startswith("ok: pip") for e in finding.evidence)
+
+
+def test_a_full_python_version_decides_a_patch_marker(fake_root: FakeRoot) -> None:
+    # an interpreter that ran reports X.Y.Z: the marker is evaluated, not left unjudged
+    requires = ('torch-npu==1.0; python_full_version >= "3.10.5"',)
+    old = judge(fake_root, plant(fake_root, HEALTHY, requires, python_version="3.10.4"))
+    assert old.finding("").status == "pass"
+    new = judge(fake_root, plant(fake_root, HEALTHY, requires, python_version="3.10.12"))
+    assert new.finding("").rules == ("pip-check",)
