@@ -14,6 +14,7 @@ implements them; it is loaded only when a stack package is installed.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from probes.errors import NotRecorded
@@ -100,6 +101,10 @@ def _declared(host: Host, py: PythonEnvironment, name: str) -> tuple[str, ...] |
 def _check(owner: str, line: str, py: PythonEnvironment, j: Judgement) -> str | None:
     """None: not judged (another package, a marker that does not apply or cannot be told);
     "": met; else the unmet requirement in words."""
+    # the name leads a PEP 508 line: `packaging` is loaded only for a line naming the stack
+    if normalise_dist_name(re.split(r"[\s\[<>=!~;(@]", line.strip(), maxsplit=1)[0]) \
+            not in STACK:
+        return None
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion
 

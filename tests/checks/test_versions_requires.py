@@ -3,6 +3,9 @@ files, read through a Host, the interpreter never run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from conftest import FakeRoot
 
@@ -110,3 +113,23 @@ def test_a_full_python_version_decides_a_patch_marker(fake_root: FakeRoot) -> No
     assert old.finding("").status == "pass"
     new = judge(fake_root, plant(fake_root, HEALTHY, requires, python_version="3.10.12"))
     assert new.finding("").rules == ("pip-check",)
+
+
+def test_packaging_is_loaded_only_for_a_line_naming_the_stack(fake_root: FakeRoot) -> None:
+    code = (
+        "import sys\n"
+        "from checks.builtin.versions_model import Judgement\n"
+        "from checks.builtin.versions_requires import judge_requirements\n"
+        "from probes.host import PythonEnvironment\n"
+        "from probes.live import LiveHost\n"
+        f"py = PythonEnvironment('p', '3.10', {{'torch': '2.10.0'}}, "
+        f"locations={{'torch': {SITE!r}}})\n"
+        f"judge_requirements(LiveHost(root={str(fake_root.path)!r}, env={{}}), py, "
+        "Judgement())\n"
+        "print('packaging' in sys.modules)\n")
+    fake_root.file(f"{SITE}/torch-2.10.0.dist-info/METADATA",
+                   metadata("torch", "2.10.0", ("filelock", "sympy>=1.13.3",
+                                                'networkx; python_version >= "3.10"')))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "False"
