@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 STACK = ("torch", "torch-npu", "vllm", "vllm-ascend", "transformers", "tokenizers",
          "triton-ascend")
 LAST_PATCH = "99"  # stands for the last patch release of an X.Y Python
-PIP_CHECK_REMEDY = ("Install the versions the packages require of one another (`pip check` "
-                    "in the deployment's interpreter lists the same), or pick one "
-                    "vllm-ascend release row and install exactly its packages.")
+PIP_CHECK_REMEDY = ("Install the versions the packages require of one another, or pick one "
+                    "vllm-ascend release row and install exactly its packages; then run "
+                    "`python -m pip check` in the deployment's interpreter.")
 SHOWN = 5  # unmet requirements named in the summary; the evidence lists them all
 
 
