@@ -14,12 +14,15 @@ MindIE's own logging, and the plog files each process leaves.
 - plog files are named `plog-<pid>_<time>.log`, one set per process
   (Ascend/pytorch docs/zh/.../plog_log.md @ 9e73e708ab93; cann/ops-transformer
   docs/zh/debug/op_debug_prof.md @ b2adacfe384b).
+- The newest plog files are the ones with the latest `<time>` in their names; their tails are
+  what triage reads (checks.triage).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 MODULE_LEVELS = {"0": "DEBUG", "1": "INFO", "2": "WARNING", "3": "ERROR", "4": "NULL"}
@@ -140,3 +143,24 @@ def describe_plogs(count: PlogCount) -> str:
     span = (f", name times {count.oldest} to {count.newest}" if count.newest else "")
     return (f"{count.directory}: {count.files} plog files from {count.pids} process ids"
             f"{span}")
+
+
+def newest_plogs(listings: Sequence[tuple[str, Iterable[str]]], count: int) -> list[str]:
+    """The paths of the `count` plog files with the latest name times, newest first, from
+    (directory, names) listings; names without a time sort oldest."""
+    found: list[tuple[str, str]] = []
+    for directory, names in listings:
+        for name in names:
+            match = _PLOG.match(name)
+            if match:
+                found.append((match.group(2), posixpath.join(directory, name)))
+    found.sort(reverse=True)
+    return [path for _, path in found[:count]]
+
+
+def whole_lines(data: bytes, cut: bool) -> tuple[int, int]:
+    """(start, end) of the whole lines in a file's tail `data`: after its first newline when
+    the tail begins inside the file (`cut`), up to and with its last newline."""
+    start = data.find(b"\n") + 1 if cut else 0
+    end = data.rfind(b"\n") + 1
+    return (0, 0) if cut and start == 0 else (start, end)

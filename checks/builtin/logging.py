@@ -6,13 +6,16 @@ in device-<id>/, the oldest deleted: hiascend envref_07_0126); each process writ
 `plog-<pid>_...` files, so many processes (restarts, many workers) leave many sets. The check
 therefore counts the plog files per process id, measures the resolved log directory (bounded
 walk) and the free space of the file system holding it. Every rank of a multi-process server
-is named, and a rank that logs differently is flagged (probes.target.ranks).
+is named, and a rank that logs differently is flagged (probes.target.ranks). The tails of
+the newest plog files go through triage (checks.triage, the signatures of
+checks/data/signatures.yaml): a known error signature there is a warning naming its playbook.
 """
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checks.builtin import facts
 from checks.builtin.log_settings import (
@@ -20,14 +23,19 @@ from checks.builtin.log_settings import (
     describe_mindie,
     describe_module_levels,
     describe_plogs,
+    newest_plogs,
     parse_mindie_logging,
     parse_module_levels,
+    whole_lines,
 )
 from checks.context import Context
 from checks.model import Finding, passed, warned
 from probes.environment import LOG_FILE_MAX_MB, LOG_LEVEL_NAMES, LogDir, LogFileNum
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
+
+if TYPE_CHECKING:
+    from checks.triage import Finding as TriageFinding
 
 MIB = 1024 * 1024
 
@@ -48,11 +56,18 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "mindie-debug": "warn",  # _mindie_part
         "many-process-logs": "warn",  # _plog_part, MAX_PLOG_PIDS
         "ranks-disagree": "warn",  # _ranks_part
+        "known-error-in-logs": "warn",  # _triage_part
     },
 }
 # More process ids than this with plog files in one directory is a warning: a project
 # default (not a vendor figure), well above the processes one server starts per chip.
 MAX_PLOG_PIDS = 64
+# Triage reads the last TAIL_BYTES of each of the NEWEST_PLOG_FILES newest plog files: project
+# defaults (not vendor figures) that keep the read bounded (3 x 256 KiB) while holding the
+# lines a crash writes last; a finding cites at most TRIAGE_FINDINGS_SHOWN signatures.
+NEWEST_PLOG_FILES = 3
+TAIL_BYTES = 256 * 1024
+TRIAGE_FINDINGS_SHOWN = 3
 # The variables that decide where and how much a process logs (ranks that differ on one)
 LOG_VARIABLES = ("ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_MODULE_LOG_LEVEL",
                  "ASCEND_SLOG_PRINT_TO_STDOUT", "ASCEND_PROCESS_LOG_PATH", "ASCEND_WORK_PATH",
@@ -158,6 +173,7 @@ def _plog_part(ctx: Context, log_dir: LogDir) -> LogDisk:
         return LogDisk()
     problems: list[str] = []
     evidence: list[str] = []
+    listings: list[tuple[str, list[str]]] = []
     for sub in ("debug/plog", "run/plog"):
         directory = posixpath.join(log_dir.path, sub)
         try:
@@ -167,14 +183,82 @@ def _plog_part(ctx: Context, log_dir: LogDir) -> LogDisk:
             continue
         except HostError:
             continue  # not there: nothing written yet
+        listings.append((directory, names))
         count = count_plogs(directory, names)
         evidence.append(describe_plogs(count))
         if count.pids > MAX_PLOG_PIDS:
             problems.append(f"{count.pids} process ids left plog files in {directory} "
                             f"(over {MAX_PLOG_PIDS}, a project default): a restart loop "
                             "or many short-lived workers")
-    return LogDisk(tuple(problems), tuple(evidence),
-                   rules=("many-process-logs",) if problems else (), remedy=PLOG_REMEDY)
+    plogs = LogDisk(tuple(problems), tuple(evidence),
+                    rules=("many-process-logs",) if problems else (), remedy=PLOG_REMEDY)
+    return _merge(plogs, _triage_part(ctx, newest_plogs(listings, NEWEST_PLOG_FILES)))
+
+
+def _merge(first: LogDisk, second: LogDisk) -> LogDisk:
+    """Two parts as one: problems, evidence and rules in order, the remedies of the parts
+    with problems."""
+    remedies = [p.remedy for p in (first, second) if p.problems and p.remedy]
+    return LogDisk(first.problems + second.problems, first.evidence + second.evidence,
+                   "; ".join(u for u in (first.unknown, second.unknown) if u),
+                   first.rules + second.rules, "; ".join(remedies))
+
+
+def _read_tail(host: Host, path: str) -> str | None:
+    """The whole lines of the last TAIL_BYTES of `path`; None when it cannot be read.
+    NotRecorded propagates. A file no longer than TAIL_BYTES is read whole. In a longer one
+    the line boundaries are found through the unrecorded host (as the bundle's tails are): a
+    recording holds whole lines only, never the half of a line a tail's start cut, whose
+    secret the bundle's redaction would no longer recognise."""
+    try:
+        size = host.file_size(path)
+        if size <= TAIL_BYTES:
+            return host.read_bytes(path, 0, TAIL_BYTES).decode("utf-8", "replace")
+        offset = size - TAIL_BYTES
+        peek: Host = getattr(host, "inner", host)
+        start, end = whole_lines(peek.read_bytes(path, offset, TAIL_BYTES), True)
+        if end <= start:
+            return ""
+        return host.read_bytes(path, offset + start, end - start).decode("utf-8", "replace")
+    except NotRecorded:
+        raise
+    except HostError:
+        return None
+
+
+def _triage_part(ctx: Context, paths: list[str]) -> LogDisk:
+    """The newest plog files' tails through triage: a known signature is a warning."""
+    if not paths:
+        return LogDisk()
+    # triage's signatures are compiled only where there are logs to read (start-up)
+    from checks.triage import triage_text
+
+    findings: list[TriageFinding] = []
+    read: list[str] = []
+    for path in paths:
+        try:
+            text = _read_tail(ctx.host, path)
+        except NotRecorded:
+            return LogDisk(evidence=(f"{path}: not recorded; the newest logs not triaged",))
+        if text is None:
+            continue
+        read.append(posixpath.basename(path))
+        findings.extend(f for f in triage_text(text, path).findings if f.known)
+    shown = f"the last {TAIL_BYTES // 1024} KiB of {', '.join(read) or 'no readable file'}"
+    if not findings:
+        return LogDisk(evidence=(f"triage of the newest plog files ({shown}): no known "
+                                 "error signature",))
+    named = list({f.id: f for f in findings}.values())[:TRIAGE_FINDINGS_SHOWN]
+    lines = tuple(f"triage: {f.id} ({f.title}) at {f.evidence[0].file}:{f.evidence[0].line}"
+                  f"; playbook {f.playbook}" if f.evidence else
+                  f"triage: {f.id} ({f.title}); playbook {f.playbook}" for f in named)
+    books = ", ".join(dict.fromkeys(f.playbook for f in named))
+    problem = (f"the newest plog files hold known error signatures: "
+               f"{', '.join(f.id for f in named)} (open playbook {books})")
+    remedy = (f"read `ascend-doctor explain {named[0].playbook}`; `ascend-doctor triage "
+              "--pid PID` ranks every finding of the process's logs")
+    return LogDisk((problem,), (f"triage of the newest plog files ({shown})", *lines),
+                   rules=("known-error-in-logs",), remedy=remedy)
 
 
 def _ranks_part(ctx: Context) -> LogDisk:

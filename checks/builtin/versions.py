@@ -28,12 +28,14 @@ from checks.builtin.compat import (
     vllm_tested_cann,
 )
 from checks.builtin.facts import stack
+from checks.builtin.versions_container import judge_container_driver
 from checks.builtin.versions_driver import (
     judge_driver_cann,
     judge_driver_firmware,
     judge_loaded_driver,
 )
 from checks.builtin.versions_model import Installed, Judgement
+from checks.builtin.versions_requires import judge_requirements
 from checks.context import Context
 from checks.model import Finding, Status, skipped
 from probes.stack import Found, StackVersions, toolkit_dir
@@ -60,6 +62,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "recommended-pair": "warn",  # _by_recommended_pair
         "innerversion-family": "warn",  # _driver_by_family (derived)
         "loaded-driver": "warn",  # judge_loaded_driver
+        "container-driver-mount": "warn",  # versions_container.judge_container_driver
         # judge_driver_cann, judge_torch_npu_cann, judge_vllm_ascend, judge_mindie
         "not-in-the-data": "policy",
         "kernels-toolkit": "warn",  # judge_kernels
@@ -68,6 +71,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "torch-npu-cann": "warn/fail",  # judge_torch_npu_cann, _judge_declared_range
         "vllm-ascend-row": "fail",  # judge_vllm_ascend
         "mindie-cann": "fail",  # judge_mindie
+        "pip-check": "warn",  # versions_requires.judge_requirements
         # judge_toolchain (checks.builtin.toolchain, checks/data/toolchain.yaml)
         "nnal-required": "fail",
         "triton-ascend-required": "fail",
@@ -394,11 +398,13 @@ def versions_parity(ctx: Context) -> Finding:
     judge_driver_firmware(inst, j)
     judge_driver_cann(inst, j, unknown)
     judge_loaded_driver(ctx, inst, j)
+    judge_container_driver(ctx, inst, j)
     judge_kernels(ctx, j)
     judge_nnal(inst, j)
     judge_torch(inst, j)
     judge_torch_npu_cann(inst, j, unknown)
     judge_vllm_ascend(inst, j, unknown)
     judge_mindie(inst, j, unknown)
+    judge_requirements(ctx.host, facts.python(ctx), j)
     judge_toolchain(ctx, inst, j)
     return j.finding("the installed Ascend stack agrees with itself and the pairing tables")

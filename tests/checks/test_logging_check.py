@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import FakeRoot
+from machines import A2, build_a2
 
 from checks.builtin import logging as logging_check
 from checks.builtin.logging import logging_level, measure_dir
+from checks.cli import main
 from checks.context import Context
 from checks.policy import load_policy
 from probes.errors import NotRecorded
@@ -314,3 +318,71 @@ def test_plog_files_are_counted_per_process_id(fake_root: FakeRoot) -> None:
     many = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
     assert many.status == "warn" and many.rules == ("many-process-logs",)
     assert "65 process ids left plog files" in many.summary and "restart loop" in many.summary
+
+
+# --- the newest plog lines through triage ---------------------------------------------------
+
+INCIDENTS = Path(__file__).resolve().parents[1] / "data" / "incidents" / "hccl.yaml"
+PLOG_DIR = "/root/ascend/log/debug/plog"
+
+
+def incident(incident_id: str) -> dict[str, str]:
+    rows = yaml.safe_load(INCIDENTS.read_text())["incidents"]
+    row: dict[str, str] = next(r for r in rows if r["id"] == incident_id)
+    return row
+
+
+BUFFSIZE = incident("va-pr5287-hccl-buffsize-dispatch")
+
+
+def test_a_known_error_in_the_newest_plog_warns_with_its_playbook(fake_root: FakeRoot) -> None:
+    plogs(fake_root, "/root/ascend/log", count=3)
+    fake_root.file(f"{PLOG_DIR}/plog-17833_20251223073619.log", BUFFSIZE["excerpt"])
+    finding = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert finding.status == "warn"
+    assert finding.rules == ("known-error-in-logs",)
+    assert "the newest plog files hold known error signatures: hccl.buffsize-too-small " \
+        "(open playbook symptom.hccl-settings)" in finding.summary
+    assert "ascend-doctor explain symptom.hccl-settings" in finding.remedy
+    assert any(e.startswith("triage: hccl.buffsize-too-small (") and
+               f"{PLOG_DIR}/plog-17833_20251223073619.log:" in e for e in finding.evidence)
+
+
+def test_a_healthy_newest_plog_stays_quiet(fake_root: FakeRoot) -> None:
+    fake_root.file(f"{PLOG_DIR}/plog-17833_20251223073619.log", BUFFSIZE["healthy"])
+    finding = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert finding.status == "pass" and finding.rules == ()
+    assert any(e.startswith("triage of the newest plog files (the last 256 KiB of "
+                            "plog-17833_20251223073619.log): no known error signature")
+               for e in finding.evidence)
+
+
+def test_only_the_newest_files_and_their_tails_are_read(fake_root: FakeRoot) -> None:
+    # the error sits in an older file than the newest three, and before the last 256 KiB of
+    # a newer one: both are outside the bounded read
+    fake_root.file(f"{PLOG_DIR}/plog-1_20250101000000.log", BUFFSIZE["excerpt"])
+    filler = ("INFO nothing happened here\n" * (logging_check.TAIL_BYTES // 20))
+    fake_root.file(f"{PLOG_DIR}/plog-2_20250102000000.log", BUFFSIZE["excerpt"] + filler)
+    for n in (3, 4):
+        fake_root.file(f"{PLOG_DIR}/plog-{n}_2025010{n}000000.log", BUFFSIZE["healthy"])
+    finding = logging_level(ctx_for(fake_root, {"HOME": "/root"}))
+    assert finding.status == "pass", finding.summary
+    assert any("plog-4_20250104000000.log, plog-3_20250103000000.log, "
+               "plog-2_20250102000000.log" in e for e in finding.evidence)
+
+
+def test_a_bundle_replays_the_triage_of_its_newest_plogs(
+        fake_root: FakeRoot, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    host = build_a2(fake_root, A2())
+    fake_root.file(f"{PLOG_DIR}/plog-17833_20251223073619.log", BUFFSIZE["excerpt"])
+    out = tmp_path / "b.tar.gz"
+    monkeypatch.setattr("checks.cli.os.environ", dict(host.env))
+    main(["bundle", "--root", str(fake_root.path), "--python", "/usr/bin/python3",
+          "--policy", str(policy_file(tmp_path, NO_DISK_LIMITS)), "-o", str(out)])
+    capsys.readouterr()
+    main(["--from", str(out), "--json", "--only", "logging.level", "--policy",
+          str(policy_file(tmp_path, NO_DISK_LIMITS))])
+    replayed = json.loads(capsys.readouterr().out)["results"][0]
+    assert replayed["rules"] == ["known-error-in-logs"]
+    assert "hccl.buffsize-too-small" in replayed["summary"]
