@@ -361,8 +361,9 @@ def _judged_lines(ctx: Context, effective: Effective) -> list[str]:
     from checks.builtin.tokenizer_served import whose_files
 
     served, files = effective.served, effective.files
-    return [f"tokenizer judged: {served.directory} ({served.directory_source}), mode "
-            f"{served.mode} ({served.mode_source}); {whose_files(ctx)}",
+    mode = f", mode {served.mode} ({served.mode_source})" if served.command_line else ""
+    return [f"tokenizer judged: {served.directory} ({served.directory_source}){mode}; "
+            f"{whose_files(ctx)}",
             f"chat template judged: {files.template_source or 'none'}", *served.notes]
 
 

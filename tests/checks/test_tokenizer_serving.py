@@ -106,7 +106,8 @@ def test_files_under_another_root_are_said_to_be_its(model: Path, tmp_path: Path
     ctx = ctx_for(Path("/models/q"), host=LiveHost(root=str(tmp_path / "tree"), env={}))
     finding = tokenizer_dtype(ctx)
     assert finding.status == "pass", text_of(finding)
-    assert f"files under --root {tmp_path / 'tree'}" in text_of(finding)
+    assert "tokenizer judged: /models/q (the model directory); files under --root " \
+        f"{tmp_path / 'tree'}" in text_of(finding)
 
 
 # -- --chat-template ---------------------------------------------------------------------------
