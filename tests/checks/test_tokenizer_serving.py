@@ -93,6 +93,20 @@ def test_the_tokenizer_flag_picks_the_files_judged(model: Path, tmp_path: Path) 
     assert tokenizer_dtype(ctx_for(model, "--tokenizer", str(model))).status == "pass"
 
 
+def test_a_tokenizer_flag_that_names_nothing_here_keeps_the_model_s(model: Path) -> None:
+    finding = tokenizer_dtype(ctx_for(model, "--tokenizer", "Qwen/Qwen3-Missing"))
+    assert finding.status == "pass", text_of(finding)
+    assert "`--tokenizer Qwen/Qwen3-Missing`: model Qwen/Qwen3-Missing: not a directory, and " \
+        "not in the Hugging Face cache of its environment; the model directory's tokenizer " \
+        "is judged instead" in text_of(finding)
+
+
+def test_a_template_written_on_the_command_line_is_judged(model: Path) -> None:
+    finding = tokenizer_dtype(ctx_for(model, "--chat-template", PLAIN_CHATML))
+    assert finding.status == "warn" and finding.rules == ("thinking-ignored",)
+    assert "(the flag's own text)" in text_of(finding)
+
+
 def test_a_command_line_of_another_model_is_not_applied(model: Path, tmp_path: Path) -> None:
     ctx = ctx_for(model, "--chat-template", "/nowhere/t.jinja")
     ctx.model_dir = Path(shutil.copytree(model, tmp_path / "other"))
