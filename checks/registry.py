@@ -108,13 +108,17 @@ BUILTIN: tuple[Check, ...] = (
            "precision, architecture, every shard present and opening as the loader opens it, "
            "the tensors config.json needs; apart from that, FP8 against the chip family",
            "checkpoint:checkpoint_format", needs=("model",)),
-    _check("tokenizer.dtype", "Token id and attention mask dtypes", "tokenizer",
-           "the ids, dtypes and mask values the --model tokenizer returns for a padded "
-           "batch, its vocabulary loaded; transformers/tokenizers against --baseline",
+    _check("tokenizer.dtype", "The tokenizer the engine will use, as it will use it",
+           "tokenizer",
+           "the tokenizer and chat template the target's vLLM flags pick (--tokenizer, "
+           "--tokenizer-mode, --chat-template, --trust-remote-code): special tokens vs "
+           "config.json, the end of a turn vs the ids the engine stops on, enable_thinking; "
+           "transformers/tokenizers against --baseline",
            "tokenizer:tokenizer_dtype", needs=("model",), prefetch="tokenizer:prefetch"),
     _check("tokenizer.token-ids", "Token ids fit the model's embedding", "tokenizer",
-           "the largest id the --model tokenizer produces (chat template run inside a "
-           "budget) vs config.json vocab_size; another model family's tokenizer",
+           "the largest id the served tokenizer produces (chat template run inside a "
+           "budget) vs config.json vocab_size; another model family's tokenizer; with "
+           "--endpoint, the server's own ids of a prompt holding ids above 65535",
            "tokenizer:tokenizer_token_ids", needs=("model",),
            prefetch="tokenizer:prefetch"),
     _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",

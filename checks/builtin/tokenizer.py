@@ -1,24 +1,32 @@
-"""tokenizer.dtype and tokenizer.token-ids: what the model's tokenizer really produces.
+"""tokenizer.dtype and tokenizer.token-ids: the tokenizer the serving engine will use, as it will
+use it.
 
-Both load the tokenizer under --model once per run (checks.builtin.tokenizer_load:
-`tokenizer.json` through the `tokenizers` library, transformers only for a model without
-one), with the doctor's own libraries; when those differ from the judged interpreter's the
-evidence and the summary say so. Nothing is imported at module load: importing `checks` must
-load neither transformers nor tokenizers. The model's files are read where the other checks
-read them: this machine's `/`, a --root tree, or a container target's /proc/PID/root (the
-evidence says so); a recording carries no loadable tokenizer, so a replay skips.
+Both judge the tokenizer of --model, or the one the target's `vllm serve` command line names
+(`--tokenizer`, `--tokenizer-mode`, `--chat-template`, `--trust-remote-code`,
+`--generation-config`: checks.builtin.tokenizer_served). It is loaded once per run
+(checks.builtin.tokenizer_load: `tokenizer.json` through the `tokenizers` library,
+transformers only for a model without one), with the doctor's own libraries; when those differ
+from the judged interpreter's the evidence and the summary say so. Nothing is imported at
+module load: importing `checks` must load neither transformers nor tokenizers. The files are
+read where the other checks read them: this machine's `/`, a --root tree, or a container
+target's /proc/PID/root (the evidence says whose); a recording carries no loadable tokenizer,
+so a replay skips.
 
-A tokenizer whose vocabulary did not load (tokenizer_config.json copied without
-tokenizer.json or vocab.json: transformers then builds a 26-token tokenizer) is a failure
-naming what is missing, in both checks. A chat template is rendered inside a step, size and
-time budget (probes.model.chat_template).
+tokenizer.dtype judges what the engine feeds the model and when it stops
+(checks.builtin.tokenizer_serving: special tokens against config.json, the chat template's end
+of turn against the ids the engine stops on, enable_thinking, the tokenizer mode); the ids
+themselves are Python integers the engine turns into int64/int32 tensors, so their dtype is
+not judged. tokenizer.token-ids judges the ids against the embedding and, with --endpoint, the
+served ids. A chat template is rendered inside a step, size and time budget
+(probes.model.chat_template).
 
-Observation and judgement are split: `observe_*` talks to the tokenizer, `judge_*` are pure
+Observation and judgement are split: `observe*` talks to the tokenizer, `judge_*` are pure
 functions of what was observed, so every fault can be tested without a faulty tokenizer.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.tokenizer_load import (
-    Batch,
     Loaded,
     TokenizerFiles,
     TokenizerUnavailable,
     load_files,
+    read_json,
     tokenizer_files,
 )
 from checks.context import Context
@@ -42,16 +50,15 @@ from probes.live import LiveHost
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
+    from checks.builtin.tokenizer_served import Served, TemplateOverride
+    from checks.builtin.tokenizer_serving import ServingObservation, Thinking
     from probes.model.chat_template import Rendered
 
-# A short and a longer prompt, so the short one is padded and the mask shows its polarity.
-PROBE_BATCH = ("Hello world", "你好，世界！ A longer second prompt, so the first one is padded.")
+PROBE_TEXT = "Hello world"  # encoded to see whether the vocabulary loaded at all
 PROBE_MESSAGES = ({"role": "system", "content": "你是一个有用的助手。"},
                   {"role": "user", "content": "用一句话介绍昇腾 NPU。Hello world"})
 PROBE_PLAIN = "<|im_start|>user\n你好，世界<|im_end|>\n<|im_start|>assistant\n"
 
-IDS_OK = ("int64", "int32", "int")  # "int": Python integers, as tokenizers returns them
-IDS_NARROW = ("int8", "int16", "uint8", "uint16")
 UINT16_LIMIT = 65536
 # Embedding rows beyond the tokenizer are padding (Qwen3: 267, Qwen3.5/3.6: 243); a far
 # larger gap suggests another model's tokenizer (a Qwen3 tokenizer on Qwen3.5 leaves 96,651).
@@ -61,17 +68,6 @@ PADDING_ROWS_WARN = 4096
 SMALL_VOCAB_SHARE = 0.5
 SPECIAL_ID_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
-MASK_NOTE = (
-    "HF attention_mask: 1 = attend, 0 = padding. Ascend fused attention takes the opposite: "
-    "torch_npu.npu_fused_infer_attention_score / npu_prompt_flash_attention / "
-    "npu_incre_flash_attention `atten_mask` is bool/int8/uint8 with 1 = masked out, "
-    "0 = computed (hicann/ops-transformer aclnnFusedInferAttentionScoreV4.md, "
-    "aclnnPromptFlashAttentionV3.md); ATB SelfAttention takes float16 additive masks "
-    "[0, -inf] (hicann/ascend-transformer-boost example/op_demo/self_attention). Convert at "
-    "the boundary (fused = 1 - mask as bool/int8; ATB additive = 0 where mask is 1, -inf "
-    "where 0); never pass the HF mask through")
-LIST_NOTE = ("the tokenizer returns plain integer lists (no dtype yet): numpy.asarray and "
-             "torch.tensor build int64 from them, as transformers' return_tensors does")
 FORKED_FACT = "tokenizer-forked"  # the child process prefetch began, when it did
 DTYPE_PLAYBOOK = "see playbook tokenizer.dtype"
 IDS_PLAYBOOK = "see playbook tokenizer.token-ids"
@@ -82,9 +78,13 @@ _LOAD_RULES = {"tokenizer-not-loaded": "warn/skip", "vocabulary-too-small": "fai
 CHECK_RULES: dict[str, dict[str, str]] = {
     "tokenizer.dtype": {
         **_LOAD_RULES,
-        "ids-dtype": "warn/fail",
-        "attention-mask": "fail",
-        "no-attention-mask": "warn",
+        "chat-template-unreadable": "fail/warn",
+        "tokenizer-mode": "warn",
+        "remote-code": "warn",
+        "special-token-missing": "fail",
+        "end-of-turn-not-eos": "fail",
+        "thinking-ignored": "warn",
+        "pad-token": "pass",
         "library-drift": "warn",
     },
     "tokenizer.token-ids": {
@@ -104,7 +104,6 @@ Problem = tuple[str, str]  # (rule, one line)
 FILES_REMEDY = ("copy the tokenizer files of the checkpoint (tokenizer.json, or vocab.json + "
                 "merges.txt) from where it was downloaded")
 
-
 # -- loading ------------------------------------------------------------------------------
 
 
@@ -115,37 +114,83 @@ def on_this_machine(host: object) -> bool:
     return isinstance(host, LiveHost) and getattr(host, "root", "/") == "/"
 
 
-def files_of(ctx: Context) -> TokenizerFiles:
-    """The --model tokenizer files and configs, read once per run (quick: no tokenizer is
+@dataclass(frozen=True)
+class Effective:
+    """The tokenizer files the engine will use, and how the command line chose them."""
+
+    files: TokenizerFiles
+    served: Served
+    template: TemplateOverride | None = None  # --chat-template, when given
+
+
+def effective_of(ctx: Context) -> Effective:
+    """The served tokenizer's files and configs, read once per run (quick: no tokenizer is
     built). Raises TokenizerUnavailable."""
     if ctx.model_dir is None:
         raise TokenizerUnavailable(NO_MODEL)
     model_dir = Path(ctx.model_dir)
-    return ctx.fact("tokenizer-files", lambda: tokenizer_files(model_dir, ctx.host))
+    return ctx.fact("tokenizer-files", lambda: _effective(ctx, model_dir))
+
+
+def files_of(ctx: Context) -> TokenizerFiles:
+    """effective_of's files. Raises TokenizerUnavailable."""
+    return effective_of(ctx).files
+
+
+def _effective(ctx: Context, model_dir: Path) -> Effective:
+    from checks.builtin.tokenizer_served import chat_template_override, served
+
+    how = served(ctx, model_dir)
+    files = tokenizer_files(how.directory, ctx.host, model_dir)
+    if how.generation_config == "vllm":
+        files = replace(files, generation_config={})
+    elif how.generation_config != "auto":
+        files = replace(files, generation_config=_generation_config(ctx, how.generation_config))
+    if how.template_flag is None:
+        return Effective(files, how)
+    override = chat_template_override(ctx, how.template_flag)
+    if override.text is not None:
+        files = replace(files, chat_template=override.text, template_source=override.source,
+                        replaced_template=files.chat_template)
+    return Effective(files, how, override)
+
+
+def _generation_config(ctx: Context, folder: str) -> Mapping[str, Any]:
+    """generation_config.json of a --generation-config folder (relative: from the server's
+    working directory)."""
+    from probes.model.reader import GENERATION_CONFIG_FILE
+
+    proc = ctx.target.process
+    if not folder.startswith("/") and proc is not None and proc.cwd:
+        folder = posixpath.join(proc.cwd, folder)
+    return read_json(ctx.host, Path(folder) / GENERATION_CONFIG_FILE)
 
 
 @dataclass(frozen=True)
 class Observed:
-    """What both checks learn from the --model tokenizer, observed once per run (plain data:
+    """What both checks learn from the served tokenizer, observed once per run (plain data:
     it may come from the child process `prefetch` forked)."""
 
     library: str  # the library that loaded it, with its version
     files: TokenizerFiles
-    batch: Batch  # PROBE_BATCH, padded
-    batch_vocabulary: str  # vocabulary_problem over the batch's short prompt
+    vocabulary: str  # vocabulary_problem over PROBE_TEXT
     ids: IdObservation
+    serving: ServingObservation
     plain_ids: tuple[int, ...] = ()  # PROBE_PLAIN encoded: what --endpoint's ids are held to
 
 
 def observe(files: TokenizerFiles, host: Host) -> Observed:
     """Load the tokenizer those files make and put every probe to it. Raises
     TokenizerUnavailable."""
+    from checks.builtin.tokenizer_serving import observe_serving
+
     loaded = load_files(files, host)
-    batch = loaded.batch(PROBE_BATCH)
     vocab_size = config_vocab_size(files.model_config)
-    vocabulary = vocabulary_problem(loaded, vocab_size, observe_batch(batch).real_tokens)
-    return Observed(loaded.library, files, batch, vocabulary,
-                    observe_ids(loaded, render_probe(files)),
+    vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
+    renders = render_all(files)
+    return Observed(loaded.library, files, vocabulary,
+                    observe_ids(loaded, renders.probe),
+                    observe_serving(loaded, renders.turn, renders.thinking, renders.replaced),
                     tuple(loaded.encode(PROBE_PLAIN)))
 
 
@@ -237,139 +282,102 @@ def vocabulary_problem(loaded: Loaded, vocab_size: int | None, probe_ids: int) -
 
 # -- tokenizer.dtype ------------------------------------------------------------------------
 
+Judged = tuple[str, str, str]  # (status, rule, one line): tokenizer_serving.Problem
 
-@dataclass(frozen=True)
-class TensorObservation:
-    """What the tokenizer returned for PROBE_BATCH: as lists, or as one framework's tensors."""
-
-    framework: str  # "list" (as the tokenizer returns them), "np" or "pt"
-    ids_dtype: str  # "int" for Python integers; "int64", without "torch.", for tensors
-    mask_dtype: str | None  # None: no attention_mask returned
-    mask_values: tuple[float, ...] = ()  # distinct values
-    real_tokens_value: float | None = None  # the mask over real tokens of the padded row
-    padding_value: float | None = None  # the mask over its padding (None: nothing padded)
-    real_tokens: int = 0  # ids of the short prompt
-
-
-def observe_batch(batch: Batch) -> TensorObservation:
-    """What the tokenizer returned: plain integer lists (`int`), the mask's values, and
-    which of them cover the real tokens and the padding of the short prompt."""
-    real_len = sum(batch.mask[0]) if batch.mask else len(batch.ids[0])
-    rows = batch.ids if batch.padded else batch.ids[:1]
-    ids_type = _element_type(rows)
-    if batch.mask is None:
-        return TensorObservation("list", ids_type, None, real_tokens=real_len)
-    masks = batch.mask if batch.padded else batch.mask[:1]
-    row = masks[0]
-    real = row[len(row) - real_len:] if batch.left else row[:real_len]
-    pad = row[:len(row) - real_len] if batch.left else row[real_len:]
-    return TensorObservation(
-        "list", ids_type, _element_type(masks),
-        tuple(sorted({float(v) for r in masks for v in r})),
-        float(real[0]) if len(set(real)) == 1 else None,
-        (float(pad[0]) if len(set(pad)) == 1 else None) if pad else None,
-        real_len)
+REMEDIES = {
+    "vocabulary-too-small": FILES_REMEDY,
+    "chat-template-unreadable": "give --chat-template a file the server can open (a path in "
+                                "its own filesystem, from its working directory)",
+    "tokenizer-mode": "drop --tokenizer-mode (auto) unless the model's card asks for one",
+    "remote-code": "add --trust-remote-code if you trust the model's code, or use a model "
+                   "whose tokenizer transformers has built in",
+    "special-token-missing": "ship the tokenizer that belongs to the checkpoint; make "
+                             "config.json, generation_config.json and tokenizer_config.json "
+                             "name tokens of its vocabulary",
+    "end-of-turn-not-eos": "list the template's end-of-turn id in generation_config.json "
+                           "eos_token_id (as the model's own release does), or pass it in "
+                           "each request's stop_token_ids",
+    "thinking-ignored": "serve the model's own chat template (drop --chat-template), or one "
+                        "that reads enable_thinking",
+    "library-drift": "install the transformers/tokenizers the baseline was validated with, "
+                     "or re-validate and record a new baseline",
+}
 
 
-def _element_type(rows: Sequence[Sequence[object]]) -> str:
-    """"int" when every element is a Python integer; else the names of the types found."""
-    kinds = sorted({type(v).__name__ for r in rows for v in r})
-    return "/".join(kinds) if kinds else "n/a (no ids)"
+def judge_dtype(served: Served, template: TemplateOverride | None, seen: Observed,
+                drift: Sequence[str] = ()) -> Finding:
+    """The served tokenizer's rules (checks.builtin.tokenizer_serving); `drift`: tokenizer
+    libraries that differ from the baseline's."""
+    from checks.builtin import tokenizer_serving as rules
+
+    files = seen.files
+    problems: list[Judged] = [("warn", "library-drift", why) for why in drift]
+    lines: list[str] = []
+    if seen.vocabulary:  # without the vocabulary the other rules say nothing
+        problems.insert(0, ("fail", "vocabulary-too-small", seen.vocabulary))
+    else:
+        problems += _template_problems(template)
+        problems += rules.judge_mode(served, files.present)
+        remote, remote_line = rules.judge_remote_code(served, files.config)
+        problems += remote + rules.judge_specials(seen.serving, seen.ids.tokenizer_size)
+        stop, stop_line = rules.judge_stop(seen.serving, files, served)
+        thinking, thinking_line = rules.judge_thinking(
+            seen.serving, files.template_source or "the chat template")
+        problems += stop + thinking
+        lines = [line for line in (stop_line, thinking_line, remote_line) if line]
+    return _verdict(problems, lines, rules.pad_note(seen.serving), seen)
 
 
-def _is_integer(dtype: str) -> bool:
-    return dtype.startswith(("int", "uint"))
+def _template_problems(template: TemplateOverride | None) -> list[Judged]:
+    if template is None:
+        return []
+    if template.problem:
+        return [("fail", "chat-template-unreadable", template.problem)]
+    if template.unknown:
+        return [("warn", "chat-template-unreadable", template.unknown)]
+    return []
 
 
-def _mask_problem(seen: TensorObservation) -> str:
-    """Why this mask is wrong, or "" when it is integer 0/1 with 1 = attend."""
-    if seen.mask_dtype is None:
-        return ""
-    if not _is_integer(seen.mask_dtype):
-        return f"attention_mask is {seen.mask_dtype}, not an integer 0/1 tensor"
-    if not set(seen.mask_values) <= {0.0, 1.0}:
-        return f"attention_mask holds {_values(seen.mask_values)}, not only 0 and 1"
-    if seen.real_tokens_value == 0.0 or seen.padding_value == 1.0:
-        return "attention_mask is inverted: real tokens 0, padding 1 (HF expects 1 = attend)"
-    return ""
-
-
-def _ids_problem(seen: TensorObservation) -> tuple[str, str]:
-    """(severity, why) for the input_ids dtype; ("", "") when int64/int32."""
-    if seen.ids_dtype in IDS_OK:
-        return "", ""
-    if seen.ids_dtype in IDS_NARROW or not _is_integer(seen.ids_dtype):
-        return "fail", (f"input_ids are {seen.ids_dtype}: Qwen ids go past 151,000 (16 bits "
-                        "hold 65,535; float16 is exact to 2048, bfloat16 to 256)")
-    return "warn", f"input_ids are {seen.ids_dtype}, not int64/int32"
-
-
-def _values(values: Sequence[float | None]) -> str:
-    shown = [f"{v:g}" for v in sorted(v for v in values if v is not None)]
-    return "/".join(shown) if shown else "n/a"
-
-
-def describe(seen: TensorObservation) -> str:
-    mask = "no attention_mask" if seen.mask_dtype is None else (
-        f"attention_mask {seen.mask_dtype} values {_values(seen.mask_values)}, "
-        f"real tokens {_values([seen.real_tokens_value])}, "
-        f"padding {_values([seen.padding_value])}")
-    where = "as returned" if seen.framework == "list" else f"return_tensors={seen.framework!r}"
-    return f"{where}: input_ids {seen.ids_dtype}, {mask}"
-
-
-def judge_dtype(observed: Sequence[TensorObservation], versions: str = "",
-                drift: Sequence[str] = (), vocabulary: str = "") -> Finding:
-    """`drift`: tokenizer libraries that differ from the baseline's, each a warning;
-    `vocabulary`: why the vocabulary is not the model's (a failure), "" when it is."""
-    evidence = [describe(seen) for seen in observed]
-    if any(seen.framework == "list" for seen in observed):
-        evidence.append(LIST_NOTE)
-    evidence += [MASK_NOTE, versions] if versions else [MASK_NOTE]
-    # without a vocabulary the dtypes and the mask of an empty batch say nothing
-    problems = [("fail", vocabulary, "vocabulary-too-small")] if vocabulary else [
-        *((sev, f"{seen.framework}: {why}", "ids-dtype") for seen in observed
-          for sev, why in [_ids_problem(seen)] if sev),
-        *(("fail", f"{seen.framework}: {why}", "attention-mask") for seen in observed
-          for why in [_mask_problem(seen)] if why)]
-    problems += [("warn", why, "library-drift") for why in drift]
-    remedy = ("keep input_ids int64 (int32 at most) and the attention_mask integer 0/1 "
-              f"with 1 = attend; fix the tokenizer wrapper; {DTYPE_PLAYBOOK}")
-    if vocabulary:
-        remedy = f"{FILES_REMEDY}; {DTYPE_PLAYBOOK}"
-    if drift:
-        remedy += ("; install the transformers/tokenizers the baseline was validated with, "
-                   "or re-validate and record a new baseline")
-    fails = [why for sev, why, _ in problems if sev == "fail"]
-    rules = tuple(dict.fromkeys(rule for _, _, rule in problems))
+def _verdict(problems: Sequence[Judged], lines: Sequence[str], pad: str,
+             seen: Observed) -> Finding:
+    rules = tuple(dict.fromkeys(rule for _, rule, _ in problems))
+    remedy = "; ".join(dict.fromkeys(REMEDIES[rule] for rule in rules)) + f"; {DTYPE_PLAYBOOK}"
+    fails = [line for status, _, line in problems if status == "fail"]
+    warns = [line for status, _, line in problems if status == "warn"]
+    evidence = [*lines, *([pad] if pad else [])]
     if fails:
-        return failed("; ".join(fails), remedy, *evidence, rules=rules)
-    if problems:
-        return warned("; ".join(why for _, why, _ in problems), remedy, *evidence, rules=rules)
-    if all(seen.mask_dtype is None for seen in observed):
-        return warned("the tokenizer returns no attention_mask; ids are "
-                      f"{observed[0].ids_dtype}", "build the mask in the serving engine; "
-                      + DTYPE_PLAYBOOK, *evidence, rules=("no-attention-mask",))
-    first = observed[0]
-    ids = "integers" if first.ids_dtype == "int" else first.ids_dtype
-    mask = "" if first.mask_dtype == "int" else f" {first.mask_dtype}"
-    return passed(f"input_ids {ids}, attention_mask{mask} 0/1 with 1 = attend (Ascend fused "
-                  "ops need it inverted: 1 = masked)", *evidence)
+        return failed("; ".join(fails), remedy, *evidence, *warns, rules=rules)
+    if warns:
+        return warned("; ".join(warns), remedy, *evidence, rules=rules)
+    end = seen.serving.end_of_turn
+    stops = f"a turn ends with {end[0]}, a token the engine stops on" if end else \
+        "no end-of-turn token to judge"
+    return passed(f"special tokens are in the vocabulary; {stops}", *evidence,
+                  rules=("pad-token",) if pad else ())
+
+
+def _judged_lines(ctx: Context, effective: Effective) -> list[str]:
+    """Which tokenizer and template were judged, and whose files."""
+    from checks.builtin.tokenizer_served import whose_files
+
+    served, files = effective.served, effective.files
+    mode = f", mode {served.mode} ({served.mode_source})" if served.command_line else ""
+    return [f"tokenizer judged: {served.directory} ({served.directory_source}){mode}; "
+            f"{whose_files(ctx)}",
+            f"chat template judged: {files.template_source or 'none'}", *served.notes]
 
 
 def tokenizer_dtype(ctx: Context) -> Finding:
     try:
+        effective = effective_of(ctx)
         seen_all = observed(ctx)
     except TokenizerUnavailable as exc:
         return _unavailable(exc)
-    batch = seen_all.batch
     note = library_note(ctx, seen_all.library)
-    extra = [] if batch.padded else ["no pad token in tokenizer_config.json: the batch was "
-                                     "not padded, so the mask over padding was not seen"]
-    finding = judge_dtype([observe_batch(batch)], note.evidence, library_drift(ctx),
-                          seen_all.batch_vocabulary)
-    return _with_note(replace(finding, evidence=(*finding.evidence, *extra,
-                                                 *facts.files_seen(ctx))), note)
+    finding = judge_dtype(effective.served, effective.template, seen_all, library_drift(ctx))
+    return _with_note(replace(finding, evidence=(*finding.evidence,
+                                                 *_judged_lines(ctx, effective),
+                                                 note.evidence, *facts.files_seen(ctx))), note)
 
 
 def library_drift(ctx: Context) -> list[str]:
@@ -568,20 +576,36 @@ class Probe:
     stopped: bool = False
 
 
-def render_probe(files: TokenizerFiles) -> Rendered | None:
-    """The probe chat rendered by the model's chat template (inside its budget); None without
-    a template."""
-    if not files.chat_template:
-        return None
-    from probes.model.chat_template import render_limited as render
+@dataclass(frozen=True)
+class Renders:
+    """The chat template's renderings the checks use (None: no template)."""
 
-    variables: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
-                                 "add_generation_prompt": True, **files.special_tokens()}
-    return render(files.chat_template, variables)
+    probe: Rendered | None = None  # PROBE_MESSAGES with the generation prompt
+    turn: Rendered | None = None  # a finished assistant turn
+    thinking: Thinking | None = None  # the generation prompt, enable_thinking true and false
+    replaced: Thinking | None = None  # the same for the template --chat-template replaced
+
+
+def render_all(files: TokenizerFiles) -> Renders:
+    """Every rendering of the chat template, in one budgeted child per template."""
+    if not files.chat_template:
+        return Renders()
+    from checks.builtin.tokenizer_serving import thinking_of, variable_sets
+    from probes.model.chat_template import render_many_limited
+
+    probe: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
+                             "add_generation_prompt": True, **files.special_tokens()}
+    wanted = variable_sets(files, probe)
+    probe_r, turn, on, off = render_many_limited(files.chat_template, wanted)
+    replaced = None
+    if files.replaced_template:
+        own_on, own_off = render_many_limited(files.replaced_template, wanted[2:])
+        replaced = thinking_of(files.replaced_template, own_on, own_off)
+    return Renders(probe_r, turn, thinking_of(files.chat_template, on, off), replaced)
 
 
 def probe_ids(loaded: Loaded, rendered: Rendered | None) -> Probe:
-    """The rendered chat template encoded (render_probe); else a plain encode."""
+    """The rendered chat template encoded (render_all's probe); else a plain encode."""
     if rendered is None:
         return Probe(tuple(loaded.encode(PROBE_PLAIN)), "plain encode")
     source = loaded.files.template_source

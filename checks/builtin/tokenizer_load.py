@@ -3,7 +3,7 @@
 `tokenizer.json` is read with the `tokenizers` library directly (what transformers' fast
 tokenizers wrap), which takes a tenth of a second; transformers is imported only for a model
 that ships no `tokenizer.json` (vocab.json + merges.txt, tokenizer.model, ...). Both give
-the checks one small interface: size, added ids, token lookup, encode, a padded batch.
+the checks one small interface: size, added ids, token lookup both ways, encode.
 
 Every file is read through the one model-directory reader (probes.model.reader: bounded reads
 of regular files through the Host), and only when it is a regular file below a size limit: a
@@ -12,7 +12,7 @@ tokenizer file that is a FIFO, a device or a multi-gigabyte blob is reported, ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -79,7 +79,8 @@ def read_json(host: Host, path: Path, max_bytes: int = MAX_SMALL_FILE_BYTES) -> 
     return document if isinstance(document, dict) else {}
 
 
-def _read_text(host: Host, path: Path) -> str | None:
+def read_text(host: Host, path: Path) -> str | None:
+    """A UTF-8 text file below MAX_SMALL_FILE_BYTES, or None (absent, not regular, unreadable)."""
     from probes.model.reader import CheckpointError, read_limited
 
     if regular_file(host, path, MAX_SMALL_FILE_BYTES) or not host.exists(str(path)):
@@ -111,6 +112,8 @@ class TokenizerFiles:
     template_source: str = ""  # the file the chat template came from
     model_config: Mapping[str, Any] = field(default_factory=dict)  # config.json
     generation_config: Mapping[str, Any] = field(default_factory=dict)
+    # the model directory's own template, when --chat-template replaced it (the thinking rule)
+    replaced_template: str | None = None
 
     @property
     def has_vocabulary(self) -> bool:
@@ -134,7 +137,7 @@ def _chat_template(host: Host, directory: Path,
                    config: Mapping[str, Any]) -> tuple[str | None, str]:
     """The chat template and its file: chat_template.jinja, chat_template.json, then
     tokenizer_config.json (a string, or a list of named templates: "default")."""
-    jinja = _read_text(host, directory / "chat_template.jinja")
+    jinja = read_text(host, directory / "chat_template.jinja")
     if jinja is not None:
         return jinja, "chat_template.jinja"
     for document, name in ((read_json(host, directory / "chat_template.json"),
@@ -150,8 +153,13 @@ def _chat_template(host: Host, directory: Path,
     return None, ""
 
 
-def tokenizer_files(directory: Path, host: Host) -> TokenizerFiles:
+def tokenizer_files(directory: Path, host: Host,
+                    model_dir: Path | None = None) -> TokenizerFiles:
+    """The tokenizer files of `directory`, with config.json and generation_config.json of
+    `model_dir` (the same directory when None: a --tokenizer elsewhere keeps the model's)."""
     from probes.model.reader import CONFIG_FILE, GENERATION_CONFIG_FILE
+
+    configs = directory if model_dir is None else model_dir
 
     try:
         names = sorted(host.list_dir(str(directory)))
@@ -163,21 +171,11 @@ def tokenizer_files(directory: Path, host: Host) -> TokenizerFiles:
     config = read_json(host, directory / "tokenizer_config.json")
     template, source = _chat_template(host, directory, config)
     return TokenizerFiles(directory, present, config, template, source,
-                          read_json(host, directory / CONFIG_FILE),
-                          read_json(host, directory / GENERATION_CONFIG_FILE))
+                          read_json(host, configs / CONFIG_FILE),
+                          read_json(host, configs / GENERATION_CONFIG_FILE))
 
 
 # -- the loaded tokenizer -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Batch:
-    """A padded batch as the tokenizer returns it: plain integer lists."""
-
-    ids: tuple[tuple[int, ...], ...]
-    mask: tuple[tuple[int, ...], ...] | None  # None: no attention mask returned
-    padded: bool  # False when no pad token is known: nothing was padded
-    left: bool  # padding side
 
 
 class Loaded(Protocol):
@@ -190,7 +188,7 @@ class Loaded(Protocol):
     def added_ids(self) -> frozenset[int]: ...
     def token_id(self, token: str) -> int | None: ...
     def encode(self, text: str) -> list[int]: ...
-    def batch(self, texts: Sequence[str]) -> Batch: ...
+    def id_to_token(self, token_id: int) -> str | None: ...
 
 
 class FastFile:
@@ -214,19 +212,9 @@ class FastFile:
     def encode(self, text: str) -> list[int]:
         return [int(i) for i in self._tok.encode(text, add_special_tokens=False).ids]
 
-    def batch(self, texts: Sequence[str]) -> Batch:
-        left = self.files.config.get("padding_side") == "left"
-        pad = token_text(self.files.config.get("pad_token"))
-        pad_id = self.token_id(pad) if pad is not None else None
-        if pad is not None and pad_id is not None:
-            self._tok.enable_padding(direction="left" if left else "right", pad_id=pad_id,
-                                     pad_token=pad)
-        else:
-            self._tok.no_padding()
-        encoded = self._tok.encode_batch(list(texts), add_special_tokens=True)
-        return Batch(tuple(tuple(e.ids) for e in encoded),
-                     tuple(tuple(e.attention_mask) for e in encoded),
-                     pad_id is not None, left)
+    def id_to_token(self, token_id: int) -> str | None:
+        found = self._tok.id_to_token(token_id)
+        return None if found is None else str(found)
 
 
 class Transformers:
@@ -252,13 +240,11 @@ class Transformers:
     def encode(self, text: str) -> list[int]:
         return [int(i) for i in self._tok.encode(text, add_special_tokens=False)]
 
-    def batch(self, texts: Sequence[str]) -> Batch:
-        padded = self._tok.pad_token is not None
-        out = self._tok(list(texts), padding=padded)
-        mask = out.get("attention_mask")
-        return Batch(tuple(tuple(int(i) for i in row) for row in out["input_ids"]),
-                     None if mask is None else tuple(tuple(int(v) for v in r) for r in mask),
-                     padded, getattr(self._tok, "padding_side", "right") == "left")
+    def id_to_token(self, token_id: int) -> str | None:
+        if not 0 <= token_id < len(self._tok):
+            return None
+        found = self._tok.convert_ids_to_tokens(token_id)
+        return None if found is None else str(found)
 
 
 def _version(module: Any) -> str:

@@ -18,7 +18,7 @@ import json
 import operator
 import pickle
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -225,9 +225,49 @@ def render_limited(template: str, variables: Mapping[str, Any],
     return _rendered(answer)
 
 
+def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]],
+                        limits: Limits | None = None) -> list[Rendered]:
+    """`render` of one template with each set of variables, all in one limited child (one
+    process start for several renderings); each rendering has its own budget. Never raises."""
+    from probes.limited import LimitedError, run_limited
+
+    if len(template) > MAX_TEMPLATE_CHARS:
+        refused = Rendered(None, f"stopped: a template of {len(template):,} characters (more "
+                                 f"than {MAX_TEMPLATE_CHARS:,})", stopped=True)
+        return [refused for _ in variable_sets]
+    if limits is None:  # each rendering may spend its own MAX_SECONDS
+        from probes.limited import Limits
+
+        more_s = MAX_SECONDS * (len(variable_sets) - 1)
+        base = Limits()
+        limits = Limits(cpu_s=base.cpu_s + int(more_s), wall_s=base.wall_s + more_s)
+    try:
+        answer = run_limited("probes.model.chat_template", "render_many_in_child",
+                             (template, [dict(v) for v in variable_sets]), limits)
+    except LimitedError as exc:
+        return [Rendered(None, f"stopped: {exc}", stopped=True) for _ in variable_sets]
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        return [Rendered(None, f"the template's variables cannot be passed on ({exc})")
+                for _ in variable_sets]
+    answers = answer if isinstance(answer, list) else []
+    if len(answers) != len(variable_sets):
+        return [Rendered(None, "stopped: the renderer gave no answer", stopped=True)
+                for _ in variable_sets]
+    return [_rendered(one) for one in answers]
+
+
 def render_in_child(argument: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     """The child's side of render_limited: the Rendered as JSON."""
-    rendered = render(*argument)
+    return _as_json(render(*argument))
+
+
+def render_many_in_child(argument: tuple[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The child's side of render_many_limited: each Rendered as JSON."""
+    template, variable_sets = argument
+    return [_as_json(render(template, variables)) for variables in variable_sets]
+
+
+def _as_json(rendered: Rendered) -> dict[str, Any]:
     return {"text": rendered.text, "error": rendered.error, "stopped": rendered.stopped,
             "steps": rendered.steps}
 
