@@ -61,7 +61,7 @@ BUILTIN: tuple[Check, ...] = (
     _check("versions.parity", "Ascend software versions agree", "versions",
            "driver (CANN->HDK table), firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and "
            "MindIE pairing tables, in the judged interpreter",
-           "versions:versions_parity"),
+           "versions_installed:versions_parity"),
     _check("serving.support", "The engine release supports this model, chip and features",
            "versions", "the engine release (vllm_ascend package, MindIE version.info), the "
            "model type (config.json), the chip families (npu-smi) and the features on the "
