@@ -8,6 +8,7 @@ backed in one of three ways:
 - the playbook's front-matter `sources` name it: the entry that states it carries the address;
 - its sentence carries a citation a reader can open (the patterns of tests/test_sources.py) or
   a status label ("project default", "unknown", "not in our data", ...);
+- the project's error-code data (checks/data/error_codes.yaml) has a row for it with sources;
 - CHECKED below lists it with the source it was checked against.
 
 The guard cannot tell a true sentence from a false one; it makes an unsourced number or name
@@ -16,6 +17,7 @@ visible, so a new sentence needs its source written next to it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -23,6 +25,7 @@ import pytest
 from test_sources import IN_REPO_PATH_RE, REPO, STATUS_RE, openable
 
 import playbooks
+from checks import datafiles
 from playbooks import Playbook
 from playbooks._loader import parse_playbook
 
@@ -57,6 +60,9 @@ CHECKED: tuple[tuple[str, str, str], ...] = (
 _UNIT = (r"(?:GiB|MiB|KiB|TiB|GB/s|GB|MB|KB|TB|°?C|ms|µs|us|min|s|%|W|Gbit/s|Gb/s)")
 NUMBER_UNIT_RE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s?{_UNIT}(?![\w/])")
 NAME_RE = re.compile(r"(?<![\w$])\$?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+# Error codes: fault codes (0x80E00209), CANN codes (EZ1001, EI0006), ACL return codes (507035),
+# DCMI return codes (-8020).
+CODE_RE = re.compile(r"(?<![\w-])(0x[0-9A-Fa-f]{8}|[EWI][A-Z0-9]\d{4}|[1-5]0\d{4}|-80\d\d)(?!\w)")
 LABEL_RE = re.compile(r"\bnot in our data\b|\bnot published\b|\bno vendor (?:figure|page)\b",
                       re.IGNORECASE)
 _FENCE_BLOCK_RE = re.compile(r"^\s*```.*?^\s*```[^\n]*$", re.MULTILINE | re.DOTALL)
@@ -68,6 +74,8 @@ def facts(sentence: str) -> Iterator[str]:
     for match in NUMBER_UNIT_RE.finditer(sentence):
         yield _canonical(match.group(0))
     for match in NAME_RE.finditer(sentence):
+        yield match.group(1)
+    for match in CODE_RE.finditer(sentence):
         yield match.group(1)
 
 
@@ -90,9 +98,16 @@ def labelled(sentence: str) -> bool:
     return openable(sentence) or bool(STATUS_RE.search(sentence) or LABEL_RE.search(sentence))
 
 
+@functools.cache
+def codes_with_sources() -> frozenset[str]:
+    """The error codes the project's data names, each row with its own sources."""
+    rows = datafiles.load("data/error_codes.yaml")["rows"]
+    return frozenset(str(row["id"]) for row in rows if row.get("sources"))
+
+
 def unsourced(book: Playbook, checked: tuple[tuple[str, str, str], ...] = CHECKED) -> list[str]:
     """`fact: sentence` for each fact of `book` that nothing backs."""
-    cited = set(facts(" ".join(book.sources)))
+    cited = set(facts(" ".join(book.sources))) | codes_with_sources()
     allowed = {fact for book_id, fact, _where in checked if book_id == book.id}
     return [f"{fact}: {sentence[:160]}"
             for sentence in sentences(book.body) if not labelled(sentence)
@@ -171,6 +186,8 @@ def planted(sentence: str) -> Playbook:
     ("Set `HCCL_CONNECT_TIMEOUT` higher.", "HCCL_CONNECT_TIMEOUT"),
     ("About 28.4 GB of the card is usable.", "28.4GB"),
     ("- Latency rises 30% at INFO level.", "30%"),
+    ("Alarm `0x80E0FFFF` means the fan failed.", "0x80E0FFFF"),
+    ("The runtime then prints EE9999.", "EE9999"),
 ])
 def test_a_planted_unsourced_fact_is_found(sentence: str, fact: str) -> None:
     assert [line.split(":")[0] for line in unsourced(planted(sentence))] == [fact]
@@ -181,6 +198,7 @@ def test_a_planted_unsourced_fact_is_found(sentence: str, fact: str) -> None:
     "HBM above 95 °C raises 0x80E00209 (https://example.org/kg-config.json).",
     "Set `HCCL_CONNECT_TIMEOUT` (vllm-project/vllm-ascend#5468).",
     "No figure is published for the throttle point; 85 °C is not in our data.",
+    "The log shows `507035`, a vector core exception.",
 ])
 def test_a_labelled_or_cited_fact_passes(sentence: str) -> None:
     assert unsourced(planted(sentence)) == []
