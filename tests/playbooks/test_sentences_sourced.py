@@ -8,7 +8,8 @@ backed in one of three ways:
 - the playbook's front-matter `sources` name it: the entry that states it carries the address;
 - its sentence carries a citation a reader can open (the patterns of tests/test_sources.py) or
   a status label ("project default", "unknown", "not in our data", ...);
-- the project's error-code data (checks/data/error_codes.yaml) has a row for it with sources;
+- for a name or a code: a row of the project's data (checks/data/*.yaml) that names it carries
+  its own sources (one home per piece of knowledge: a playbook may name what the data holds);
 - CHECKED below lists it with the source it was checked against.
 
 The guard cannot tell a true sentence from a false one; it makes an unsourced number or name
@@ -25,12 +26,12 @@ import pytest
 from test_sources import IN_REPO_PATH_RE, REPO, STATUS_RE, openable
 
 import playbooks
-from checks import datafiles
+from checks import data, datafiles
 from playbooks import Playbook
 from playbooks._loader import parse_playbook
 
-# Being rewritten by other engineers right now (issue 27); the lead brings them under the guard
-# when their branches land, by emptying this set.
+# Being rewritten by other engineers right now (issue 27): reported as expected failures (xfail,
+# not strict) until their branches land; the lead then empties this set.
 OTHERS_EDITING = frozenset((
     "tokenizer.dtype", "tokenizer.token-ids", "versions.parity", "logging.level",
     "pcie.contention", "npu.hbm-fit", "serving.support", "serving.flags",
@@ -57,8 +58,9 @@ CHECKED: tuple[tuple[str, str, str], ...] = (
     ("npu.temperature", "85C", "the folklore's throttle figure; none found"),
 )
 
-_UNIT = (r"(?:GiB|MiB|KiB|TiB|GB/s|GB|MB|KB|TB|°?C|ms|µs|us|min|s|%|W|Gbit/s|Gb/s)")
-NUMBER_UNIT_RE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?)\s?{_UNIT}(?![\w/])")
+# Seconds and minutes only after a space: "10 s" is a duration, "1s" is plural ones.
+_UNIT = (r"(?:\s?(?:GiB|MiB|KiB|TiB|GB/s|GB|MB|KB|TB|°?C|ms|µs|us|%|W|Gbit/s|Gb/s)|\s(?:s|min))")
+NUMBER_UNIT_RE = re.compile(rf"(?<![\w.])(\d+(?:\.\d+)?){_UNIT}(?![\w/])")
 NAME_RE = re.compile(r"(?<![\w$])\$?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
 # Error codes: fault codes (0x80E00209), CANN codes (EZ1001, EI0006), ACL return codes (507035),
 # DCMI return codes (-8020).
@@ -99,15 +101,21 @@ def labelled(sentence: str) -> bool:
 
 
 @functools.cache
-def codes_with_sources() -> frozenset[str]:
-    """The error codes the project's data names, each row with its own sources."""
-    rows = datafiles.load("data/error_codes.yaml")["rows"]
-    return frozenset(str(row["id"]) for row in rows if row.get("sources"))
+def names_in_sourced_data() -> frozenset[str]:
+    """Names and codes that rows of checks/data/*.yaml state, each row with its own sources."""
+    names: set[str] = set()
+    for topic in data.topics():
+        for row in datafiles.load(f"data/{topic}.yaml")["rows"]:
+            if isinstance(row, dict) and row.get("sources"):
+                text = " ".join(str(value) for key, value in row.items() if key != "sources")
+                names.update(match.group(1) for pattern in (NAME_RE, CODE_RE)
+                             for match in pattern.finditer(text))
+    return frozenset(names)
 
 
 def unsourced(book: Playbook, checked: tuple[tuple[str, str, str], ...] = CHECKED) -> list[str]:
     """`fact: sentence` for each fact of `book` that nothing backs."""
-    cited = set(facts(" ".join(book.sources))) | codes_with_sources()
+    cited = set(facts(" ".join(book.sources))) | names_in_sourced_data()
     allowed = {fact for book_id, fact, _where in checked if book_id == book.id}
     return [f"{fact}: {sentence[:160]}"
             for sentence in sentences(book.body) if not labelled(sentence)
@@ -125,7 +133,13 @@ def _judged() -> list[Playbook]:
     return [book for book in playbooks.load_all() if book.id not in OTHERS_EDITING]
 
 
-@pytest.mark.parametrize("book", _judged(), ids=lambda book: book.id)
+def _cases() -> list[object]:
+    edited = pytest.mark.xfail(reason="being edited on another branch (issue 27)", strict=False)
+    return [pytest.param(book, id=book.id, marks=edited if book.id in OTHERS_EDITING else ())
+            for book in playbooks.load_all()]
+
+
+@pytest.mark.parametrize("book", _cases())
 def test_every_number_and_variable_a_playbook_states_is_sourced(book: Playbook) -> None:
     missing = unsourced(book)
     assert not missing, (f"{book.path}: name the source of each (in `sources`, or in the "
@@ -183,7 +197,7 @@ def planted(sentence: str) -> Playbook:
 
 @pytest.mark.parametrize("sentence, fact", [
     ("The AI Core throttles above 85 °C.", "85C"),
-    ("Set `HCCL_CONNECT_TIMEOUT` higher.", "HCCL_CONNECT_TIMEOUT"),
+    ("Set `HCCL_PLANTED_TIMEOUT` higher.", "HCCL_PLANTED_TIMEOUT"),
     ("About 28.4 GB of the card is usable.", "28.4GB"),
     ("- Latency rises 30% at INFO level.", "30%"),
     ("Alarm `0x80E0FFFF` means the fan failed.", "0x80E0FFFF"),
@@ -196,9 +210,11 @@ def test_a_planted_unsourced_fact_is_found(sentence: str, fact: str) -> None:
 @pytest.mark.parametrize("sentence", [
     "A chip 15 °C above its peers is worth a look (project default).",
     "HBM above 95 °C raises 0x80E00209 (https://example.org/kg-config.json).",
-    "Set `HCCL_CONNECT_TIMEOUT` (vllm-project/vllm-ascend#5468).",
+    "Set `HCCL_PLANTED_TIMEOUT` (vllm-project/vllm-ascend#5468).",
+    "Raise `HCCL_CONNECT_TIMEOUT`, which the error-code data names with its sources.",
     "No figure is published for the throttle point; 85 °C is not in our data.",
     "The log shows `507035`, a vector core exception.",
+    "Expect 1s on real tokens and 0s on padding.",
 ])
 def test_a_labelled_or_cited_fact_passes(sentence: str) -> None:
     assert unsourced(planted(sentence)) == []
