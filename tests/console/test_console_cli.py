@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from console.chat.local import DEMO_DIR_ENV
-from console.ui.cli import main, parse_options
 from console.recording import Recorder
+from console.ui.cli import main, parse_options
 
 
 def test_help_reads_well() -> None:

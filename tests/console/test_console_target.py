@@ -12,10 +12,10 @@ import pytest
 from target_fixtures import fake_vllm
 from textual.widgets import Static
 
-from console.ui.cli import parse_options
 from console.options import ConsoleOptions
 from console.target import FINDING, Found, TargetError, check_pid, find
 from console.ui.app import ConsoleApp
+from console.ui.cli import parse_options
 from console.ui.screens.doctor import DoctorScreen
 from console.ui.widgets.host import HostPanel
 from probes.target import proc
