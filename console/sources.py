@@ -375,6 +375,16 @@ def kinds() -> list[str]:
     return list(dict.fromkeys(s.kind for s in SOURCES))
 
 
+def judge(shown: Mapping[str, Sequence[Shown]], judging: Judging) -> list[Alert]:
+    """Every source's alert rules over its feeds (`shown`, by kind), in the list's order."""
+    out: list[Alert] = []
+    for kind in kinds():
+        source = for_kind(kind)
+        if source is not None:
+            out += source.alerts(shown.get(kind, ()), judging)
+    return out
+
+
 def add_history(history: History, snapshot: object) -> None:
     """The snapshot's points, by the source it belongs to."""
     source = for_snapshot(snapshot)

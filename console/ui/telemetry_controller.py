@@ -215,13 +215,10 @@ class TelemetryController:
         """Every source's alert rules over its feeds; a new alert is toasted and recorded."""
         judging = Judging(self.w.policy, self.now(), self.stale_after_s,
                           self.best_decode_tokens_per_s)
-        alerts: list[Alert] = []
-        for kind in sources.kinds():
-            source = sources.for_kind(kind)
-            shown = [Shown(s.latest, s.last_good) for (k, _), s in self.states.items() if k == kind]
-            if source is not None:
-                alerts += source.alerts(shown, judging)
-        raised = self.alert_log.update(alerts)
+        shown: dict[str, list[Shown]] = {}
+        for (kind, _), state in self.states.items():
+            shown.setdefault(kind, []).append(Shown(state.latest, state.last_good))
+        raised = self.alert_log.update(sources.judge(shown, judging))
         self.w.widget(AlertsPanel).show(list(self.alert_log.entries))
         for alert in raised:  # a toast reaches whatever screen is on top
             self._notify(alert)
