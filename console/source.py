@@ -119,11 +119,6 @@ class Source(Protocol):
         ...
 
 
-def panel_id(kind: str, index: int) -> str:
-    """The widget id of a kind's `index`th feed: "npu", "npu-1", ..."""
-    return f"{kind}-{index}" if index else kind
-
-
 def known_fields(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
     """Fields of `cls` from `values`: unknown ones dropped, missing ones None (newer files)."""
     out: dict[str, Any] = {}

@@ -2,7 +2,7 @@
 
 The list's order is the panels' order from the top (the pressure panel follows the NPU panels)
 and the order the alert rules run in. A new panel is a source class here, a widget that shows
-its snapshot, and a row in `SOURCES` (docs/contributing.md, "A new panel").
+its snapshot, and a row in `SOURCES` (docs/contributing.md, "A new telemetry panel").
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from console.source import Source
 
 
+def panel_id(kind: str, index: int) -> str:
+    """The widget id of a kind's `index`th feed: "npu", "npu-1", ..."""
+    return f"{kind}-{index}" if index else kind
+
+
 def panel_class(source: Source | type[Source]) -> type[FeedPanel]:
     """The widget class a source names; imported here so console/sources.py stays headless."""
     module, _, name = source.panel.partition(":")

@@ -22,9 +22,10 @@ from console.chat.backend import ChatBackend
 from console.chat.reply import ReplyStats
 from console.history import History
 from console.snapshots import Alert, NpuSnapshot
-from console.source import Judging, Setup, Shown, Source, panel_id
+from console.source import Judging, Setup, Shown, Source
 from console.ui import safe
 from console.ui.messages import Sampled
+from console.ui.panels import panel_id
 from console.ui.widgets.alerts import AlertsPanel
 from console.ui.widgets.feed import FeedPanel, FeedView
 from console.ui.widgets.pressure import PressurePanel
@@ -45,7 +46,7 @@ class TelemetryController:
                  record: Callable[[Any], None],
                  backend: Callable[[], ChatBackend | None] = lambda: None) -> None:
         self.w, self.app = wiring, wiring.app
-        self.host, self.conflicts, self.record = host, conflicts, record
+        self.conflicts, self.record = conflicts, record
         options, policy = wiring.options, wiring.policy
         # the disk the host panel watches: the target's log directory, once it is known
         self.log_dir = options.log_dir
