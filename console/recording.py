@@ -2,7 +2,8 @@
 
 A recording is bounded: rows older than `max_age_s` before the newest sample, and rows past
 `max_rows`, are pruned while recording, so a console left running for days keeps a file of a
-known size. Only the standard library's sqlite3 is used.
+known size. Only the standard library's sqlite3 is used. Each row is encoded and decoded by
+its source in the one list (console/sources.py); alerts, raised rather than sampled, here.
 
 Recordings have one default place (`default_recordings_dir`): `ascend-console --record` without
 a FILE and the `r` key write there, and `ascend-doctor bundle` includes the newest file from
