@@ -92,7 +92,7 @@ async def simulated_hour(host: LiveHost, interval_s: float) -> tuple[float, floa
         before = rss / 2**20
         for i in range(samples):
             chips = tuple(chip(n, i) for n in range(8))
-            app.telemetry.take_npu(NpuSnapshot(t0 + i * interval_s, chips, (), True, None, 0.05))
+            app.telemetry.take(NpuSnapshot(t0 + i * interval_s, chips, (), True, None, 0.05))
             if i % 100 == 0:
                 await pilot.pause()
         after = psutil.Process().memory_info().rss / 2**20

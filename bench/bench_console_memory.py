@@ -21,9 +21,10 @@ import psutil
 
 from checks.policy import load_policy
 from console.alerts import AlertLog, evaluate
-from console.history import History, add_engine, add_host, add_npu
+from console.history import History
 from console.recording import Player, Recorder
 from console.snapshots import ChipSample, EngineSnapshot, HostSnapshot, NpuSnapshot, chip_key
+from console.sources import add_history
 
 INTERVAL_S = 2.0
 SAMPLES_PER_HOUR = 1800
@@ -70,9 +71,8 @@ def run_hour(hour: int, history: History, log: AlertLog, recorder: Recorder) -> 
     for j in range(SAMPLES_PER_HOUR):
         i = hour * SAMPLES_PER_HOUR + j
         npu, host, engine = npu_sample(i), host_sample(i), engine_sample(i)
-        add_npu(history, npu)
-        add_host(history, host)
-        add_engine(history, engine)
+        for snapshot in (npu, host, engine):
+            add_history(history, snapshot)
         alerts = evaluate(npu, engine, policy, npu.taken_at, 3 * INTERVAL_S, 40.0)
         for alert in log.update(alerts):
             recorder.add(alert)

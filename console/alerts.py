@@ -67,30 +67,6 @@ def thermal_verdicts(chips: Sequence[ChipSample],
     return {verdict.key: verdict for verdict in judge_temperatures(readings, limits)}
 
 
-def evaluate_all(
-    npus: Sequence[NpuSnapshot],
-    engine: EngineSnapshot | None,
-    serving: ServingSnapshot | None,
-    policy: Policy,
-    now: float,
-    stale_after_s: float,
-    decode_baseline_tokens_per_s: float | None,
-) -> list[Alert]:
-    """`evaluate` over every NPU source on screen (this machine or each exporter's host), and
-    the serving endpoint's alerts."""
-    alerts: list[Alert] = []
-    for index, npu in enumerate(npus):
-        alerts.extend(evaluate(npu, engine if index == 0 else None, policy, now, stale_after_s,
-                               decode_baseline_tokens_per_s))
-    if not npus and engine is not None:
-        alerts.extend(decode_alerts(engine, policy, now, decode_baseline_tokens_per_s))
-    if serving is not None:
-        alerts.extend(endpoint_alerts(serving, now))
-    if serving is not None and serving.ok:
-        alerts.extend(serving_alerts(serving, policy, now))
-    return alerts
-
-
 def endpoint_alerts(serving: ServingSnapshot, now: float) -> list[Alert]:
     """The serving process itself: down (no HTTP answer to its /metrics) and, for
     `RESTART_ALERT_S` after it was seen, restarted (its exported process start time changed or

@@ -10,8 +10,8 @@ from pathlib import Path
 from console.chat.backend import ChatBackend, ChatSettings
 from console.chat.local import LocalBackend, ModelSpec
 from console.chat.openai import EndpointBackend, EndpointSpec
-from console.recording import default_recordings_dir
 from probes.http import Secret
+from probes.recordings import default_recordings_dir
 
 
 @dataclass(frozen=True)

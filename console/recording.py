@@ -2,7 +2,8 @@
 
 A recording is bounded: rows older than `max_age_s` before the newest sample, and rows past
 `max_rows`, are pruned while recording, so a console left running for days keeps a file of a
-known size. Only the standard library's sqlite3 is used.
+known size. Only the standard library's sqlite3 is used. Each row is encoded and decoded by
+its source in the one list (console/sources.py); alerts, raised rather than sampled, here.
 
 Recordings have one default place (`default_recordings_dir`): `ascend-console --record` without
 a FILE and the `r` key write there, and `ascend-doctor bundle` includes the newest file from
@@ -11,7 +12,6 @@ there. This module imports no textual, so the doctor may import it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import socket
@@ -22,17 +22,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from console import sources
 from console.sample_check import MAX_TIME_S, MIN_TIME_S, problem
-from console.snapshots import (
-    Alert,
-    ChipSample,
-    EngineSnapshot,
-    HostSnapshot,
-    NpuSnapshot,
-    ProcessSample,
-    ServingSnapshot,
-    chip_key,
-)
+from console.snapshots import Alert
+from console.source import Columns, as_dict, known_fields
 from probes import json_limits
 from probes.recordings import (  # noqa: F401 (console's names for the default place)
     default_recordings_dir,
@@ -45,18 +38,9 @@ DEFAULT_MAX_AGE_S = 24 * 3600.0
 DEFAULT_MAX_ROWS = 200_000
 PRUNE_EVERY = 256  # inserts between prunes: pruning is one indexed DELETE
 
-Snapshot: TypeAlias = NpuSnapshot | HostSnapshot | EngineSnapshot | ServingSnapshot | Alert
-
-CHIP_COLUMNS = tuple(f.name for f in dataclasses.fields(ChipSample))
-PROCESS_COLUMNS = tuple(f.name for f in dataclasses.fields(ProcessSample))
-
-_KIND_OF: dict[type, str] = {
-    NpuSnapshot: "npu",
-    HostSnapshot: "host",
-    EngineSnapshot: "engine",
-    ServingSnapshot: "serving",
-    Alert: "alert",
-}
+# a frozen snapshot of a source in console/sources.py, or an Alert
+Snapshot: TypeAlias = Any
+ALERT_KIND = "alert"  # alerts are recorded beside the sources' rows (raised, not sampled)
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -78,93 +62,38 @@ class RecordingError(Exception):
 
 
 def encode(snapshot: Snapshot) -> tuple[str, float, str]:
-    """(kind, t, JSON payload) of a snapshot; NPU chips and processes as rows (see meta)."""
-    kind = _KIND_OF.get(type(snapshot))
-    if kind is None:
-        raise TypeError(f"cannot record a {type(snapshot).__name__}")
-    if isinstance(snapshot, NpuSnapshot):
-        doc: dict[str, Any] = {
-            "taken_at": snapshot.taken_at,
-            "chips": [_row(c, CHIP_COLUMNS) for c in snapshot.chips],
-            "processes": [_row(p, PROCESS_COLUMNS) for p in snapshot.processes],
-            "processes_known": snapshot.processes_known,
-            "error": snapshot.error,
-            "sample_duration_s": snapshot.sample_duration_s,
-            "source": snapshot.source,
-        }
+    """(kind, t, JSON payload) of a snapshot, by the source it belongs to (console/sources.py)."""
+    if isinstance(snapshot, Alert):
+        kind, t, doc = ALERT_KIND, snapshot.raised_at, as_dict(snapshot)
     else:
-        doc = dataclasses.asdict(snapshot)
-    t = snapshot.raised_at if isinstance(snapshot, Alert) else snapshot.taken_at
+        source = sources.for_snapshot(snapshot)
+        if source is None:
+            raise TypeError(f"cannot record a {type(snapshot).__name__}")
+        kind, t, doc = source.kind, snapshot.taken_at, source.encode(snapshot)
     return kind, t, json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
 
 
-def _row(item: Any, columns: Sequence[str]) -> list[Any]:
-    return [getattr(item, name) for name in columns]
-
-
-def decode(kind: str, payload: str, columns: Mapping[str, Sequence[str]]) -> Snapshot:
-    """The snapshot of one stored row; `columns` from the recording's meta table."""
+def decode(kind: str, payload: str, columns: Mapping[str, Columns]) -> Snapshot:
+    """The snapshot of one stored row; `columns` (per kind) from the recording's meta table."""
     doc = json_limits.loads(payload, "a recorded row")
     if not isinstance(doc, dict):
         raise ValueError("payload is not a JSON object")
-    if kind == "npu":
-        return _decode_npu(doc, columns)
-    if kind == "host":
-        fields = _known(HostSnapshot, doc)
-        cores = fields.get("cpu_cores_percent")
-        fields["cpu_cores_percent"] = tuple(float(c) for c in cores) if isinstance(
-            cores, list) else ()
-        return HostSnapshot(**fields)
-    if kind == "engine":
-        fields = _known(EngineSnapshot, doc)
-        fields["fused_ops"] = tuple(fields.get("fused_ops") or ())
-        return EngineSnapshot(**fields)
-    if kind == "serving":
-        fields = _known(ServingSnapshot, doc)
-        fields["not_exported"] = tuple(fields.get("not_exported") or ())
-        fields["read_from"] = tuple(tuple(p) for p in fields.get("read_from") or ())
-        return ServingSnapshot(**fields)
-    if kind == "alert":
-        return Alert(**_known(Alert, doc))
-    raise ValueError(f"unknown sample kind {kind!r}")
+    if kind == ALERT_KIND:
+        return Alert(**known_fields(Alert, doc))
+    source = sources.for_kind(kind)
+    if source is None:
+        raise ValueError(f"unknown sample kind {kind!r}")
+    return source.decode(doc, columns.get(kind, {}))
 
 
-def _decode_npu(doc: dict[str, Any], columns: Mapping[str, Sequence[str]]) -> NpuSnapshot:
-    chip_cols = columns.get("chip", CHIP_COLUMNS)
-    proc_cols = columns.get("process", PROCESS_COLUMNS)
-    chips = tuple(_chip(dict(zip(chip_cols, row, strict=False))) for row in doc.get("chips", []))
-    processes = tuple(
-        ProcessSample(**_known(ProcessSample, dict(zip(proc_cols, row, strict=False))))
-        for row in doc.get("processes", [])
-    )
-    return NpuSnapshot(
-        taken_at=float(doc["taken_at"]),
-        chips=chips,
-        processes=processes,
-        processes_known=bool(doc.get("processes_known", False)),
-        error=doc.get("error"),
-        sample_duration_s=float(doc.get("sample_duration_s", 0.0)),
-        source=str(doc.get("source") or ""),
-    )
+def column_meta_key(kind: str, table: str) -> str:
+    """The meta key naming a kind's row table columns ("npu_chip_columns")."""
+    return f"{kind}_{table}_columns"
 
 
-def _chip(values: dict[str, Any]) -> ChipSample:
-    fields = _known(ChipSample, values)
-    fields.setdefault("key", chip_key(int(fields["npu_id"]), fields.get("chip_id")))
-    if isinstance(fields.get("fault_codes"), list):  # JSON has no tuples
-        fields["fault_codes"] = tuple(fields["fault_codes"])
-    return ChipSample(**fields)
-
-
-def _known(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Fields of `cls` from `values`: unknown ones dropped, missing ones None (newer files)."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in values:
-            out[f.name] = values[f.name]
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            out[f.name] = None
-    return out
+def _column_meta() -> dict[str, str]:
+    return {column_meta_key(source.kind, table): json.dumps(names)
+            for source in sources.SOURCES for table, names in source.columns.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,8 +228,7 @@ def _write_meta(conn: sqlite3.Connection, created_at: float) -> None:
         "schema": SCHEMA,
         "created_at": repr(created_at),
         "hostname": socket.gethostname(),
-        "npu_chip_columns": json.dumps(CHIP_COLUMNS),
-        "npu_process_columns": json.dumps(PROCESS_COLUMNS),
+        **_column_meta(),
     }
     conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta.items())
 
@@ -521,9 +449,14 @@ class Player:
         return conn
 
 
-def _column_names(meta: Mapping[str, str], path: Path) -> dict[str, tuple[str, ...]]:
-    return {"chip": _columns(meta, "npu_chip_columns", CHIP_COLUMNS, path),
-            "process": _columns(meta, "npu_process_columns", PROCESS_COLUMNS, path)}
+def _column_names(meta: Mapping[str, str], path: Path) -> Mapping[str, Columns]:
+    """Per kind, per row table: the column names the recording's rows use."""
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for source in sources.SOURCES:
+        tables = out.setdefault(source.kind, {})
+        for table, names in source.columns.items():
+            tables[table] = _columns(meta, column_meta_key(source.kind, table), names, path)
+    return out
 
 
 def _columns(meta: Mapping[str, str], key: str, default: tuple[str, ...],

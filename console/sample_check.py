@@ -58,6 +58,9 @@ def _field_problem(annotation: str, value: Any) -> str | None:
     if kind == "tuple[str, ...]":
         ok = isinstance(value, tuple) and len(value) <= 256 and all(map(_text, value))
         return None if ok else "not a list of short texts"
+    if kind == "tuple[float, ...]":  # the host's per-core CPU use
+        ok = isinstance(value, tuple) and len(value) <= 4096 and all(map(_number, value))
+        return None if ok else "not a list of finite numbers"
     if kind.startswith("tuple[") and kind.endswith(", ...]"):
         if not isinstance(value, tuple) or len(value) > 4096:
             return "not a list"

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import psutil
 
@@ -181,7 +182,8 @@ def nearest_existing(path: str) -> str | None:
 
 
 class Sampler:
-    """The last good NPU snapshot and its age; pure logic, time injected.
+    """One feed's latest snapshot, its last good one and that one's age; pure logic, time
+    injected. Every source's feed has one; a snapshot without `ok` (host, engine) is good.
 
     `update()` takes every snapshot (good or failed); a failed one keeps the previous good
     data on screen and records the error. Data is stale when older than
@@ -194,13 +196,17 @@ class Sampler:
         self.interval_s = interval_s
         self.stale_after_s = stale_after_intervals * interval_s
         self._clock = clock
-        self.last_good: NpuSnapshot | None = None
-        self.latest: NpuSnapshot | None = None
+        self.last_good: Any = None
+        self.latest: Any = None
 
-    def update(self, snapshot: NpuSnapshot) -> None:
+    def update(self, snapshot: Any) -> None:
         self.latest = snapshot
-        if snapshot.ok:
+        if getattr(snapshot, "ok", True):
             self.last_good = snapshot
+
+    def clear(self) -> None:
+        """Nothing to show any more (the engine went away)."""
+        self.latest = self.last_good = None
 
     def age_s(self, now: float | None = None) -> float | None:
         """Seconds since the last good snapshot was taken; None before any."""

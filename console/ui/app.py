@@ -25,24 +25,22 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header
 
 from checks.policy import Policy, load_policy
-from checks.thermal import thermal_limits
 from console.chat.backend import ChatBackend
 from console.msprof import MsprofError, OpConflict, read_conflicts
 from console.options import ConsoleOptions, api_key, backend_for
+from console.snapshots import ServingSnapshot
 from console.target import FINDING, Found, TargetError
 from console.ui import messages as msg
 from console.ui import safe
 from console.ui.chat_controller import ChatController
 from console.ui.keys import key_rows
+from console.ui.panels import layout
 from console.ui.recording_controller import RecordingController
 from console.ui.telemetry_controller import TelemetryController
 from console.ui.widgets.alerts import AlertsPanel
 from console.ui.widgets.chat import ChatPane
-from console.ui.widgets.engine_panel import NO_MODEL, EnginePanel
+from console.ui.widgets.feed import PanelSetup
 from console.ui.widgets.host import HostPanel
-from console.ui.widgets.npu import NpuPanel
-from console.ui.widgets.pressure import PressurePanel
-from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
 from probes.host import Host
 from probes.http import EndpointTarget
@@ -52,7 +50,6 @@ from probes.target.model import Target, shell_target
 Clock = Callable[[], float]
 W = TypeVar("W", bound=Widget)
 _FROM_OPTIONS: Any = object()  # backend=_FROM_OPTIONS: the one the options name
-REMOTE_ENGINE = "the engine runs behind --endpoint: see the Serving panel"
 # how long the doctor screen waits for the target beyond npu-smi's own timeout
 TARGET_WAIT_S = 30.0
 TRIAGE_SINCE_S = 24 * 3600.0  # the triage screen reads the logs written in the last day
@@ -126,7 +123,8 @@ class ConsoleApp(App[int]):
         if backend is _FROM_OPTIONS:
             backend = backend_for(self.options)
         wiring = Wiring(self, self.options, self.policy, clock, lambda: self._main)
-        self.telemetry = TelemetryController(wiring, self.host, self.conflicts, self._record)
+        self.telemetry = TelemetryController(wiring, self.host, self.conflicts, self._record,
+                                             lambda: self.chat.backend)
         self.recording = RecordingController(wiring, self.set_subtitle,
                                              self.telemetry.take_recorded)
         self.chat = ChatController(wiring, backend, self.telemetry.take_engine_from,
@@ -140,15 +138,8 @@ class ConsoleApp(App[int]):
         with Horizontal(id="main"):
             yield ChatPane(options.settings)
             with VerticalScroll(id="panels"):
-                if options.serving_metrics_url:
-                    yield ServingPanel(options.serving_metrics_url, id="serving")
-                limits = thermal_limits(self.policy)
-                for index, source in enumerate(self.telemetry.sources):
-                    yield NpuPanel(limits, source=source, id=f"npu-{index}" if index else "npu")
-                yield PressurePanel(id="pressure")
-                yield EnginePanel(id="engine", empty=REMOTE_ENGINE if options.endpoint
-                                  else NO_MODEL)
-                yield HostPanel(id="host", target=self.target_line())
+                yield from layout(self.telemetry.panel_feeds(),
+                                  PanelSetup(self.policy, options, self.target_line()))
         yield AlertsPanel(id="alerts")
         yield Footer()
 
@@ -252,19 +243,14 @@ class ConsoleApp(App[int]):
     # --- worker messages -> controllers ---------------------------------------------------------
     # a message that lands while the app closes finds no widget: it is dropped
 
-    def on_npu_sampled(self, message: msg.NpuSampled) -> None:
+    def on_sampled(self, message: msg.Sampled) -> None:
         with suppress(NoMatches):
-            self.telemetry.take_npu(message.snapshot, message.causes)
-
-    def on_host_sampled(self, message: msg.HostSampled) -> None:
-        with suppress(NoMatches):
-            self.telemetry.take_host(message.snapshot)
-
-    def on_serving_sampled(self, message: msg.ServingSampled) -> None:
-        with suppress(NoMatches):
-            self.telemetry.take_serving(message.snapshot)
-            if self.options.endpoint is not None and self.options.replay is None:
-                self.chat.endpoint_seen(message.snapshot.answered, message.snapshot.error or "")
+            self.telemetry.take_sampled(message)
+            snapshot = message.snapshot
+            # the endpoint's /metrics also tells the chat whether its endpoint is up
+            if (isinstance(snapshot, ServingSnapshot) and self.options.endpoint is not None
+                    and self.options.replay is None):
+                self.chat.endpoint_seen(snapshot.answered, snapshot.error or "")
 
     def on_replayed(self, message: msg.Replayed) -> None:
         with suppress(NoMatches):

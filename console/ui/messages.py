@@ -6,11 +6,12 @@ the value to a controller, which owns the state and updates the widgets.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.message import Message
 
 from console.chat.reply import ReplyDelta, ReplyDone
-from console.pressure import ZeroCauses
-from console.snapshots import HostSnapshot, NpuSnapshot, ServingSnapshot
+from console.source import Source
 from console.target import Found
 
 
@@ -48,26 +49,15 @@ class ReplyEvent(Message):
         self.event = event
 
 
-class NpuSampled(Message):
-    """A sample; `causes`: what the sampled machine shows of the documented zero readings
-    (profiler running, virtual machine), None where not knowable."""
+class Sampled(Message):
+    """One sample of a feed (console/sources.py); `aside`: what the sampled machine shows
+    beside it (`Source.aside`), None where not knowable."""
 
-    def __init__(self, snapshot: NpuSnapshot, causes: ZeroCauses | None = None) -> None:
+    def __init__(self, feed: Source, snapshot: Any, aside: Any = None) -> None:
         super().__init__()
+        self.feed = feed
         self.snapshot = snapshot
-        self.causes = causes
-
-
-class HostSampled(Message):
-    def __init__(self, snapshot: HostSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-
-
-class ServingSampled(Message):
-    def __init__(self, snapshot: ServingSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
+        self.aside = aside
 
 
 class Replayed(Message):

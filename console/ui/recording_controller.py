@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from console.recording import Player, Recorder, RecordingError, new_recording_path
-from console.snapshots import EngineSnapshot, HostSnapshot, NpuSnapshot, ServingSnapshot
+from console.snapshots import Alert
 from console.ui import safe
 from console.ui.messages import Replayed, ReplayEnded
 from console.ui.wiring import Wiring
@@ -79,8 +79,7 @@ class RecordingController:
         player = Player(path, speed=speed)
         try:
             for snapshot in player.play():
-                if not isinstance(snapshot, NpuSnapshot | HostSnapshot | EngineSnapshot
-                                  | ServingSnapshot):
+                if isinstance(snapshot, Alert):
                     continue  # alerts are raised again from the replayed data
                 post(Replayed(snapshot.taken_at, snapshot))
         except RecordingError as exc:

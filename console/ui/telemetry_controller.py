@@ -1,39 +1,34 @@
-"""The panels' controller: starts the samplers (local npu-smi or NPU-Exporters, psutil, the
-serving endpoint's /metrics) in worker threads, keeps their history and alerts, and redraws.
+"""The panels' controller: samples every feed of the sources in console/sources.py in worker
+threads, keeps their state, history and alerts, records them, and redraws their panels. It names
+no source: it loops over the list.
 
-Workers return nothing to widgets: they post `NpuSampled`/`HostSampled`/`ServingSampled` with
-immutable snapshots, and the app hands them to `take_*` here, on the UI thread.
+Workers return nothing to widgets: they post `Sampled` with an immutable snapshot, and the app
+hands it to `take` here, on the UI thread.
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from contextlib import suppress
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.css.query import NoMatches
 
-from console import exporter, pressure, serving, telemetry
-from console.alerts import AlertLog, evaluate_all, exporter_alerts
+from console import pressure, sources, telemetry
+from console.alerts import AlertLog
 from console.chat.backend import ChatBackend
 from console.chat.reply import ReplyStats
 from console.history import History
-from console.snapshots import (
-    Alert,
-    EngineSnapshot,
-    HostSnapshot,
-    NpuSnapshot,
-    ServingSnapshot,
-)
+from console.snapshots import Alert, NpuSnapshot
+from console.source import Judging, Setup, Shown, Source
 from console.ui import safe
-from console.ui.messages import HostSampled, NpuSampled, ServingSampled
+from console.ui.messages import Sampled
+from console.ui.panels import panel_id
 from console.ui.widgets.alerts import AlertsPanel
-from console.ui.widgets.engine_panel import EnginePanel
-from console.ui.widgets.host import HostPanel
-from console.ui.widgets.npu import NpuPanel, hbm_history_key, temperature_history_key
+from console.ui.widgets.feed import FeedPanel, FeedView
 from console.ui.widgets.pressure import PressurePanel
-from console.ui.widgets.serving import ServingPanel
 from console.ui.wiring import Wiring
 from probes import http
 
@@ -43,93 +38,88 @@ if TYPE_CHECKING:
     from console.msprof import OpConflict
     from probes.host import Host
 
-LOCAL = ""  # the source name of this machine's npu-smi
+FeedKey = tuple[str, str]  # (kind, feed): a feed of the list, or one a recording holds
 
 
 class TelemetryController:
     def __init__(self, wiring: Wiring, host: Host, conflicts: list[OpConflict] | None,
-                 record: Callable[[Any], None]) -> None:
+                 record: Callable[[Any], None],
+                 backend: Callable[[], ChatBackend | None] = lambda: None) -> None:
         self.w, self.app = wiring, wiring.app
-        self.host, self.conflicts, self.record = host, conflicts, record
+        self.conflicts, self.record = conflicts, record
         options, policy = wiring.options, wiring.policy
         # the disk the host panel watches: the target's log directory, once it is known
         self.log_dir = options.log_dir
         self.history = History()
-        stale = float(policy.get("console", "stale_after_intervals"))
-        self.sources = [exporter.host_label(u) for u in options.npu_exporters] or [LOCAL]
-        self.samplers = {s: telemetry.Sampler(options.interval_s, stale, wiring.clock)
-                         for s in self.sources}
+        self.stale_after_intervals = float(policy.get("console", "stale_after_intervals"))
+        self.stale_after_s = self.stale_after_intervals * options.interval_s
         self.alert_log = AlertLog()
         self.pressure_limits = pressure.pressure_limits(policy)
-        self.causes: dict[str, pressure.ZeroCauses] = {}  # per source, from its last sample
-        self._causes = pressure.CauseReader(host)  # used by the NPU worker only
-        self.host_snapshot: HostSnapshot | None = None
-        self.engine_snapshot: EngineSnapshot | None = None
-        self.serving_snapshot: ServingSnapshot | None = None
         self.best_decode_tokens_per_s: float | None = None
         self.replay_time: float | None = None
         self._http: httpx.Client | None = None
-        self._tracker = (serving.ServingTracker(options.serving_metrics_url,
-                                                max(10.0, 5 * options.interval_s))
-                         if options.serving_metrics_url else None)
+        setup = Setup(options, host, wiring.clock, self._client, lambda: self.log_dir, backend)
+        self.feeds = sources.open_all(setup)
+        self.states: dict[FeedKey, telemetry.Sampler] = {}
+        self.asides: dict[FeedKey, Any] = {}  # per feed, from its last sample
+        self.panel_ids: dict[FeedKey, str] = {}
+        for feed in self.feeds:
+            key = (feed.kind, feed.feed)
+            self.panel_ids[key] = panel_id(feed.kind, sum(k == feed.kind for k, _ in self.states))
+            self._state(key)
 
-    @property
-    def sampler(self) -> telemetry.Sampler:
-        """The first source's sampler (this machine's, without --npu-exporter)."""
-        return self.samplers[self.sources[0]]
+    def state(self, kind: str) -> telemetry.Sampler:
+        """The first feed of `kind` (this machine's npu-smi, or the first exporter)."""
+        return next(s for (k, _), s in self.states.items() if k == kind)
+
+    def latest(self, kind: str) -> Any:
+        return self.state(kind).latest
 
     def now(self) -> float:
         return self.replay_time if self.replay_time is not None else self.w.clock()
 
+    def panel_feeds(self) -> list[tuple[Source, str]]:
+        """(feed, widget id) of every feed, for the layout."""
+        return [(feed, self.panel_ids[(feed.kind, feed.feed)]) for feed in self.feeds]
+
+    def _state(self, key: FeedKey) -> telemetry.Sampler:
+        state = self.states.get(key)
+        if state is None:  # a recording made with other feeds: they are judged too
+            state = self.states[key] = telemetry.Sampler(
+                self.w.options.interval_s, self.stale_after_intervals, self.w.clock)
+        return state
+
     # --- sampling (workers) --------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Every interval: start the samplers; never two at once per source. A source still
-        sampling is late: redraw its age, STALE and the stale alert."""
-        self._run("host", self._sample_host)
-        late = False
-        if self.w.options.npu_exporters:
-            for url in self.w.options.npu_exporters:
-                late |= not self._run(f"npu:{url}",
-                                      partial(self._sample_exporter, exporter.metrics_url(url)))
-        else:
-            late = not self._run("npu", self._sample_npu)
-        if self._tracker is not None and self._tracker.due(self.w.clock()):
-            self._run("serving", self._sample_serving)
+        """Every interval: sample each timed feed that is due; never two at once per feed. A
+        feed still sampling is late: redraw its age, STALE and the alerts."""
+        now = self.w.clock()
+        late = [feed for feed in self.feeds
+                if feed.timed and feed.due(now) and not self._run(feed)]
         if late:
             with suppress(NoMatches):
-                self.redraw_npu()
+                for feed in late:
+                    self._redraw((feed.kind, feed.feed))
                 self.update_alerts()
 
-    def _run(self, group: str, work: Callable[[], None]) -> bool:
-        """Start `work` in a thread unless the group's last one still runs; True if started."""
+    def _run(self, feed: Source) -> bool:
+        """Sample `feed` in a thread unless its last sample still runs; True if started."""
+        group = f"{feed.kind}:{feed.feed}" if feed.feed else feed.kind
         if any(w.group == group and not w.is_finished for w in self.app.workers):
             return False
-        self.app.run_worker(work, thread=True, group=group, exit_on_error=False)
+        self.app.run_worker(lambda: self._sample(feed), thread=True, group=group,
+                            exit_on_error=False)
         return True
+
+    def _sample(self, feed: Source) -> None:
+        snapshot = feed.sample(time.monotonic() + feed.budget_s)
+        self.app.post_message(Sampled(feed, snapshot, feed.aside(snapshot)))
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-
-            self._http = http.client(max(1.0, min(10.0, 2.5 * self.w.options.interval_s)))
+            self._http = http.client(sources.http_timeout_s(self.w.options.interval_s))
         return self._http
-
-    def _sample_npu(self) -> None:
-        snapshot = telemetry.sample_npu(self.host, self.w.options.npu_timeout_s, self.w.clock)
-        self.app.post_message(NpuSampled(snapshot, self._causes.read(snapshot)))
-
-    def _sample_exporter(self, url: str) -> None:
-        self.app.post_message(NpuSampled(
-            exporter.sample_exporter(self._client(), url, self.w.clock)))
-
-    def _sample_host(self) -> None:
-        self.app.post_message(HostSampled(
-            telemetry.sample_host(self.log_dir, self.w.clock)))
-
-    def _sample_serving(self) -> None:
-        assert self._tracker is not None
-        self.app.post_message(ServingSampled(
-            serving.sample(self._client(), self._tracker, self.w.clock)))
 
     def close(self) -> None:
         if self._http is not None:
@@ -137,109 +127,99 @@ class TelemetryController:
 
     # --- taking snapshots (UI thread) ----------------------------------------------------------
 
-    def take_npu(self, snapshot: NpuSnapshot, causes: pressure.ZeroCauses | None = None) -> None:
-        """`causes`: None for a source whose machine cannot be asked (an exporter, a replay)."""
-        self.causes[snapshot.source] = causes or pressure.UNKNOWN_CAUSES
-        sampler = self.samplers.get(snapshot.source)
-        if sampler is None:  # a recording made with other sources: show them too
-            sampler = self.samplers[snapshot.source] = telemetry.Sampler(
-                self.sampler.interval_s, self.sampler.stale_after_s / self.sampler.interval_s,
-                self.w.clock)
-        sampler.update(snapshot)
-        for chip in snapshot.chips:
-            self.history.add(temperature_history_key(chip.key), snapshot.taken_at,
-                             chip.temperature_c)
-            self.history.add(hbm_history_key(chip.key), snapshot.taken_at, chip.hbm_used_mb)
-        self.record(snapshot)
-        self.redraw_npu()
-        self.update_alerts()
+    def take(self, snapshot: Any, aside: Any = None) -> None:
+        """A snapshot of any source (a test's, a replay's): routed by its type."""
+        source = sources.for_snapshot(snapshot)
+        if source is not None:
+            self._take(source, (source.kind, source.feed_of(snapshot)), snapshot, aside)
 
-    def take_host(self, snapshot: HostSnapshot) -> None:
-        self.host_snapshot = snapshot
-        self.record(snapshot)
-        self.w.widget(HostPanel).show(snapshot)
+    def take_sampled(self, message: Sampled) -> None:
+        feed = message.feed
+        self._take(feed, (feed.kind, feed.feed), message.snapshot, message.aside)
 
-    def take_serving(self, snapshot: ServingSnapshot) -> None:
-        self.serving_snapshot = snapshot
-        t = snapshot.taken_at
-        self.history.add("serving:generation_tokens_per_s", t, snapshot.generation_tokens_per_s)
-        self.history.add("serving:kv_cache_usage", t, snapshot.kv_cache_usage)
-        self.record(snapshot)
-        self.w.widget(ServingPanel).show(snapshot, self.history, self.now())
-        self.update_alerts()
-
-    def take_engine(self, snapshot: EngineSnapshot | None) -> None:
-        self.engine_snapshot = snapshot
-        if snapshot is not None:
-            t = snapshot.taken_at
-            self.history.add("engine:decode_tokens_per_s", t, snapshot.decode_tokens_per_s)
-            self.history.add("engine:prefill_tokens_per_s", t, snapshot.prefill_tokens_per_s)
-            self.history.add("engine:ttft_s", t, snapshot.ttft_s)
+    def _take(self, source: Source | type[Source], key: FeedKey, snapshot: Any,
+              aside: Any = None) -> None:
+        """Keep, feed the history, record, redraw; judge when the source has alert rules.
+        `snapshot` None: the feed has nothing to show any more."""
+        state = self._state(key)
+        self.asides[key] = aside
+        if snapshot is None:
+            state.clear()
+        else:
+            state.update(snapshot)
+            source.add_history(self.history, snapshot)
             self.record(snapshot)
-        self.w.widget(EnginePanel).show(snapshot, self.history)
+        self._redraw(key)
+        if source.alert_keys:
+            self.update_alerts()
 
     def take_recorded(self, snapshot: Any) -> None:
         """One replayed sample: the recording's clock moves to it, then it is shown."""
         self.replay_time = snapshot.taken_at
-        if isinstance(snapshot, NpuSnapshot):
-            self.take_npu(snapshot)
-        elif isinstance(snapshot, HostSnapshot):
-            self.take_host(snapshot)
-        elif isinstance(snapshot, EngineSnapshot):
-            self.take_engine(snapshot)
-        elif isinstance(snapshot, ServingSnapshot):
-            self.take_serving(snapshot)
+        self.take(snapshot)
 
     def take_engine_from(self, backend: ChatBackend | None) -> None:
-        snapshot = None if backend is None else backend.engine_snapshot(self.w.clock())
-        if snapshot is not None or backend is None:
-            self.take_engine(snapshot)
+        """Feeds not sampled by the timer (the in-process engine) are sampled when the chat's
+        backend changes or a reply ends; no backend: they have nothing to show."""
+        for feed in self.feeds:
+            if feed.timed:
+                continue
+            snapshot = None if backend is None else feed.sample(math.inf)
+            if snapshot is not None or backend is None:
+                self._take(feed, (feed.kind, feed.feed), snapshot)
 
     def reply_finished(self, backend: ChatBackend | None, stats: ReplyStats) -> None:
         self.take_engine_from(backend)
-        rate = self.engine_snapshot.decode_tokens_per_s if self.engine_snapshot else None
+        engine = self.latest("engine")
+        rate = engine.decode_tokens_per_s if engine is not None else None
         if rate is not None and stats.finish_reason != "cancelled":
             self.best_decode_tokens_per_s = max(rate, self.best_decode_tokens_per_s or 0.0)
         self.update_alerts()
 
     # --- drawing -------------------------------------------------------------------------------
 
-    def shown_npus(self) -> list[NpuSnapshot]:
-        """Per source: the last good snapshot (or the latest failure when none was good)."""
-        shown = [s.last_good or s.latest for s in self.samplers.values()]
-        return [s for s in shown if s is not None]
+    def _redraw(self, key: FeedKey) -> None:
+        state, now = self.states[key], self.now()
+        panel_id_ = self.panel_ids.get(key)
+        if panel_id_ is not None:
+            panel: FeedPanel = self.w.screen().query_one(f"#{panel_id_}")  # type: ignore[assignment]
+            panel.show_feed(FeedView(state.latest, state.last_good, self.history, now,
+                                     state.is_stale(now)))
+        if isinstance(state.latest, NpuSnapshot):
+            self.redraw_pressure()
 
-    def redraw_npu(self) -> None:
-        now = self.now()
-        panels = {p.source: p for p in self.w.screen().query(NpuPanel)}
-        for source, sampler in self.samplers.items():
-            shown = sampler.last_good or sampler.latest
-            panel = panels.get(source)
-            if shown is not None and panel is not None:
-                panel.show(shown, self.history, now, sampler.is_stale(now))
-        self.redraw_pressure()
+    def _npu_feeds(self) -> list[tuple[NpuSnapshot, Any]]:
+        """Per NPU feed: the last good snapshot (or the latest failure when none was good), and
+        what its machine showed beside it."""
+        out = []
+        for key, state in self.states.items():
+            shown = state.last_good or state.latest
+            if isinstance(shown, NpuSnapshot):
+                out.append((shown, self.asides.get(key)))
+        return out
 
     def redraw_pressure(self) -> None:
-        shown = self.shown_npus()
-        good = [(s, self.causes.get(s.source, pressure.UNKNOWN_CAUSES)) for s in shown if s.ok]
+        """The pressure panel: a reading over every NPU feed on screen."""
+        shown = self._npu_feeds()
+        good = [(s, aside or pressure.UNKNOWN_CAUSES) for s, aside in shown if s.ok]
         rows = pressure.pressure_rows(good, self.pressure_limits)
         if rows:
             note = pressure.causes_note([causes for _, causes in good])
         elif not shown:
             note = "waiting for the first NPU sample…"
         else:
-            errors = [s.error for s in shown if s.error]
+            errors = [s.error for s, _ in shown if s.error]
             note = "no NPU data" + (f": {errors[0]}" if errors else "")
         self.w.widget(PressurePanel).show(rows, note, self.conflicts)
 
     def update_alerts(self) -> None:
-        now = self.now()
-        good = [s.last_good for s in self.samplers.values() if s.last_good is not None]
-        alerts = evaluate_all(good, self.engine_snapshot, self.serving_snapshot, self.w.policy,
-                              now, self.sampler.stale_after_s, self.best_decode_tokens_per_s)
-        latest = [s.latest for s in self.samplers.values() if s.latest is not None]
-        alerts += exporter_alerts(latest, now)
-        raised = self.alert_log.update(alerts)
+        """Every source's alert rules over its feeds; a new alert is toasted and recorded."""
+        judging = Judging(self.w.policy, self.now(), self.stale_after_s,
+                          self.best_decode_tokens_per_s)
+        shown: dict[str, list[Shown]] = {}
+        for (kind, _), state in self.states.items():
+            shown.setdefault(kind, []).append(Shown(state.latest, state.last_good))
+        raised = self.alert_log.update(sources.judge(shown, judging))
         self.w.widget(AlertsPanel).show(list(self.alert_log.entries))
         for alert in raised:  # a toast reaches whatever screen is on top
             self._notify(alert)

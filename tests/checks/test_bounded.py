@@ -33,7 +33,7 @@ import os, resource, sys
 code = 99
 try:
     if sys.argv[1] == "console":
-        from console.cli import main as console_main
+        from console.ui.cli import main as console_main
         from console.recording import Player, RecordingError
         try:
             player = Player(sys.argv[2], speed=0)

@@ -213,10 +213,10 @@ def test_a_run_that_exits_quickly_still_writes_everything(tmp_path: Path) -> Non
 
 
 def test_one_exit_code_enum_and_one_usage_error_serve_both_tools() -> None:
-    import console.cli
+    import console.ui.cli
     from checks import errors
 
-    assert console.cli.UsageError is errors.UsageError
+    assert console.ui.cli.UsageError is errors.UsageError
     assert [int(code) for code in errors.ExitCode] == [0, 1, 2, 3, 130]
     assert errors.exit_code_for(errors.UsageError("x")) is errors.ExitCode.USAGE
     assert errors.exit_code_for(KeyboardInterrupt()) is errors.ExitCode.INTERRUPTED
@@ -242,7 +242,7 @@ def test_a_run_that_selects_no_check_exits_3(capsys: pytest.CaptureFixture[str])
 
 
 def test_version_of_both_tools(capsys: pytest.CaptureFixture[str]) -> None:
-    from console.cli import make_parser
+    from console.ui.cli import make_parser
 
     for parse in (lambda: main(["--version"]), lambda: make_parser().parse_args(["--version"])):
         with pytest.raises(SystemExit) as stop:
@@ -275,7 +275,7 @@ def test_explain_piped_prints_the_markdown_whole(capsys: pytest.CaptureFixture[s
 
 
 def test_the_console_takes_the_doctors_endpoint_option_names() -> None:
-    from console.cli import parse_options
+    from console.ui.cli import parse_options
 
     url = "http://127.0.0.1:8000/v1"
     new = parse_options(["--endpoint", url, "--endpoint-model", "qwen",

@@ -233,9 +233,9 @@ async def test_real_engine_streams_through_the_worker(fake_root: FakeRoot,
         await pilot.pause()
         footer = str(last_turn(app).query_one(".turn-footer", Static).render())
         assert "TTFT" in footer and "12 tokens" in footer
-        assert app.telemetry.engine_snapshot is not None
-        assert app.telemetry.engine_snapshot.architecture == "qwen3_moe"
-        assert app.telemetry.engine_snapshot.decode_tokens_per_s
+        assert app.telemetry.latest("engine") is not None
+        assert app.telemetry.latest("engine").architecture == "qwen3_moe"
+        assert app.telemetry.latest("engine").decode_tokens_per_s
 
 
 # --- telemetry ---------------------------------------------------------------------------------
@@ -246,10 +246,10 @@ async def test_npu_panel_from_fake_npu_smi(fake_root: FakeRoot, table: str, chip
     # a 1 s interval: STALE only after 3 s, however busy the test machine is
     app = make_app(fake_npu_smi(fake_root, table), interval_s=1.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+        await wait_for(pilot, lambda: app.telemetry.state("npu").last_good is not None,
                        what="a sample")
         await pilot.pause()
-        snapshot = app.telemetry.sampler.last_good
+        snapshot = app.telemetry.state("npu").last_good
         assert snapshot is not None and len(snapshot.chips) == chips
         panel = app.query_one(NpuPanel)
         assert panel.query_one("#npu-chips").row_count == chips  # type: ignore[attr-defined]
@@ -268,7 +268,7 @@ async def test_no_npu_smi_says_so(fake_root: FakeRoot) -> None:
 async def test_hung_npu_smi_goes_stale_while_chat_works(fake_root: FakeRoot) -> None:
     app = make_app(fake_npu_smi(fake_root, hang_after=1), npu_timeout_s=8.0)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+        await wait_for(pilot, lambda: app.telemetry.state("npu").last_good is not None,
                        what="a good sample")
 
         def in_flight() -> list[Any]:  # after the first good sample, every table call hangs
@@ -398,7 +398,7 @@ async def test_record_toggle_and_read_only(fake_root: FakeRoot, tmp_path: Path) 
     path = tmp_path / "rec.db"
     app = make_app(fake_npu_smi(fake_root), record=path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+        await wait_for(pilot, lambda: app.telemetry.state("npu").last_good is not None,
                        what="a sample")
         await pilot.pause(0.3)
         assert app.recording.recorder is not None and "REC" in app.sub_title
@@ -425,7 +425,7 @@ async def test_record_toggle_without_a_file_writes_to_the_default_place(
         await pilot.press("escape", "r")
         recorder = app.recording.recorder
         assert recorder is not None and recorder.path.parent == recordings
-        await wait_for(pilot, lambda: app.telemetry.sampler.last_good is not None,
+        await wait_for(pilot, lambda: app.telemetry.state("npu").last_good is not None,
                        what="a sample")
         await pilot.pause(0.3)
         await pilot.press("r")
@@ -454,7 +454,7 @@ async def test_replay_plays_a_recording(fake_root: FakeRoot, tmp_path: Path) -> 
         await wait_for(pilot, lambda: app.telemetry.replay_time == t0 + 4, what="the last sample")
         await pilot.pause()
         assert app.sub_title.startswith("REPLAY ")
-        assert app.telemetry.sampler.last_good is not None
+        assert app.telemetry.state("npu").last_good is not None
         assert app.telemetry.history.values("0/0:temperature_c") == [40.0, 41.0, 42.0]
         assert "temperature:1/0" in app.telemetry.alert_log.active  # 97 °C, far above the others
         assert "STALE" not in text_of(app, "#npu-status")  # replay time, not wall time
@@ -481,8 +481,8 @@ async def _snapshot_state(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, ConsoleApp)
     chips = tuple(_chip(i, 40 + 3 * i) for i in range(4))
-    app.telemetry.take_npu(NpuSnapshot(FIXED_NOW - 1, chips, (), True, None, 0.1))
-    app.telemetry.take_host(HostSnapshot(FIXED_NOW, 7.5, 6144.0, 24576.0, "/var/log/npu", 51200.0,
+    app.telemetry.take(NpuSnapshot(FIXED_NOW - 1, chips, (), True, None, 0.1))
+    app.telemetry.take(HostSnapshot(FIXED_NOW, 7.5, 6144.0, 24576.0, "/var/log/npu", 51200.0,
                                 102400.0))
     await send(pilot, "How much HBM does a 910B4 have?")
     deadline = time.monotonic() + 5

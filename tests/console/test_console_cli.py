@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from console.chat.local import DEMO_DIR_ENV
-from console.cli import main, parse_options
 from console.recording import Recorder
+from console.ui.cli import main, parse_options
 
 
 def test_help_reads_well() -> None:
-    out = subprocess.run([sys.executable, "-m", "console.cli", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "console.ui.cli", "--help"], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     for word in ("--model PATH", "--demo-model KIND", "--interval SECONDS", "--replay FILE",
                  "--read-only", "make demo", "keys (from the prompt too):", "--version",

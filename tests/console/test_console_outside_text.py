@@ -132,11 +132,11 @@ async def test_every_panel_shows_hostile_snapshots_literally(fake_root: FakeRoot
         await send(pilot, HOSTILE)
         await wait_for(pilot, lambda: len(app.chat.session.history) == 2, what="the reply")
         telemetry = app.telemetry
-        telemetry.take_npu(local)
-        telemetry.take_npu(remote)
-        telemetry.take_host(host)
-        telemetry.take_serving(serving)
-        telemetry.take_engine(engine_snapshot)
+        telemetry.take(local)
+        telemetry.take(remote)
+        telemetry.take(host)
+        telemetry.take(serving)
+        telemetry.take(engine_snapshot)
         engine.fail_with = HOSTILE
         await send(pilot, "again")
         await wait_for(pilot, lambda: "error" in str(pane(app).replies[max(pane(app).replies)]

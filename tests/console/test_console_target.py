@@ -13,10 +13,10 @@ from target_fixtures import fake_vllm
 from textual.widgets import Static
 
 from checks.policy import Policy
-from console.cli import parse_options
 from console.options import ConsoleOptions
 from console.target import FINDING, Found, TargetError, check_pid, find
 from console.ui.app import ConsoleApp
+from console.ui.cli import parse_options
 from console.ui.screens.doctor import DoctorScreen
 from console.ui.widgets.host import HostPanel
 from probes.target import proc
@@ -55,7 +55,7 @@ async def test_the_panels_and_the_doctor_judge_the_target(tmp_path: Path) -> Non
 
 def test_a_pid_that_is_not_there_is_one_line_before_the_app_opens(
         capsys: pytest.CaptureFixture[str]) -> None:
-    from console.cli import main
+    from console.ui.cli import main
 
     with pytest.raises(TargetError, match="no such process"):
         check_pid(parse_options(["--no-model", "--pid", "999999999"]))
@@ -130,7 +130,7 @@ async def test_a_target_that_cannot_be_read_is_said_and_never_judged() -> None:
 
 def test_the_command_line_opens_the_app_without_running_npu_smi(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from console.cli import main
+    from console.ui.cli import main
 
     started, _ = slow_npu_smi(tmp_path, monkeypatch)
     opened: list[object] = []

@@ -68,8 +68,8 @@ async def test_death_and_return_raise_and_clear_alerts(fake_root: FakeRoot,
     app = app_for(fake_root, server)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "ready" in status(app), what="ready")
-        await wait_for(pilot, lambda: app.telemetry.serving_snapshot is not None
-                       and app.telemetry.serving_snapshot.ok, what="a scrape")
+        await wait_for(pilot, lambda: app.telemetry.latest("serving") is not None
+                       and app.telemetry.latest("serving").ok, what="a scrape")
         server.stop()
         await wait_for(pilot, lambda: "serving:down" in active(app), what="the down alert")
         await wait_for(pilot, lambda: "endpoint down" in status(app),

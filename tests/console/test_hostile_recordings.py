@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console import recording
-from console.cli import main
 from console.recording import Player, Recorder, RecordingError
 from console.sample_check import problem
 from console.snapshots import ChipSample, HostSnapshot, NpuSnapshot, ProcessSample, chip_key
+from console.ui.cli import main
 
 T0 = 1_700_000_000.0
 

@@ -47,8 +47,8 @@ def chip_rows(app: ConsoleApp) -> int:
 async def settle(app: ConsoleApp, pilot: Any, serving: bool = False) -> None:
     await wait_for(pilot, lambda: chip_rows(app) == 8, what="the first npu-smi sample")
     if serving:
-        await wait_for(pilot, lambda: app.telemetry.serving_snapshot is not None
-                       and app.telemetry.serving_snapshot.ok, what="the first scrape")
+        await wait_for(pilot, lambda: app.telemetry.latest("serving") is not None
+                       and app.telemetry.latest("serving").ok, what="the first scrape")
     await pilot.pause(0.3)
 
 

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from console.history import History, add_npu, chip_series_key
+from console.history import History
 from console.snapshots import NpuSnapshot
+from console.sources import add_history, chip_history_key
 from console.telemetry import NOT_FOUND, Sampler, sample_host, sample_npu
 from probes.live import LiveHost
 from tests.conftest import CORPUS_DIR, FakeRoot
@@ -116,6 +117,7 @@ def test_hanging_usages_stay_within_the_budget(fake_root: FakeRoot) -> None:
 
 def test_sample_host_uses_nearest_existing_parent(tmp_path: Path) -> None:
     missing = tmp_path / "not" / "yet" / "logs"
+    sample_host(None)  # the CPU meter's first call has no interval behind it (None)
     snap = sample_host(str(missing), clock=lambda: 123.0)
     assert snap.taken_at == 123.0
     assert snap.log_dir == str(tmp_path)
@@ -179,10 +181,10 @@ def test_history_fed_from_snapshots(fake_root: FakeRoot) -> None:
     host = _fake_npu_smi(fake_root, A3_DUAL, USAGES_2CHIPS)
     history = History(maxlen=5)
     for _ in range(2):
-        add_npu(history, sample_npu(host, timeout_s=5))
-    assert history.values(chip_series_key("1/1", "hbm_used_mb")) == [10568.0, 10568.0]
+        add_history(history, sample_npu(host, timeout_s=5))
+    assert history.values(chip_history_key("1/1", "hbm_used_mb")) == [10568.0, 10568.0]
     assert history.values("0/1:power_w") == []  # "-" in the table: no point, not zero
-    add_npu(history, NpuSnapshot(1.0, (), (), False, NOT_FOUND, 0.0))
+    add_history(history, NpuSnapshot(1.0, (), (), False, NOT_FOUND, 0.0))
     assert len(history.values("0/0:temperature_c")) == 2
 
 

@@ -10,8 +10,9 @@ import pytest
 
 from checks.policy import load_policy
 from console import exporter, serving
-from console.alerts import evaluate_all
 from console.snapshots import NpuSnapshot
+from console.source import Judging, Shown
+from console.sources import judge
 from probes import http
 from probes.prometheus import parse
 
@@ -153,7 +154,7 @@ def test_alerts_name_the_host() -> None:
                         'vdie_id=""} 0')
     assert sick != page
     good = exporter.snapshot_from_exposition(parse(sick), "node-b:8082", 100.0, 0.01)
-    alerts = evaluate_all([good], None, None, load_policy(), 200.0, 6.0, None)
+    alerts = judge({"npu": [Shown(good, good)]}, Judging(load_policy(), 200.0, 6.0, None))
     keys = {a.key for a in alerts}
     assert "stale:npu:node-b:8082" in keys and "health:node-b:8082#0" in keys
     stale = next(a for a in alerts if a.key.startswith("stale"))
@@ -163,10 +164,12 @@ def test_alerts_name_the_host() -> None:
 def test_serving_alerts_use_the_policy() -> None:
     tracker = serving.ServingTracker(URL)
     snap = serving.sample(client({URL: prom("vllm_v1_names_b.prom")}), tracker, lambda: 1.0)
-    keys = {a.key for a in evaluate_all([], None, snap, load_policy(), 1.0, 6.0, None)}
+    keys = {a.key for a in judge({"serving": [Shown(snap, snap)]},
+                                 Judging(load_policy(), 1.0, 6.0, None))}
     assert keys == {"serving:waiting"}  # 2 waiting > 0; KV 87 % < the 90 % warn limit
 
 
 def test_several_sources_are_judged_each() -> None:
     empty = NpuSnapshot(1.0, (), (), True, None, 0.0, "node-c:8082")
-    assert evaluate_all([empty, empty], None, None, load_policy(), 1.0, 6.0, None) == []
+    shown = [Shown(empty, empty), Shown(empty, empty)]
+    assert judge({"npu": shown}, Judging(load_policy(), 1.0, 6.0, None)) == []

@@ -32,15 +32,11 @@ from console.snapshots import (
     ProcessSample,
     chip_key,
 )
+from console.sources import temperature_history_key
 from console.ui.widgets.alerts import AlertsPanel, format_clock
 from console.ui.widgets.engine_panel import EnginePanel
 from console.ui.widgets.host import HostPanel
-from console.ui.widgets.npu import (
-    LEVEL_STYLES,
-    NpuPanel,
-    sparkline,
-    temperature_history_key,
-)
+from console.ui.widgets.npu import LEVEL_STYLES, NpuPanel, sparkline
 from console.ui.widgets.pressure import HEURISTIC_LABEL, PressurePanel
 from probes.inventory import parse_output
 from probes.npu_smi import NpuInfo

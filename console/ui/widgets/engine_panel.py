@@ -7,6 +7,8 @@ The KV cache's base-address alignment is shown for information: the engine alloc
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -15,11 +17,15 @@ from textual.widgets import Sparkline, Static
 
 from console.history import History
 from console.snapshots import EngineSnapshot
+from console.sources import DECODE_HISTORY_KEY, PREFILL_HISTORY_KEY
 from console.ui import safe
 
-PREFILL_HISTORY_KEY = "engine:prefill_tokens_per_s"
-DECODE_HISTORY_KEY = "engine:decode_tokens_per_s"
+if TYPE_CHECKING:
+    from console.source import Source
+    from console.ui.widgets.feed import FeedView, PanelSetup
+
 NO_MODEL = "no model loaded"
+REMOTE_ENGINE = "the engine runs behind --endpoint: see the Serving panel"
 NO_VALUE = "–"
 KV_ALIGNMENT_NOTE = "informational: no vendor source asks for an alignment"
 
@@ -111,6 +117,13 @@ class EnginePanel(Widget):
             decode.display = False
             yield Static("decode", id="engine-decode-label", classes="engine-trend-label")
             yield Sparkline([], id="engine-decode-trend")
+
+    @classmethod
+    def for_feed(cls, feed: Source, panel_id: str, setup: PanelSetup) -> EnginePanel:
+        return cls(id=panel_id, empty=REMOTE_ENGINE if setup.options.endpoint else NO_MODEL)
+
+    def show_feed(self, view: FeedView) -> None:
+        self.show(view.latest, view.history)
 
     def show(self, snapshot: EngineSnapshot | None, history: History) -> None:
         facts = self.query_one("#engine-facts", Static)

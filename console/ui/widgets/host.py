@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
@@ -9,6 +11,10 @@ from textual.widgets import Static
 
 from console.snapshots import HostSnapshot
 from console.ui import safe
+
+if TYPE_CHECKING:
+    from console.source import Source
+    from console.ui.widgets.feed import FeedView, PanelSetup
 
 BAR_WIDTH = 20
 WARN_PERCENT = 80.0
@@ -70,6 +76,14 @@ class HostPanel(Widget):
     def show_target(self, target: str) -> None:
         """Whose deployment is judged, once it is known (outside text, never interpreted)."""
         self.border_subtitle = safe.text(target) if target else ""
+
+    @classmethod
+    def for_feed(cls, feed: Source, panel_id: str, setup: PanelSetup) -> HostPanel:
+        return cls(id=panel_id, target=setup.target_line)
+
+    def show_feed(self, view: FeedView) -> None:
+        if view.latest is not None:
+            self.show(view.latest)
 
     def show(self, snapshot: HostSnapshot) -> None:
         cores = self._cores(snapshot)

@@ -6,6 +6,7 @@ Data arrives only through `NpuPanel.show()`; the widget never runs npu-smi itsel
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -13,11 +14,16 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from checks.health import HealthLevel, health_level
-from checks.thermal import ThermalLimits, ThermalVerdict
+from checks.thermal import ThermalLimits, ThermalVerdict, thermal_limits
 from console.alerts import thermal_verdicts
 from console.history import History
 from console.snapshots import ChipSample, NpuSnapshot, ProcessSample
+from console.sources import temperature_history_key
 from console.ui import safe
+
+if TYPE_CHECKING:
+    from console.source import Source
+    from console.ui.widgets.feed import FeedView, PanelSetup
 
 Level = HealthLevel  # the same four words colour temperatures too
 LEVEL_STYLES: dict[Level, str] = {
@@ -49,15 +55,6 @@ PROCESS_COLUMNS: tuple[tuple[str, str], ...] = (
     ("name", "Process"),
     ("memory", "HBM"),
 )
-
-
-def temperature_history_key(chip_key: str) -> str:
-    """The History key the panel reads a chip's temperature series from ("0/1:temperature_c")."""
-    return f"{chip_key}:temperature_c"
-
-
-def hbm_history_key(chip_key: str) -> str:
-    return f"{chip_key}:hbm_used_mb"
 
 
 def sparkline(values: Sequence[float], width: int = SPARK_WIDTH) -> str:
@@ -167,6 +164,16 @@ class NpuPanel(Widget):
         yield Static("", id="npu-process-note")
 
     # -- public API -------------------------------------------------------------------------
+
+    @classmethod
+    def for_feed(cls, feed: Source, panel_id: str, setup: PanelSetup) -> NpuPanel:
+        return cls(thermal_limits(setup.policy), source=feed.feed, id=panel_id)
+
+    def show_feed(self, view: FeedView) -> None:
+        """The last good snapshot (a failed sample keeps it on screen, marked stale in time)."""
+        shown = view.last_good or view.latest
+        if shown is not None:
+            self.show(shown, view.history, view.now, view.stale)
 
     def show(self, snapshot: NpuSnapshot, history: History, now: float, stale: bool) -> None:
         """Draw one snapshot; `stale` marks data that npu-smi has not refreshed in time."""

@@ -6,6 +6,8 @@ quantiles are over the window the snapshot names (deltas between scrapes).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,8 +16,13 @@ from textual.widgets import Static
 
 from console.history import History
 from console.snapshots import ServingSnapshot
+from console.sources import GENERATION_HISTORY_KEY
 from console.ui import safe
 from console.ui.widgets.npu import format_age, trend_text
+
+if TYPE_CHECKING:
+    from console.source import Source
+    from console.ui.widgets.feed import FeedView, PanelSetup
 
 NOT_EXPORTED = "not exported"
 NO_TRAFFIC = "– (no requests)"  # in the window the status line names
@@ -135,12 +142,20 @@ class ServingPanel(Widget):
         yield Static("", id="serving-table")
         yield Static("", id="serving-trend")
 
+    @classmethod
+    def for_feed(cls, feed: Source, panel_id: str, setup: PanelSetup) -> ServingPanel:
+        return cls(setup.options.serving_metrics_url or "", id=panel_id)
+
+    def show_feed(self, view: FeedView) -> None:
+        if view.latest is not None:
+            self.show(view.latest, view.history, view.now)
+
     def show(self, snapshot: ServingSnapshot, history: History, now: float) -> None:
         self.query_one("#serving-status", Static).update(status_text(snapshot, now))
         table = self.query_one("#serving-table", Static)
         table.display = snapshot.ok
         if snapshot.ok:
             table.update(serving_table(snapshot, 2 if self.size.width >= 60 else 1))
-        trend = trend_text(history.values("serving:generation_tokens_per_s"), " tok/s")
+        trend = trend_text(history.values(GENERATION_HISTORY_KEY), " tok/s")
         self.query_one("#serving-trend", Static).update(
             Text(f"generation {trend}") if trend else Text(""))

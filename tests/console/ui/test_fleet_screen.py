@@ -16,9 +16,9 @@ from textual.widgets import DataTable, Static
 
 from checks.errors import UsageError
 from console import fleet
-from console.cli import parse_options
 from console.options import ConsoleOptions
 from console.ui.app import ConsoleApp
+from console.ui.cli import parse_options
 from console.ui.screens.fleet import FleetScreen, NodeScreen
 from tests.conftest import FakeRoot
 from tests.console.test_app import no_npu_host

@@ -104,7 +104,7 @@ async def test_two_exporters_and_a_serving_endpoint(file_server: str, tmp_path: 
         assert good.query_one("#npu-chips").row_count == 8  # type: ignore[attr-defined]
         assert "no data from 127.0.0.1:9" in rendered(dead.query_one("#npu-status"))
         assert "connection refused" in rendered(dead.query_one("#npu-status"))
-        while time.monotonic() < deadline and app.telemetry.serving_snapshot is None:
+        while time.monotonic() < deadline and app.telemetry.latest("serving") is None:
             await pilot.pause(0.1)
-        snap = app.telemetry.serving_snapshot
+        snap = app.telemetry.latest("serving")
         assert snap is not None and snap.server == "vLLM" and snap.running == 3

@@ -17,14 +17,9 @@ from typing import TYPE_CHECKING, NoReturn
 from checks import TOOL_VERSION
 from checks.errors import ExitCode, UsageError
 from console.chat.local import DEMO_KIND, DEMO_KINDS, ModelSpec, demo_dir, model_problem
-from console.recording import (
-    Player,
-    RecordingError,
-    default_recordings_dir,
-    new_recording_path,
-)
 from console.target import TargetError, check_pid, find
 from engine.options import DEVICES, DTYPES, FP8_MODES
+from probes.recordings import default_recordings_dir, new_recording_path
 from probes.textsafe import one_line
 
 if TYPE_CHECKING:
@@ -209,6 +204,9 @@ def _validate(args: argparse.Namespace) -> None:
     if args.replay and not Path(args.replay).is_file():
         raise UsageError(f"--replay {args.replay}: no such file (make one with --record FILE)")
     if args.replay:
+        # lazy: the recorder brings every telemetry source, which --help does not need
+        from console.recording import Player, RecordingError
+
         try:  # what is not a recording is refused here, in one line, before the app starts
             Player(args.replay, speed=args.speed)
         except RecordingError as exc:
