@@ -1,8 +1,11 @@
 """The registry of checks: what each one is, declared here; its code, imported when it runs.
 
 A check's module is imported only when the check runs, and a check whose declared input is
-absent (`needs`: no --model, no --baseline) is skipped without importing it: `list` and a run
-on a bare machine stay quick however many checks exist.
+absent (`needs`: no --model, no --baseline) is skipped without importing it. A check whose
+input is a fact of the machine (an NPU table, a serving engine, an Ascend stack) names a
+`front`: a function in a light module that answers for it when the fact is absent, before the
+check's module, its tables and its classes are imported. `list` and a run
+on a bare machine stay quick however many checks exist (bench/bench_doctor.py).
 """
 
 from __future__ import annotations
@@ -36,14 +39,20 @@ class LazyPrefetch:
 
 
 class LazyCheckFn:
-    """A check function that imports its module on the first call."""
+    """A check function that imports its module on the first call; its front, when it has
+    one, answers first (a Finding when the check's input is absent, else None)."""
 
-    __slots__ = ("target",)
+    __slots__ = ("front", "target")
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, front: str = "") -> None:
         self.target = target
+        self.front = front
 
     def __call__(self, ctx: Context) -> Finding:
+        if self.front:
+            early: Finding | None = resolve(self.front)(ctx)
+            if early is not None:
+                return early
         return resolve(self.target)(ctx)
 
     def __repr__(self) -> str:
@@ -51,8 +60,8 @@ class LazyCheckFn:
 
 
 def _check(id: str, title: str, category: str, looks_at: str, target: str,
-           needs: tuple[Need, ...] = (), prefetch: str = "") -> Check:
-    fn = LazyCheckFn(f"checks.builtin.{target}")
+           needs: tuple[Need, ...] = (), prefetch: str = "", front: str = "") -> Check:
+    fn = LazyCheckFn(f"checks.builtin.{target}", f"checks.builtin.{front}" if front else "")
     begin = LazyPrefetch(f"checks.builtin.{prefetch}") if prefetch else None
     return Check(id, title, category, looks_at, fn, needs=needs, prefetch=begin)
 
@@ -61,24 +70,25 @@ BUILTIN: tuple[Check, ...] = (
     _check("versions.parity", "Ascend software versions agree", "versions",
            "driver (CANN->HDK table), firmware, CANN, NNAL, torch/torch_npu, vllm-ascend and "
            "MindIE pairing tables, in the judged interpreter",
-           "versions_installed:versions_parity"),
+           "versions:versions_parity", front="versions_installed:nothing_installed"),
     _check("serving.support", "The engine release supports this model, chip and features",
            "versions", "the engine release (vllm_ascend package, MindIE version.info), the "
            "model type (config.json), the chip families (npu-smi) and the features on the "
            "command line against checks/data/support.yaml and known_issues.yaml",
-           "serving:support"),
+           "serving_support:serving_support", front="serving:support_front"),
     _check("serving.flags", "Serving command line and environment", "environment",
            "vllm serve arguments (with --additional-config/--compilation-config JSON) and "
            "HCCL_*/VLLM_ASCEND_* environment against the rules of checks/data/flags.yaml, "
-           "keyed by engine release, model type and chip family", "serving:flags"),
+           "keyed by engine release, model type and chip family", "serving_flags:serving_flags",
+           front="serving:flags_front"),
     _check("npu.health", "NPU chip health", "npu",
            "npu-smi health per chip, error codes from -t health, npu-smi errors",
-           "npu:npu_health"),
+           "npu:npu_health", front="npu_table:no_table"),
     _check("npu.temperature", "NPU temperature", "npu",
            "thermal alarm codes (-t health), HBM temperature (-t memory) against the HBM "
            "alarm, each chip against the median of the others; power shown where printed, "
            "not judged",
-           "npu:npu_temperature"),
+           "npu:npu_temperature", front="npu_table:no_table"),
     _check("npu.hbm-fit", "Will the model fit in HBM", "npu",
            "weights (safetensors headers, the index's total_size, or estimated from "
            "config.json) + KV cache and linear-attention state (the target's context or the "
@@ -95,7 +105,7 @@ BUILTIN: tuple[Check, ...] = (
            "link speed/width vs the lower of the device and upstream port capability, "
            "non-NPU devices sharing an uplink, AER counters; the target's CPUs against its "
            "NPUs' NUMA nodes",
-           "pcie:pcie_contention"),
+           "pcie:pcie_contention", front="pci_functions:no_ascend_function"),
     _check("devices.nodes", "NPU device nodes", "devices",
            "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
            "devmm_svm, hisi_hdc; family from PCI ids or npu-smi chip names)",

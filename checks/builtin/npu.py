@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checks.builtin import facts
+from checks.builtin.npu_table import NPU_SMI_RULES, no_table, npu_table
 from checks.context import Context
 from checks.health import health_level, health_verdict
 from checks.health_codes import HealthRead, read_health
@@ -30,43 +30,25 @@ from probes.inventory import run_npu_smi
 
 if TYPE_CHECKING:
     from checks.thermal import ChipReading, ThermalVerdict
-    from probes.inventory import NpuReading
     from probes.npu_smi import ChipRow, ChipTemperatures, NpuInfo
 
 # The temperature rule (checks.thermal) is imported where a table is judged: without npu-smi
 # neither check builds its classes.
 
-# npu-smi error outputs and their known causes (tests/corpus/npu-smi/FORMATS.md §4).
-ERROR_CAUSES = {
-    "dcmi_init_failed": "no access to the device: a container started without the device "
-                        "nodes, a device held by another container, a non-root user, or a "
-                        "driver upgraded without a reboot",
-    "device_in_use": "the device is already in use by another container",
-    "invalid_card": "the card id is not present (a card that fell off the bus, or a wrong -i)",
-    "permission_denied": "this user may not open the device nodes (run as root or in the "
-                         "HwHiAiUser group)",
-    "no_npu": "the driver sees no NPU card on this server",
-}
 UNKNOWN_HEALTH = "health could not be read"
 
 # The rules of each check, by name -> the statuses they give (tests/checks/test_check_rules.py:
 # every rule tags the findings it decides, and the check's playbook lists the same rules under
 # "What the check does").
-_NPU_SMI_RULES = {
-    "npu-smi-hung": "fail",
-    "no-npu": "skip",
-    "npu-smi-error": "fail",
-    "no-chips": "skip",
-}
 CHECK_RULES: dict[str, dict[str, str]] = {
     "npu.health": {
-        **_NPU_SMI_RULES,
+        **NPU_SMI_RULES,
         "health-warning": "warn",
         "health-unread": "warn",
         "health-alarm": "fail",
     },
     "npu.temperature": {
-        **_NPU_SMI_RULES,
+        **NPU_SMI_RULES,
         RULE_CODE: "warn/fail",
         RULE_CODES_UNREAD: "warn",
         RULE_HBM: "fail",
@@ -80,30 +62,6 @@ _HEALTH_RULES = {"warn": "health-warning", "unknown": "health-unread", "fail": "
 def _chip_name(chip: ChipRow) -> str:
     chip_part = "" if chip.chip_id is None else f" chip {chip.chip_id}"
     return f"NPU {chip.npu_id}{chip_part} ({chip.name or 'unknown'})"
-
-
-def info_or_skip(ctx: Context) -> tuple[NpuInfo | None, Finding | None]:
-    """The main table, or the Finding to return when there is none."""
-    reading: NpuReading = facts.npu(ctx)
-    if reading.command is not None and reading.command.outcome in ("timeout", "output_limit"):
-        # error_text already says it hung, and where to look
-        return None, failed(reading.error_text,
-                            "find the stuck driver or device in `dmesg`; see the npu.health "
-                            "playbook", rules=("npu-smi-hung",))
-    if reading.kind == "unavailable":
-        return None, skipped(f"no NPU to look at: {reading.error_text}", rules=("no-npu",))
-    if reading.is_error:
-        return None, _npu_smi_error(reading)
-    if reading.info is None or not reading.info.chips:
-        return None, skipped("npu-smi printed no chips", rules=("no-chips",))
-    return reading.info, None
-
-
-def _npu_smi_error(reading: NpuReading) -> Finding:
-    kind = reading.error.kind if reading.error is not None else ""
-    cause = ERROR_CAUSES.get(kind, "see the npu.health playbook")
-    return failed(f"npu-smi failed: {reading.error_text}", cause, reading.error_text,
-                  rules=("npu-smi-error",))
 
 
 # -- per-chip `-t` reads, shared by the checks ---------------------------------------------------
@@ -155,9 +113,9 @@ def _read_hbm(ctx: Context, chip: ChipRow) -> HbmRead:
 
 
 def npu_health(ctx: Context) -> Finding:
-    info, finding = info_or_skip(ctx)
+    info = npu_table(ctx)
     if info is None:
-        return finding or skipped("no NPU")
+        return no_table(ctx) or skipped("no NPU")
     bad = [c for c in info.chips if health_level(c.health) != "ok"]
     evidence = [f"{_chip_name(c)}: {c.health or 'NA'}" for c in info.chips]
     evidence += [f"npu-smi warning: {w}" for w in info.warnings]
@@ -186,9 +144,9 @@ def _health_summary(chip: ChipRow) -> str:
 
 
 def npu_temperature(ctx: Context) -> Finding:
-    info, finding = info_or_skip(ctx)
+    info = npu_table(ctx)
     if info is None:
-        return finding or skipped("no NPU")
+        return no_table(ctx) or skipped("no NPU")
     from checks.thermal import judge_temperatures, thermal_limits, worst
 
     readings, evidence = _thermal_readings(ctx, info)

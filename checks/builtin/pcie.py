@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from checks.builtin import facts
+from checks.builtin.pci_functions import NO_ASCEND_FUNCTION, no_ascend_function, vendors
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
-from probes.pci_ids import HUAWEI, pci_vendor_ids
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -236,7 +236,6 @@ def read_roce(ctx: Context) -> PortsRead:
                      len(ports) - len(unread), starting)
 
 
-NO_ASCEND_FUNCTION = "no Ascend PCI function (vendor 0x19e5) on this machine"
 ROCE_REMEDY = ("check each port with `hccn_tool -i N -link -g` and `-net_health -g`, its "
                "cable or optical module (`-optical -g`) and its detect IP (`-netdetect -g`, "
                "/etc/hccn.conf); see the pcie.contention playbook")
@@ -246,14 +245,14 @@ LINK_REMEDY = ("reseat the card or move the other device to another root port; a
 
 
 def pcie_contention(ctx: Context) -> Finding:
-    try:
-        vendors = pci_vendor_ids(ctx.host)
-        if HUAWEI not in vendors.values():
-            return skipped(NO_ASCEND_FUNCTION, rules=("no-ascend-function",))
-        from probes.pci import read_pci_function  # links and bridges: only for an NPU machine
+    early = no_ascend_function(ctx)
+    if early is not None:
+        return early
+    from probes.pci import read_pci_function  # links and bridges: only for an NPU machine
 
+    try:
         # every function, not only Huawei's: the others are what may share an uplink
-        functions = [read_pci_function(ctx.host, a, v) for a, v in vendors.items()]
+        functions = [read_pci_function(ctx.host, a, v) for a, v in vendors(ctx).items()]
     except NotRecorded:
         return skipped("/sys/bus/pci was not recorded", rules=("pci-unreadable",))
     except HostError as exc:

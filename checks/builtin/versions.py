@@ -34,6 +34,7 @@ from checks.builtin.versions_driver import (
     judge_driver_firmware,
     judge_loaded_driver,
 )
+from checks.builtin.versions_installed import nothing_installed, read_installed
 from checks.builtin.versions_model import Installed, Judgement
 from checks.builtin.versions_requires import judge_requirements
 from checks.context import Context
@@ -44,7 +45,7 @@ from probes.versions import torch_base, try_parse_version
 if TYPE_CHECKING:
     pass
 
-__all__ = ["Judgement", "compat_data", "judge_installed"]
+__all__ = ["Judgement", "compat_data", "versions_parity"]
 
 
 # The check's rules, by name -> the statuses they give; its playbook lists the same rules under
@@ -316,8 +317,12 @@ def judge_toolchain(ctx: Context, inst: Installed, j: Judgement) -> None:
 # ----------------------------------------------------------------------------- the check
 
 
-def judge_installed(ctx: Context, inst: Installed, j: Judgement) -> Finding:
-    """Every pairing of what the machine holds (checks.builtin.versions_installed read it)."""
+def versions_parity(ctx: Context) -> Finding:
+    nothing = nothing_installed(ctx)
+    if nothing is not None:
+        return nothing
+    j = Judgement()
+    inst = read_installed(ctx, j)
     unknown = _unknown_is(ctx)
     judge_interpreter(inst, j)
     judge_driver_firmware(inst, j)

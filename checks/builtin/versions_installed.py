@@ -1,7 +1,7 @@
-"""versions.parity, entered here: what the machine holds (the Ascend version files, the judged
-interpreter's stack packages) is read first, and a machine holding none of it skips before the
-pairing tables and their judges (checks.builtin.versions) are imported: the doctor's bare run
-on a machine without an Ascend stack never builds them (bench/bench_doctor.py)."""
+"""What the machine holds for versions.parity (the Ascend version files, the judged interpreter's
+stack packages), and the check's front (checks/registry.py): a machine holding none of it skips
+before the pairing tables and their judges (checks.builtin.versions) are imported, so the
+doctor's bare run on a machine without an Ascend stack never builds them."""
 
 from __future__ import annotations
 
@@ -17,24 +17,12 @@ from probes.stack import Found, StackVersions
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
 
 
-def versions_parity(ctx: Context) -> Finding:
+def nothing_installed(ctx: Context) -> Finding | None:
+    """The check's skip when the machine holds no Ascend stack; None when it holds some."""
     j = Judgement()
     inst = read_installed(ctx, j)
     reason = skip_reason(stack(ctx), inst)
-    if reason is not None:
-        return skipped(reason, *j.evidence, rules=("nothing-installed",))
-    from checks.builtin.versions import judge_installed
-
-    return judge_installed(ctx, inst, j)
-
-
-def __getattr__(name: str) -> Any:
-    """The check's CHECK_RULES, read from checks.builtin.versions when asked (tests)."""
-    if name != "CHECK_RULES":
-        raise AttributeError(name)
-    from checks.builtin.versions import CHECK_RULES
-
-    return CHECK_RULES
+    return None if reason is None else skipped(reason, *j.evidence, rules=("nothing-installed",))
 
 
 def _describe_file(name: str, found: Found[Any], version: str | None, j: Judgement) -> None:

@@ -1,7 +1,7 @@
-"""A bare run (no --model, no serving process, no Ascend stack) skips the checks whose inputs
-are absent before their tables and judges are imported: the fronts of serving.support,
-serving.flags (checks.builtin.serving) and versions.parity (checks.builtin.versions_installed)
-read the shared facts first. This keeps `ascend-doctor` quick (bench/bench_doctor.py)."""
+"""A bare run (no --model, no serving process, no Ascend stack, no NPU) skips the checks whose
+inputs are absent before their tables and judges are imported: their fronts
+(checks/registry.py) read the shared facts first. This keeps `ascend-doctor` quick
+(bench/bench_doctor.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 TABLES = ("checks.builtin.serving_rows", "checks.builtin.serving_inputs",
           "checks.builtin.serving_support", "checks.builtin.serving_flags",
           "checks.builtin.versions", "checks.builtin.compat", "checks.builtin.toolchain",
-          "checks.data")
+          "checks.data", "checks.builtin.npu", "checks.health_codes", "checks.thermal_codes",
+          "checks.builtin.pcie")
 
 CODE = """
 import contextlib, io, json, sys
@@ -42,7 +43,7 @@ def test_a_bare_run_imports_no_table(tmp_path: Path) -> None:
     status = found["status"]
     assert isinstance(status, dict)
     assert status["versions.parity"] == status["serving.support"] == "skip"
-    assert status["serving.flags"] == "skip"
+    assert status["serving.flags"] == status["npu.health"] == status["pcie.contention"] == "skip"
 
 
 def test_a_tree_with_a_toolkit_imports_the_judges(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The serving checks' front (checks.builtin.serving): a shell with no serving process, no
+"""The serving checks' fronts (checks.builtin.serving): a shell with no serving process, no
 serving engine and none of the variables the flag rules read has nothing to lint, and says so
-without importing the tables; any one of those present sends the run to the full check."""
+without importing the tables; any one of those present sends the run to the full check, and
+the full check says what its front says."""
 
 from __future__ import annotations
 
@@ -24,24 +25,27 @@ def shell(tmp_path: Path, env: dict[str, str], packages: dict[str, str]) -> Cont
 
 
 def test_a_bare_shell_has_nothing_to_lint(tmp_path: Path) -> None:
-    finding = serving.flags(shell(tmp_path, {}, {"torch": "2.7.1"}))
-    assert finding.status == "skip" and finding.rules == ("no-engine",)
+    from checks.builtin.serving_flags import serving_flags
+
+    ctx = shell(tmp_path, {}, {"torch": "2.7.1"})
+    finding = serving.flags_front(ctx)
+    assert finding is not None and finding.status == "skip" and finding.rules == ("no-engine",)
     assert finding.summary.startswith("nothing to lint: no serving process")
+    assert serving_flags(ctx) == finding
 
 
 def test_a_watched_variable_is_linted_without_an_engine(tmp_path: Path) -> None:
-    finding = serving.flags(shell(tmp_path, {"HCCL_BUFFSIZE": "512"}, {"torch": "2.7.1"}))
-    assert finding.rules != ("no-engine",), finding.summary
+    assert serving.flags_front(shell(tmp_path, {"HCCL_BUFFSIZE": "512"},
+                                     {"torch": "2.7.1"})) is None
 
 
 def test_an_installed_engine_is_linted_and_judged(tmp_path: Path) -> None:
     ctx = shell(tmp_path, {}, {"torch": "2.7.1", "vllm_ascend": "0.11.0"})
-    assert serving.flags(ctx).rules != ("no-engine",)
-    assert serving.support(ctx).rules != ("no-engine",)
+    assert serving.flags_front(ctx) is None and serving.support_front(ctx) is None
 
 
 def test_without_an_engine_support_gives_the_full_checks_verdict(tmp_path: Path) -> None:
     from checks.builtin.serving_support import serving_support
 
     ctx = shell(tmp_path, {}, {"torch": "2.7.1"})
-    assert serving.support(ctx) == serving_support(ctx)
+    assert serving.support_front(ctx) == serving_support(ctx)

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.builtin.versions import compat_data
-from checks.builtin.versions_installed import versions_parity
+from checks.builtin.versions import compat_data, versions_parity
 from checks.context import Context
 from checks.model import Finding
 from checks.policy import load_policy
