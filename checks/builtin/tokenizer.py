@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,10 +185,14 @@ def observe(files: TokenizerFiles, host: Host) -> Observed:
     TokenizerUnavailable."""
     from checks.builtin.tokenizer_serving import observe_serving
 
-    loaded = load_files(files, host)
-    vocab_size = config_vocab_size(files.model_config)
-    vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
-    renders = render_all(files)
+    # the renderings need only the files: their child (a fresh interpreter importing jinja2)
+    # runs while this process builds the tokenizer
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat template") as pool:
+        rendering = pool.submit(render_all, files)
+        loaded = load_files(files, host)
+        vocab_size = config_vocab_size(files.model_config)
+        vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
+        renders = rendering.result()
     return Observed(loaded.library, files, vocabulary,
                     observe_ids(loaded, renders.probe),
                     observe_serving(loaded, renders.turn, renders.thinking, renders.replaced),
