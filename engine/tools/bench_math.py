@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probes.model.memory import KvStateSize
 
 FP8_SCALE_BYTES = 4  # the engine keeps FP8 tile scales as float32 (engine.fp8.Fp8Weight)
 STATE_BYTES = 4  # DeltaNet recurrent state is float32 (engine.cache.RECURRENT_DTYPE)
@@ -42,10 +46,12 @@ def swiglu_cost(tokens: int, hidden: int, width: int, weight_bytes: int,
     return Cost(weight_bytes + 2 * tokens * hidden * act_bytes, 2 * tokens * 3 * hidden * width)
 
 
-def attention_decode_cost(heads: int, kv_heads: int, head_dim: int, context: int,
+def attention_decode_cost(heads: int, head_dim: int, context: int, kv: KvStateSize,
                           act_bytes: int) -> Cost:
-    """One query token against `context` cached keys and values: the cache dominates."""
-    cache = 2 * context * kv_heads * head_dim * act_bytes
+    """One query token against `context` cached keys and values: the cache dominates. The
+    cache's bytes per token of one layer are kv_state_size's (probes.model.memory), the figure
+    the engine allocates with; the query in and the output out are `heads x head_dim` each."""
+    cache = context * kv.kv_bytes_per_token_per_layer
     return Cost(cache + 2 * heads * head_dim * act_bytes, 4 * heads * context * head_dim)
 
 
