@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from probes.model.memory import KvStateSize
 
 FP8_SCALE_BYTES = 4  # the engine keeps FP8 tile scales as float32 (engine.fp8.Fp8Weight)
-STATE_BYTES = 4  # DeltaNet recurrent state is float32 (engine.cache.RECURRENT_DTYPE)
+STATE_BYTES = 4  # the per-value-head decay and beta inputs, counted at float32
 INDEX_BYTES = 8  # int64 expert ids
 
 
@@ -56,11 +56,11 @@ def attention_decode_cost(heads: int, head_dim: int, context: int, kv: KvStateSi
 
 
 def deltanet_step_cost(key_heads: int, value_heads: int, key_dim: int, value_dim: int,
-                       act_bytes: int) -> Cost:
-    """One recurrent step: the float32 state read and written once; per value head a decay
-    (Dk*Dv), a read-out S^T k (2 Dk*Dv), the delta (2 Dv), the rank-1 update (2 Dk*Dv) and
-    the output S^T q (2 Dk*Dv)."""
-    state = value_heads * key_dim * value_dim * STATE_BYTES
+                       kv: KvStateSize, act_bytes: int) -> Cost:
+    """One recurrent step: the float32 state (kv_state_size's recurrent bytes of one layer)
+    read and written once; per value head a decay (Dk*Dv), a read-out S^T k (2 Dk*Dv), the
+    delta (2 Dv), the rank-1 update (2 Dk*Dv) and the output S^T q (2 Dk*Dv)."""
+    state = kv.recurrent_state_bytes_per_layer
     inputs = (2 * key_heads * key_dim + 2 * value_heads * value_dim) * act_bytes \
         + 2 * value_heads * STATE_BYTES
     return Cost(2 * state + inputs, value_heads * (7 * key_dim * value_dim + 2 * value_dim))

@@ -323,7 +323,7 @@ class Planner:
     def deltanet_step(self, layer: GatedDeltaNet) -> None:
         s = layer.shape
         cost = deltanet_step_cost(s.key_heads, s.value_heads, s.key_dim, s.value_dim,
-                                  self.act_bytes)
+                                  self.kv_size, self.act_bytes)
         dev, dtype = self.device.device, self.dtype
 
         def build() -> Callable[[], Any]:
