@@ -50,7 +50,7 @@ from engine.tools.bench_math import (
     tokens_per_expert,
 )
 from engine.tools.meta_model import MetaModel, build_meta_model
-from probes.model.memory import KvStateSize, kv_state_size
+from probes.model.memory import KvStateSize, human_bytes, kv_state_size, plan_memory
 from probes.model.tensors import InventoryError
 from probes.textsafe import one_line
 
@@ -516,7 +516,6 @@ def check_plausible(config: ModelConfig, device: torch.device, dtype: torch.dtyp
     """Refuse, before anything is allocated, a config whose weights (priced as the engine's
     load prices them) would not fit even MAX_DEVICES devices with this one's free memory."""
     from engine.runner import available_memory_bytes
-    from probes.model.memory import human_bytes, plan_memory
 
     if config.facts is None:
         return
