@@ -22,8 +22,10 @@ tensor-parallel chips, one per chip at least; probes.model.memory.kv_state_size,
 this project's engine sizes its cache with), allocated in blocks of `hbm_fit.kv_block_tokens`
 (vllm-ascend's 128: vllm-project/vllm-ascend vllm_ascend/utils.py refresh_block_size @
 182b75ea84ff). Hybrids (Qwen3-Next, Qwen3.5/3.6) keep KV only on their full-attention layers
-and a fixed-size Gated DeltaNet state per sequence (probes.model.memory). An attention the
-project does not model (DeepSeek-V3's multi-head latent attention) gets no KV figure.
+and a fixed-size Gated DeltaNet state per sequence (probes.model.memory). Multi-head latent
+attention (DeepSeek-V3) keeps one latent of kv_lora_rank + qk_rope_head_dim values per token
+and layer, not split across chips, as vLLM sizes it (the same function). A config without
+the shape gets no KV figure and says so.
 
 An FP8 checkpoint on a chip without FP8 compute is not served as FP8 (checks.builtin.fp8_gate):
 it is judged at its BF16 size, the size after the offline conversion MindIE makes.
@@ -45,7 +47,7 @@ from checks.builtin.hbm_inputs import (
     mb,
     weights,
 )
-from checks.builtin.hbm_plan import engine_plan_lines, kv_not_modelled
+from checks.builtin.hbm_plan import engine_plan_lines
 from checks.context import Context
 from checks.model import NO_MODEL, Finding, failed, skipped
 from probes.errors import HostError, NotRecorded
@@ -159,12 +161,12 @@ def _on_chips(ctx: Context, model: Model, settings: Deployment, info: NpuInfo) -
 
 def need_lines(ctx: Context, model: Model, settings: Deployment) -> tuple[str, ...]:
     """Without chips to judge against: what the model needs per chip of the group (CI)."""
-    from checks.builtin.hbm_verdict import plan_for
+    from checks.builtin.hbm_verdict import kv_note, plan_for
 
     assert not isinstance(model.weights, str)
     weights_bytes = model.weights.stored_bytes
     plan = plan_for(ctx, model, settings, weights_bytes, free=0)
-    kv = "" if kv_not_modelled(model.config) else (
+    kv = "" if kv_note(model.config) else (
         f" + {mb(plan.kv_bytes)} KV ({plan.kv_tokens:,} tokens x batch {plan.batch_size}, "
         f"{plan.kv_bytes_per_token:,} bytes/token)")
     state = f" + {mb(plan.state_bytes)} linear-attention state" if plan.state_bytes else ""

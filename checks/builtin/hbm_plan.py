@@ -45,14 +45,28 @@ def kv_size(config: ConfigFacts, tp: int = 1) -> KvStateSize:
 
 
 def kv_not_modelled(config: ConfigFacts) -> str:
-    """Why the KV cache of this architecture is not judged; "" when it is."""
-    kind = config.model_type or config.architecture or "this architecture"
-    if "kv_lora_rank" in config.raw:
-        return (f"KV not estimated for {kind}: multi-head latent attention caches a compressed "
-                "latent per token, not per-head K and V")
+    """Why the KV cache of this architecture is not judged; "" when it is (per-head K and V of
+    an attention listed above, or a multi-head latent, which kv_state_size sizes)."""
+    from probes.model.memory import MLA
+
+    if kv_size(config).kind == MLA:
+        return ""
     if config.model_type not in KV_MODELLED and config.text_model_type not in KV_MODELLED:
+        kind = config.model_type or config.architecture or "this architecture"
         return f"KV not estimated for {kind}: not an attention this project models"
     return ""
+
+
+def mla_text(config: ConfigFacts) -> str:
+    """How an MLA model's KV is sized, for its summary; "" for any other model."""
+    from probes.model.memory import MLA, MLA_SOURCE
+
+    size = kv_size(config)
+    if size.kind != MLA:
+        return ""
+    return ("KV as MLA latent: kv_lora_rank + qk_rope_head_dim per token and layer, not split "
+            f"across chips ({size.head_dim} values x {size.full_attention_layers} layers, as "
+            f"vLLM sizes it: {MLA_SOURCE})")
 
 
 def rounded_tokens(tokens: int, block: int) -> int:

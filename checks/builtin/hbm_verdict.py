@@ -18,6 +18,7 @@ from checks.builtin.hbm_plan import (
     judge,
     kv_not_modelled,
     kv_size,
+    mla_text,
     tokens,
     weight_share_bytes,
 )
@@ -31,11 +32,8 @@ if TYPE_CHECKING:
 
 def kv_note(config: ConfigFacts) -> str:
     """Why no KV figure is given for this model; "" when one is."""
-    found = kv_not_modelled(config)
-    if found:
-        return found
     size = kv_size(config)
-    return f"KV not estimated: {size.note}" if size.note else ""
+    return f"KV not estimated: {size.note}" if size.note else kv_not_modelled(config)
 
 
 def plan_for(ctx: Context, model: Model, settings: Deployment, weight_bytes: int,
@@ -211,15 +209,11 @@ def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
     if note:
         lines = [note]
     else:
-        size = kv_size(config)
-        lines = [
-            f"KV cache: {attention_layers(config)[1]} x 2 x {size.kv_heads} KV heads x "
-            f"{size.head_dim} head_dim x {size.value_bytes} bytes ({config.dtype or 'bfloat16'}) = "
-            f"{size.kv_bytes_per_token:,} bytes/token, {plan.kv_bytes_per_token:,} per chip",
-            f"context {tokens(settings.max_seq_len.value)} ({settings.max_seq_len.source}), "
-            f"allocated in blocks of {settings.kv_block_tokens} (policy hbm_fit.kv_block_tokens):"
-            f" {plan.kv_tokens:,} x batch {plan.batch_size} ({settings.batch.source}) -> "
-            f"{mb(plan.kv_bytes)} KV per chip"]
+        lines = [_kv_size_line(config, plan),
+                 f"context {tokens(settings.max_seq_len.value)} ({settings.max_seq_len.source}), "
+                 f"allocated in blocks of {settings.kv_block_tokens} (policy "
+                 f"hbm_fit.kv_block_tokens): {plan.kv_tokens:,} x batch {plan.batch_size} "
+                 f"({settings.batch.source}) -> {mb(plan.kv_bytes)} KV per chip"]
     if settings.kv_cap_bytes is not None:
         lines.append(f"KV capped at {mb(settings.kv_cap_bytes.value)} per chip "
                      f"({settings.kv_cap_bytes.source})")
@@ -229,6 +223,19 @@ def _kv_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
                      f"{(config.num_hidden_layers or 0) - config.full_attention_layers()} "
                      "Gated DeltaNet layers)")
     return lines
+
+
+def _kv_size_line(config: ConfigFacts, plan: Plan) -> str:
+    size = kv_size(config)
+    dtype = config.dtype or "bfloat16"
+    total = f"{size.kv_bytes_per_token:,} bytes/token, {plan.kv_bytes_per_token:,} per chip"
+    if mla_text(config):
+        return (f"KV cache: {size.full_attention_layers} layers x one MLA latent of "
+                f"{size.head_dim} values (kv_lora_rank + qk_rope_head_dim) x "
+                f"{size.value_bytes} bytes ({dtype}) = {total} (the latent is not split "
+                "across chips)")
+    return (f"KV cache: {attention_layers(config)[1]} x 2 x {size.kv_heads} KV heads x "
+            f"{size.head_dim} head_dim x {size.value_bytes} bytes ({dtype}) = {total}")
 
 
 def _total_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
@@ -280,11 +287,16 @@ def _failure(j: Judged) -> Finding | None:
     if not plan.context_fits or plan.headroom_bytes < 0:
         return failed(
             f"{_context(j.settings)} does not fit on {j.where}: largest context that fits is "
-            f"{tokens(plan.largest_context)} ({j.weight_text})",
+            f"{tokens(plan.largest_context)} ({j.weight_text}){_mla_note(j)}",
             f"serve with --max-model-len {plan.largest_context:,} or less, lower the batch, "
             "use more chips, or an int8 KV cache" + fp8_note, *j.evidence,
             rules=("context-does-not-fit",))
     return None
+
+
+def _mla_note(j: Judged) -> str:
+    text = mla_text(j.model.config)
+    return f"; {text}" if text else ""
 
 
 def plan_text(plan: Plan) -> str:
@@ -301,7 +313,7 @@ def _fit(j: Judged) -> Finding:
     weights = j.model.weights
     origin = "" if isinstance(weights, str) else f"; weights from {weights.origin}"
     summary = (f"{plan_text(plan)} on {j.where}; context {_context(j.settings)}, largest "
-               f"{tokens(plan.largest_context)}{origin}")
+               f"{tokens(plan.largest_context)}{origin}{_mla_note(j)}")
     warn_mb = float(j.ctx.policy.get("npu", "hbm_free_warn_mb"))
     if judge(plan, warn_mb) == "warn":
         return warned(f"little headroom: {summary} (policy npu.hbm_free_warn_mb "

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probes.model.memory import KvStateSize
 
 FP8_SCALE_BYTES = 4  # the engine keeps FP8 tile scales as float32 (engine.fp8.Fp8Weight)
-STATE_BYTES = 4  # DeltaNet recurrent state is float32 (engine.cache.RECURRENT_DTYPE)
+STATE_BYTES = 4  # the per-value-head decay and beta inputs, counted at float32
 INDEX_BYTES = 8  # int64 expert ids
 
 
@@ -42,19 +46,21 @@ def swiglu_cost(tokens: int, hidden: int, width: int, weight_bytes: int,
     return Cost(weight_bytes + 2 * tokens * hidden * act_bytes, 2 * tokens * 3 * hidden * width)
 
 
-def attention_decode_cost(heads: int, kv_heads: int, head_dim: int, context: int,
+def attention_decode_cost(heads: int, head_dim: int, context: int, kv: KvStateSize,
                           act_bytes: int) -> Cost:
-    """One query token against `context` cached keys and values: the cache dominates."""
-    cache = 2 * context * kv_heads * head_dim * act_bytes
+    """One query token against `context` cached keys and values: the cache dominates. The
+    cache's bytes per token of one layer are kv_state_size's (probes.model.memory), the figure
+    the engine allocates with; the query in and the output out are `heads x head_dim` each."""
+    cache = context * kv.kv_bytes_per_token_per_layer
     return Cost(cache + 2 * heads * head_dim * act_bytes, 4 * heads * context * head_dim)
 
 
 def deltanet_step_cost(key_heads: int, value_heads: int, key_dim: int, value_dim: int,
-                       act_bytes: int) -> Cost:
-    """One recurrent step: the float32 state read and written once; per value head a decay
-    (Dk*Dv), a read-out S^T k (2 Dk*Dv), the delta (2 Dv), the rank-1 update (2 Dk*Dv) and
-    the output S^T q (2 Dk*Dv)."""
-    state = value_heads * key_dim * value_dim * STATE_BYTES
+                       kv: KvStateSize, act_bytes: int) -> Cost:
+    """One recurrent step: the float32 state (kv_state_size's recurrent bytes of one layer)
+    read and written once; per value head a decay (Dk*Dv), a read-out S^T k (2 Dk*Dv), the
+    delta (2 Dv), the rank-1 update (2 Dk*Dv) and the output S^T q (2 Dk*Dv)."""
+    state = kv.recurrent_state_bytes_per_layer
     inputs = (2 * key_heads * key_dim + 2 * value_heads * value_dim) * act_bytes \
         + 2 * value_heads * STATE_BYTES
     return Cost(2 * state + inputs, value_heads * (7 * key_dim * value_dim + 2 * value_dim))

@@ -50,6 +50,7 @@ from engine.tools.bench_math import (
     tokens_per_expert,
 )
 from engine.tools.meta_model import MetaModel, build_meta_model
+from probes.model.memory import KvStateSize, human_bytes, kv_state_size, plan_memory
 from probes.model.tensors import InventoryError
 from probes.textsafe import one_line
 
@@ -223,11 +224,20 @@ def _weight_dtype(like: Any, dtype: torch.dtype) -> str:
 # -- the cases -------------------------------------------------------------------------------
 
 
+def _kv_size(meta: MetaModel, act_bytes: int) -> KvStateSize:
+    """The cache per token and layer the engine would allocate: probes.model.memory's one
+    arithmetic, so a decode case reads exactly that many bytes per cached token."""
+    if meta.config.facts is None:
+        raise ModelFormatError("the config was not read from config.json facts")
+    return kv_state_size(meta.config.facts, act_bytes)
+
+
 class Planner:
     def __init__(self, meta: MetaModel, device: Device, settings: Settings) -> None:
         self.meta, self.device, self.settings = meta, device, settings
         self.dtype = meta.dtype
         self.act_bytes = torch.empty((), dtype=self.dtype).element_size()
+        self.kv_size = _kv_size(meta, self.act_bytes)
         self.cases: dict[str, Case] = {}
 
     def add(self, case: Case) -> None:
@@ -284,7 +294,7 @@ class Planner:
 
     def attention(self, attn: Attention, context: int) -> None:
         heads, kv, dim = attn.num_heads, attn.num_kv_heads, attn.head_dim
-        cost = attention_decode_cost(heads, kv, dim, context, self.act_bytes)
+        cost = attention_decode_cost(heads, dim, context, self.kv_size, self.act_bytes)
         dev, dtype = self.device.device, self.dtype
 
         def build() -> Callable[[], Any]:
@@ -313,7 +323,7 @@ class Planner:
     def deltanet_step(self, layer: GatedDeltaNet) -> None:
         s = layer.shape
         cost = deltanet_step_cost(s.key_heads, s.value_heads, s.key_dim, s.value_dim,
-                                  self.act_bytes)
+                                  self.kv_size, self.act_bytes)
         dev, dtype = self.device.device, self.dtype
 
         def build() -> Callable[[], Any]:
@@ -506,7 +516,6 @@ def check_plausible(config: ModelConfig, device: torch.device, dtype: torch.dtyp
     """Refuse, before anything is allocated, a config whose weights (priced as the engine's
     load prices them) would not fit even MAX_DEVICES devices with this one's free memory."""
     from engine.runner import available_memory_bytes
-    from probes.model.memory import human_bytes, plan_memory
 
     if config.facts is None:
         return

@@ -110,6 +110,10 @@ def config_weight_elements(config: ConfigFacts) -> WeightElements:
 KV = "kv"  # per-head keys and values on every full-attention layer
 MLA = "mla"  # one compressed latent per token and layer (multi-head latent attention)
 NO_KV = "none"  # the config does not give the shape
+# Where MLA's sizing comes from, for the lines that print an MLA figure.
+MLA_SOURCE = ("vllm-project/vllm vllm/v1/kv_cache_interface.py MLAAttentionSpec @ bc8282e61df2, "
+              "vllm/transformers_utils/model_arch_config_convertor.py get_head_size @ "
+              "00bb6f59a0c7")
 
 
 @dataclass(frozen=True)

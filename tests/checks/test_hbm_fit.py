@@ -176,10 +176,15 @@ def test_weight_share_and_chip_selection() -> None:
     assert [c.hbm_used_mb for c in chips_used(chips, (1, 3, 9))] == [2876, 10568]
 
 
-def test_mla_kv_is_not_modelled() -> None:
+def test_mla_kv_is_modelled_and_unknown_attentions_are_not() -> None:
     deepseek = parse_config(config_of("DeepSeek-V3"))
-    assert "KV not estimated for deepseek_v3" in kv_not_modelled(deepseek)
+    assert kv_not_modelled(deepseek) == ""
+    # one latent of kv_lora_rank 512 + qk_rope_head_dim 64 on each of 61 layers, BF16
+    assert kv_size(deepseek).kv_bytes_per_token == 61 * (512 + 64) * 2
     assert kv_not_modelled(parse_config(config_of("Qwen3.5-35B-A3B"))) == ""
+    gpt2 = parse_config({"model_type": "gpt2", "num_hidden_layers": 2, "hidden_size": 64,
+                         "num_attention_heads": 2})
+    assert "KV not estimated for gpt2: not an attention" in kv_not_modelled(gpt2)
 
 
 # -- the check: fits, fails, warns --------------------------------------------------------
@@ -415,15 +420,50 @@ def test_hybrid_state_is_in_the_verdict(tmp_path: Path) -> None:
     assert "30 Gated DeltaNet layers" in state and "batch 64" in state
 
 
-def test_mla_says_kv_not_estimated(tmp_path: Path) -> None:
-    """DeepSeek-V3 caches a 512 + 64 latent per layer: the per-head formula is 25x too high."""
-    tensors = {"model.embed_tokens.weight": (bf16_model_tensors()["model.layers.0."
-                                              "input_layernorm.weight"][0], "BF16")}
-    model = write_model(tmp_path / "ds", tensors, config_of("DeepSeek-V3"), shards=1)
+def tiny_weights() -> dict[str, Any]:
+    return {"model.embed_tokens.weight": (bf16_model_tensors()["model.layers.0."
+                                          "input_layernorm.weight"][0], "BF16")}
+
+
+def test_mla_is_judged_by_its_latent(tmp_path: Path) -> None:
+    """DeepSeek-V3 (its real config) caches one latent of kv_lora_rank + qk_rope_head_dim values
+    per token and layer, the same on every chip of the tensor-parallel group."""
+    model = write_model(tmp_path / "ds", tiny_weights(), config_of("DeepSeek-V3"), shards=1)
+    policy = "hbm_fit:\n  tensor_parallel_size: 4\n  batch_size: 2\n"
+    finding = hbm_fit(ctx_for(model, reading(A5_4X128), tmp_path, policy))
+    assert finding.status == "pass", finding
+    assert finding.rules != ("kv-not-estimated",)
+    assert "MLA latent: kv_lora_rank + qk_rope_head_dim per token and layer, not split across " \
+        "chips" in finding.summary and "MLAAttentionSpec" in finding.summary
+    per_token = 61 * (512 + 64) * 2  # 70,272 bytes: 61 layers, BF16, no K/V pair, no TP split
+    kv_line = next(e for e in finding.evidence if e.startswith("KV cache: "))
+    assert "61 layers x one MLA latent of 576 values" in kv_line
+    assert f"= {per_token:,} bytes/token, {per_token:,} per chip" in kv_line
+    kv_bytes = per_token * 32768 * 2  # the policy's 32,768 tokens (whole blocks) x batch 2
+    assert f"-> {mb(kv_bytes)} KV per chip" in text_of(finding)
+    assert f"+ {mb(kv_bytes)} KV + " in finding.summary
+
+
+def test_mla_context_that_does_not_fit_names_the_latent(tmp_path: Path) -> None:
+    model = write_model(tmp_path / "ds", tiny_weights(), config_of("DeepSeek-V3"), shards=1)
+    policy = "hbm_fit:\n  max_seq_len: 163840\n  batch_size: 64\n"  # 737 GB of latents
+    finding = hbm_fit(ctx_for(model, reading(A5_4X128), tmp_path, policy))
+    assert finding.status == "fail" and finding.rules == ("context-does-not-fit",), finding
+    assert "MLA latent: kv_lora_rank + qk_rope_head_dim" in finding.summary
+
+
+@pytest.mark.parametrize(("name", "config", "why"), [
+    ("no-shape", {**model_config(fp8=False), "num_attention_heads": None, "head_dim": None,
+                  "num_key_value_heads": None}, "does not give the KV cache shape"),
+    ("mla-no-rope", {**config_of("DeepSeek-V3"), "qk_rope_head_dim": "64"},
+     "kv_lora_rank and qk_rope_head_dim are not both whole numbers")])
+def test_a_config_without_the_kv_shape_says_kv_not_estimated(
+        tmp_path: Path, name: str, config: dict[str, Any], why: str) -> None:
+    config = {k: v for k, v in config.items() if v is not None}
+    model = write_model(tmp_path / name, tiny_weights(), config, shards=1)
     finding = hbm_fit(ctx_for(model, reading(A5_4X128), tmp_path))
-    assert finding.status == "warn", finding
-    assert "KV not estimated for deepseek_v3: multi-head latent attention" in finding.summary
-    assert finding.rules == ("kv-not-estimated",)
+    assert finding.status == "warn" and finding.rules == ("kv-not-estimated",), finding
+    assert "KV not estimated: config.json" in finding.summary and why in finding.summary
     assert not any(e.startswith("KV cache: ") for e in finding.evidence)
 
 

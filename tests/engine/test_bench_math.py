@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from engine.tools.bench_math import (
@@ -17,6 +20,14 @@ from engine.tools.bench_math import (
     swiglu_cost,
     tokens_per_expert,
 )
+from probes.model.config import ConfigFacts, parse_config
+from probes.model.memory import kv_state_size
+
+MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
+
+
+def qwen35() -> ConfigFacts:
+    return parse_config(json.loads((MODELS / "Qwen3.5-35B-A3B" / "config.json").read_text()))
 
 
 def test_decode_gemv_of_a_bf16_projection() -> None:
@@ -36,16 +47,21 @@ def test_expert_swiglu_at_eight_tokens() -> None:
 
 
 def test_attention_decode_reads_the_whole_cache() -> None:
-    # Qwen3.5/3.6: 16 query heads, 2 KV heads of 256, 4096 tokens, bf16
-    assert attention_decode_cost(16, 2, 256, 4096, 2) == Cost(8_388_608 + 16_384, 67_108_864)
+    # Qwen3.5/3.6 (the real config): 16 query heads, 2 KV heads of 256, 4096 tokens, bf16;
+    # K and V of one layer: 2 x 2 x 256 x 2 = 2,048 bytes per token
+    kv = kv_state_size(qwen35(), 2)
+    assert kv.kv_bytes_per_token_per_layer == 2_048
+    assert attention_decode_cost(16, 256, 4096, kv, 2) == Cost(8_388_608 + 16_384, 67_108_864)
 
 
 def test_deltanet_step_reads_and_writes_the_float32_state() -> None:
-    # Qwen3.5/3.6: 16 key heads, 32 value heads, 128 x 128 per head
+    # Qwen3.5/3.6 (the real config): 16 key heads, 32 value heads, 128 x 128 per head
     state = 32 * 128 * 128 * 4
     inputs = (2 * 16 * 128 + 2 * 32 * 128) * 2 + 2 * 32 * 4
-    assert deltanet_step_cost(16, 32, 128, 128, 2) == Cost(2 * state + inputs,
-                                                          32 * (7 * 128 * 128 + 2 * 128))
+    kv = kv_state_size(qwen35(), 2)
+    assert kv.recurrent_state_bytes_per_layer == state
+    assert deltanet_step_cost(16, 32, 128, 128, kv, 2) == Cost(2 * state + inputs,
+                                                              32 * (7 * 128 * 128 + 2 * 128))
 
 
 def test_small_operators() -> None:

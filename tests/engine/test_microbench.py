@@ -4,11 +4,16 @@ Timings are never asserted (the machine is shared); the document's arithmetic is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
+from demo_models.hybrid import QWEN3_6_TINY, QWEN3_NEXT_TINY
+from demo_models.qwen3_moe import QWEN3_TINY
+from engine.cache import LayerCache
 from engine.config import load_config
 from engine.tools.bench_math import fp8_weight_bytes, matmul_cost
 from engine.tools.meta_model import build_meta_model
@@ -22,10 +27,15 @@ from engine.tools.microbench import (
     copies_for,
     plan,
 )
+from probes.model.memory import kv_state_size
 from tests.engine.tiny_configs import write
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-QWEN36_FP8 = ROOT / "tests" / "data" / "models" / "Qwen3.6-35B-A3B-FP8"
+MODELS = ROOT / "tests" / "data" / "models"
+QWEN36_FP8 = MODELS / "Qwen3.6-35B-A3B-FP8"
+DEMO_CONFIGS: dict[str, dict[str, Any]] = {  # the demo checkpoints' configs (demo_models)
+    "qwen3-moe-fp8-tiny": QWEN3_TINY, "qwen3-next-tiny": QWEN3_NEXT_TINY,
+    "qwen3.6-moe-fp8-tiny": QWEN3_6_TINY}
 TINY = Settings(samples=1, warmup=1, min_sample_s=0.0, max_reps=1, copy_bytes=2**20,
                 matmul_n=64, contexts=(64, 1024), batches=(1, 4))
 CPU = Device(torch.device("cpu"))
@@ -59,6 +69,27 @@ def test_case_costs_come_from_the_real_shapes(tmp_path: Path) -> None:
     # gated attention: q_proj emits query and gate, 2 x 4 heads x 32 = 256 rows of 64
     assert q.shape == "[1,64] x [256,64]^T"
     assert q.cost == matmul_cost(1, 256, 64, 256 * 64 * 2, 2)
+
+
+@pytest.mark.parametrize("name", [*DEMO_CONFIGS, "Qwen3.6-35B-A3B-FP8", "Qwen3-30B-A3B"])
+def test_attention_decode_reads_the_kv_the_engine_allocates(tmp_path: Path, name: str) -> None:
+    """The decode case's KV bytes are kv_state_size's per-layer figure times the context, and
+    that is what one full-attention layer of the engine's own cache holds per token."""
+    directory = MODELS / name
+    if name in DEMO_CONFIGS:
+        directory = tmp_path / name
+        directory.mkdir()
+        (directory / "config.json").write_text(json.dumps(DEMO_CONFIGS[name]))
+    meta = build_meta_model(load_config(directory), torch.bfloat16, "dequantize", max_seq_len=1)
+    case = {c.name: c for c in plan(meta, CPU, TINY)}["attention decode 1024 ctx"]
+    attn = next(b.attn for b in meta.decoder.blocks if b.attn is not None)
+    kv_bytes = case.cost.bytes - 2 * attn.num_heads * attn.head_dim * 2  # less query, output
+    assert meta.config.facts is not None
+    size = kv_state_size(meta.config.facts, 2)
+    assert kv_bytes == 1024 * size.kv_bytes_per_token_per_layer > 0
+    # keys and values [batch 1, max_seq_len 1, kv_heads, head_dim] of a full-attention layer
+    layer = next(c for c in meta.cache.layers if isinstance(c, LayerCache))
+    assert kv_bytes == 1024 * sum(t.numel() * t.element_size() for t in layer.tensors())
 
 
 def test_fp8_resident_weights_are_timed_with_their_dequantisation(tmp_path: Path) -> None:
