@@ -121,8 +121,10 @@ def test_the_doctor_reads_the_users_command_line(python: str) -> None:
 
 def test_an_offline_script_runs_as_their_script(python: str) -> None:
     """va-1500: `python xzl.py` is a process the doctor finds no model on the command line of
-    (the script names it inside): serving.support skips, as the bench records."""
+    (the script names it inside): serving.support judges the chip without it, and fails 0.7.3
+    on the replayed 310P table."""
     incident = BY_ID["va-1500-073-on-300i"]
     assert incident.deployment is not None
     verdict = observe(incident.deployment, python)["serving.support"]
-    assert verdict.status == "skip" and verdict.rules == ("no-model",)
+    assert verdict.status == "fail" and verdict.rules == ("unsupported",)
+    assert "chip family 310P" in verdict.summary
