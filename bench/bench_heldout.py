@@ -17,7 +17,9 @@ Both are also counted loosely (the check warns or fails at all, whatever the rul
 "not in our data" warning says something without naming the cause.
 
 Incidents whose deployment cannot be rebuilt (runtime-only bugs, a deployment the thread
-does not state) carry `not_rebuildable: <why>` and leave the denominator.
+does not state) carry `not_rebuildable: <why>` and leave the denominator. `batch` says when an
+incident was collected (1 when absent): each batch is reported on its own, because a batch the
+rules were tuned on is no longer held out.
 
     PYTHONPATH=$PWD .venv/bin/python bench/bench_heldout.py [--only ID,...] [--json FILE]
 """
@@ -34,7 +36,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,8 @@ SERVER_BODY = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
 PYTHON_NAMES = frozenset({"python", "python3"})
 FLAGGED = frozenset({"warn", "fail"})
 INCIDENT_FIELDS = ("id", "url", "cause", "basis", "class", "expect")
-DEPLOYMENT_FIELDS = frozenset({"argv", "env", "npu_smi", "model", "packages", "stated"})
+DEPLOYMENT_FIELDS = frozenset({"argv", "env", "npu_smi", "model", "packages", "site_files",
+                               "stated"})
 
 
 class HeldoutError(ValueError):
@@ -67,6 +70,8 @@ class Deployment:
     # `files`: other JSON files of the checkpoint (quant_model_description.json)
     model: Mapping[str, Any]
     packages: Mapping[str, str]
+    # files a package holds beside its dist-info (`vllm_ascend/_build_info.py`): path -> text
+    site_files: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class Incident:
     twin: Deployment | None
     not_rebuildable: str | None
     path: Path
+    batch: int = 1
 
 
 @dataclass(frozen=True)
@@ -137,8 +143,11 @@ def load_incident(path: Path) -> Incident:
     if reason is None:
         deployment = _deployment(path, raw.get("deployment"), None)
         twin = _deployment(path, raw.get("twin"), deployment)
+    batch = raw.get("batch", 1)
+    if not isinstance(batch, int):
+        raise HeldoutError(f"{path}: batch must be a whole number (the collection it came in)")
     return Incident(str(raw["id"]), str(raw["url"]), str(raw["cause"]), expect["check"],
-                    tuple(expect.get("rules") or ()), deployment, twin, reason, path)
+                    tuple(expect.get("rules") or ()), deployment, twin, reason, path, batch)
 
 
 def _deployment(path: Path, raw: object, base: Deployment | None) -> Deployment:
@@ -162,7 +171,9 @@ def _deployment(path: Path, raw: object, base: Deployment | None) -> Deployment:
         npu_smi=raw.get("npu_smi", base.npu_smi if base else None),
         model=model,
         packages={str(k): str(v) for k, v in
-                  (raw.get("packages", base.packages if base else {}) or {}).items()})
+                  (raw.get("packages", base.packages if base else {}) or {}).items()},
+        site_files={str(k): str(v) for k, v in
+                    (raw.get("site_files", base.site_files if base else {}) or {}).items()})
 
 
 # -- building a deployment ---------------------------------------------------------------------
@@ -177,13 +188,21 @@ def model_config(model: Mapping[str, Any]) -> dict[str, Any]:
     return dict(model["config"])
 
 
-def _write_site(where: Path, packages: Mapping[str, str], module: str | None) -> Path:
-    """`*.dist-info` of each package; with `module` (a `python -m` target), that module too."""
+def _write_site(where: Path, packages: Mapping[str, str], module: str | None,
+                files: Mapping[str, str] | None = None) -> Path:
+    """`*.dist-info` of each package and the package `files`; with `module` (a `python -m`
+    target), that module too."""
     where.mkdir(parents=True, exist_ok=True)
     for name, version in packages.items():
         meta = where / f"{name}-{version}.dist-info" / "METADATA"
         meta.parent.mkdir(parents=True, exist_ok=True)
         meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for relative, text in (files or {}).items():
+        path = where / relative
+        if where.resolve() not in path.resolve().parents:
+            raise HeldoutError(f"site_files: {relative!r} is outside the package directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     if module:
         path = where.joinpath(*module.split(".")).with_suffix(".py")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +264,7 @@ def deployed(deployment: Deployment, work: Path, python: str) -> Iterator[tuple[
     for name, content in (deployment.model.get("files") or {}).items():
         (model_dir / str(name)).write_text(json.dumps(content))
     argv, module = _command(work, deployment.argv, model_dir, python)
-    site = _write_site(work / "site", deployment.packages, module)
+    site = _write_site(work / "site", deployment.packages, module, deployment.site_files)
     user_path = deployment.env.get("PYTHONPATH")
     env = {"PATH": "/usr/bin:/bin", **deployment.env,
            "PYTHONPATH": f"{site}:{user_path}" if user_path else str(site)}
@@ -336,11 +355,10 @@ def report(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
     for check, group in sorted(per_check.items()):
         lines.append(f"{check:18s} caught {sum(o.caught for o in group)}/{len(group)}, "
                      f"twin false alarms {sum(not o.twin_clean for o in group)}")
-    caught = sum(o.caught for o in outcomes)
-    alarms = sum(not o.twin_clean for o in outcomes)
-    share = f"{100 * caught / len(outcomes):.0f}%" if outcomes else "n/a"
-    lines.append(f"caught {caught}/{len(outcomes)} rebuildable ({share}); twin false alarms "
-                 f"{alarms}/{len(outcomes)}; not rebuildable {len(excluded)}")
+    for batch in sorted({o.incident.batch for o in outcomes} | {i.batch for i in excluded}):
+        mine = [o for o in outcomes if o.incident.batch == batch]
+        lines.append(f"batch {batch}: " + _totals(mine, [i for i in excluded if i.batch == batch]))
+    lines.append("all batches: " + _totals(outcomes, excluded))
     lines.append(f"twin flagged with the incident's rules for any reason: "
                  f"{sum(o.twin_rule_flagged for o in outcomes)}/{len(outcomes)}")
     lines.append(f"loosely (the check warns or fails, any rule): incident "
@@ -350,12 +368,21 @@ def report(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
     return "\n".join(lines)
 
 
+def _totals(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
+    caught = sum(o.caught for o in outcomes)
+    alarms = sum(not o.twin_clean for o in outcomes)
+    share = f"{100 * caught / len(outcomes):.0f}%" if outcomes else "n/a"
+    return (f"caught {caught}/{len(outcomes)} rebuildable ({share}); twin false alarms "
+            f"{alarms}/{len(outcomes)}; not rebuildable {len(excluded)}")
+
+
 def _as_json(outcome: Outcome) -> dict[str, Any]:
     def flat(seen: Mapping[str, Verdict]) -> dict[str, Any]:
         return {c: {"status": v.status, "rules": list(v.rules), "summary": v.summary}
                 for c, v in sorted(seen.items())}
 
-    return {"id": outcome.incident.id, "check": outcome.incident.check,
+    return {"id": outcome.incident.id, "batch": outcome.incident.batch,
+            "check": outcome.incident.check,
             "caught": outcome.caught, "twin_clean": outcome.twin_clean,
             "flagged": outcome.flagged, "twin_flagged": outcome.twin_flagged,
             "incident": flat(outcome.seen), "twin": flat(outcome.twin_seen)}
@@ -364,6 +391,7 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="incident ids, comma-separated")
+    parser.add_argument("--batch", type=int, help="only the incidents of this batch")
     parser.add_argument("--json", type=Path, help="also write every verdict to this file")
     args = parser.parse_args(argv)
     try:
@@ -374,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only:
         wanted = set(args.only.split(","))
         incidents = [i for i in incidents if i.id in wanted]
+    if args.batch is not None:
+        incidents = [i for i in incidents if i.batch == args.batch]
     excluded = [i for i in incidents if i.not_rebuildable]
     with tempfile.TemporaryDirectory(prefix="heldout-python-") as tmp:
         python = clean_python(Path(tmp) / "venv")

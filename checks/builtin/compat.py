@@ -117,6 +117,32 @@ def row_for(rows: Sequence[Row], key: str, version: str) -> Row | None:
     return next((r for r in rows if same(str(r[key]), version)), None)
 
 
+def dev_base(version: str) -> str | None:
+    """The release a development build comes before (`0.11.0rc1.dev0+g1a2b` -> `0.11.0rc1`),
+    None for any other version. PEP 440 orders `X.devN` before X, so such a build is judged by
+    X's rows: the nearest declared release, not one the rows name."""
+    parsed = try_parse_version(version)
+    if parsed is None or parsed.dev is None or parsed.post is not None:
+        return None
+    text = version.strip().partition("+")[0]
+    return text[:text.lower().rfind("dev")].rstrip(".-_")
+
+
+def dev_build_words(version: str, base: str) -> str:
+    return (f"{version} is a development build before {base}: judged as {base}'s rows, "
+            "not declared by them")
+
+
+def release_row(rows: Sequence[Row], key: str, version: str) -> tuple[Row | None, str]:
+    """The row of `version`, or of the release a development build precedes; the second
+    item says so for a development build ("" otherwise)."""
+    row = row_for(rows, key, version)
+    base = dev_base(version) if row is None else None
+    if base is None:
+        return row, ""
+    return row_for(rows, key, base), dev_build_words(version, base)
+
+
 def listed(version: str, names: Sequence[str]) -> bool:
     return any(same(version, n) for n in names)
 

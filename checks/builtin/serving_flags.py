@@ -11,7 +11,7 @@ seen, not judged: the data knows nothing of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from checks import data
 from checks.builtin import facts
@@ -69,7 +69,7 @@ def judge(d: Deployment) -> list[Outcome]:
 
 def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     facts_of = [(c, d.fact(c.fact)) for c in row.when]
-    if not all(_holds(c, v, d.fact(c.below_fact) if c.below_fact else None)
+    if not all(_holds(c, v, d.fact(c.other_fact) if c.other_fact else None)
                for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
     if row.engine != "any":
@@ -84,6 +84,9 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
         return Outcome(row, not_judged=f"model unknown ({d.model.problem})")
     if not model_matches(row, d.model.model_type):
         return Outcome(row)
+    absent = [c.fact for c, v in facts_of if _model_unknown(c, v)]
+    if absent:  # the model is known, its config.json lacks the field
+        return Outcome(row, not_judged=f"config.json gives no {', '.join(absent)}")
     if row.chips and not d.chip_names:
         return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
     return Outcome(row, fired=chips_match(row, d.chips))
@@ -124,6 +127,9 @@ def _holds(condition: Condition, value: Any, other: Any = None) -> bool:
     if condition.below_fact is not None:
         number, bound = _number(text), _number(_text(other))
         return number is not None and bound is not None and number < bound
+    if condition.not_divisible_by_fact is not None:
+        number, divisor = _number(text), _number(_text(other))
+        return _whole(number) and _whole(divisor) and divisor > 0 and number % divisor != 0
     return _outside(condition, text)
 
 
@@ -144,6 +150,10 @@ def _number(text: str | None) -> float | None:
         return float(text) if text is not None else None
     except ValueError:
         return None
+
+
+def _whole(number: float | None) -> TypeGuard[float]:
+    return number is not None and number.is_integer()
 
 
 def _seen(d: Deployment) -> list[str]:

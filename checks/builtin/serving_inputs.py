@@ -2,6 +2,12 @@
 its release, the model's type, the chip families, the features the command line turns on, and
 the command line's JSON settings.
 
+The quantization method is the command line's `--quantization`, else the checkpoint's own:
+config.json's `quantization_config.quant_method` (awq, gptq, fp8, compressed-tensors, ...) or
+an msModelSlim quant_model_description.json (`ascend`, the method vllm-ascend loads it with:
+vllm-project/vllm-ascend vllm_ascend/quantization/modelslim_config.py @ 02f6f8fef3ab; its
+quantization guide docs/source/user_guide/feature_guide/quantization.md @ 1e6dd18a348b).
+
 The engine release comes from the judged interpreter's `vllm_ascend` package (facts.python) or
 MindIE's version.info (probes.stack, as versions.parity reads them); the model from config.json
 through the one model reader (probes.model.reader.read_config); the chips from npu-smi (facts.npu)
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
 JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
+MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads")  # `model.<name>` in flag rules
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,9 @@ class ModelFacts:
     quantized: bool | None = None
     source: str = ""
     problem: str = ""
+    quant_method: str = ""  # the checkpoint's own method ("" when not quantized or unknown)
+    quant_type: str = ""  # msModelSlim model_quant_type (W8A8, W8A8SC, ...)
+    num_attention_heads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,7 @@ class Deployment:
     env_problem: str = ""
     json: Mapping[str, JsonFlag] = field(default_factory=dict)
     features: tuple[str, ...] = ()
+    transformers: str = ""  # the judged interpreter's transformers version ("" when absent)
 
     @property
     def chip_words(self) -> str:
@@ -67,8 +78,8 @@ class Deployment:
         kind, _, rest = name.partition(".")
         if kind == "env":
             return self.env.get(rest)
-        if kind == "model" and rest == "quantized":
-            return self.model.quantized
+        if kind == "model" and rest in MODEL_FACTS:
+            return getattr(self.model, rest)
         if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
             return None
         from probes.target.argv import at_path, has_switch, value_of
@@ -98,8 +109,10 @@ def read_deployment(ctx: Context) -> Deployment:
     names, chips_problem = _chip_names(ctx)
     families = tuple(dict.fromkeys(chip_family(n) or "" for n in names))
     model = read_model(ctx, args)
+    py = facts.python(ctx)
+    transformers = "" if py.error else (py.version_of("transformers") or "")
     return Deployment(engine(ctx), model, families, tuple(names), chips_problem, args,
-                      env, env_problem, flags, features(args, flags, ctx))
+                      env, env_problem, flags, features(args, flags, ctx, model), transformers)
 
 
 def _args(ctx: Context) -> tuple[str, ...]:
@@ -158,9 +171,32 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
         return ModelFacts(problem=f"config.json not recorded ({exc.path})")
     except (CheckpointError, HostError) as exc:
         return ModelFacts(problem=f"config.json unreadable: {exc}")
-    quantized = bool(config.quantization) or quantization(args) is not None
+    method = _config_quant_method(config.quantization)
+    quant_type = _modelslim_type(ctx, path)
+    if not method and quant_type:
+        method = "ascend"
+    quantized = bool(config.quantization) or bool(method) or quantization(args) is not None
     return ModelFacts(config.model_type or None, config.architecture, quantized,
-                      f"{path}/config.json")
+                      f"{path}/config.json", quant_method=method, quant_type=quant_type,
+                      num_attention_heads=config.num_attention_heads)
+
+
+def _config_quant_method(found: Mapping[str, Any] | None) -> str:
+    method = (found or {}).get("quant_method")
+    return method.strip().lower() if isinstance(method, str) else ""
+
+
+def _modelslim_type(ctx: Context, path: str) -> str:
+    """The description's model_quant_type; "" without one (or when it cannot be read:
+    checkpoint.format reports that)."""
+    from probes.model.quant import MODELSLIM_DESCRIPTION, parse_modelslim_description
+    from probes.model.reader import CheckpointError, join, read_json
+
+    try:
+        document = read_json(ctx.host, join(path, MODELSLIM_DESCRIPTION))
+    except (CheckpointError, HostError, NotRecorded):
+        return ""
+    return (parse_modelslim_description(document).model_quant_type or "").upper()
 
 
 def quantization(args: tuple[str, ...]) -> str | None:
@@ -175,9 +211,14 @@ def quantization(args: tuple[str, ...]) -> str | None:
 # -- the features -------------------------------------------------------------------------------
 
 
-def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context) -> tuple[str, ...]:
-    """The features the command line turns on, by the names the support rows use."""
+def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
+             model: ModelFacts) -> tuple[str, ...]:
+    """The features the command line and the checkpoint turn on, by the names the support
+    rows use."""
     found: list[str] = []
+    method = quantization(args) or model.quant_method
+    if method:
+        found.append(f"quantization:{method}")
     serving = ctx.target.serving
     if serving.data_parallel_size is not None and serving.data_parallel_size.value > 1:
         found.append("data-parallel")
@@ -187,9 +228,6 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context)
         return tuple(found)
     from probes.target.argv import at_path, has_switch, value_of
 
-    method_q = quantization(args)
-    if method_q:
-        found.append(f"quantization:{method_q}")
     if has_switch(args, "--enable-expert-parallel"):
         found.append("expert-parallel")
     method = at_path(_value(flags, "--speculative-config"), "method")

@@ -2,7 +2,8 @@
 one question every row answers: does it hold for this engine release, model and chip?
 
 Releases compare in the order `probes.versions` gives (v0.8.4rc1 < v0.8.4rc2 < v0.8.4); a range
-is `since` (included) to `until` (excluded), either end open when empty. Model types are the
+is `since` (included) to `until` (excluded), either end open when empty; a development build
+(`0.11.0rc1.dev0`) is judged as the release it precedes. Model types are the
 `model_type` of config.json; chip families are those `fp8_gate.chip_family` names (A2, A3, 310P,
 A5_950). Pure.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checks.builtin.compat import dev_base
 from probes.versions import try_parse_version
 
 
@@ -51,8 +53,9 @@ class Condition:
     """One fact of the deployment a flag rule looks at (`env.HCCL_BUFFSIZE`,
     `additional_config.torchair_graph_config.enabled`, `arg.--enable-expert-parallel`,
     `model.quantized`): present or absent, equal to a value, not equal to one, a number
-    outside a documented range (below `below` or above `above`), or a number below the number
-    another fact holds (`below_fact`)."""
+    outside a documented range (below `below` or above `above`), a number below the number
+    another fact holds (`below_fact`), or a whole number that another fact's whole number
+    does not divide (`not_divisible_by_fact`)."""
 
     fact: str
     present: bool | None = None
@@ -61,6 +64,12 @@ class Condition:
     below: float | None = None
     above: float | None = None
     below_fact: str | None = None
+    not_divisible_by_fact: str | None = None
+
+    @property
+    def other_fact(self) -> str | None:
+        """The fact this condition compares its own with, if any."""
+        return self.below_fact or self.not_divisible_by_fact
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,9 @@ def same_release(release: str, other: str) -> bool:
 
 
 def release_matches(row: SupportRow | KnownIssueRow | FlagRow, release: str) -> bool:
-    """Is `release` one of the row's `releases`, or in its [since, until) range?"""
+    """Is `release` one of the row's `releases`, or in its [since, until) range? A development
+    build is judged as the release it precedes (compat.dev_base; the check says so)."""
+    release = dev_base(release) or release
     releases: tuple[str, ...] = getattr(row, "releases", ())
     if releases:
         return any(same_release(release, r) for r in releases)

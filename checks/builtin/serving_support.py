@@ -5,7 +5,14 @@ Each of the model, every chip family in use and every judged feature is looked u
 `support` rows (checks/data/support.yaml) for the engine's release: a row saying `no` fails,
 with its source in the evidence; a known issue of that release (known_issues.yaml) warns or
 fails as the row says; one that no row speaks of is "not in our data" (warn), never a pass.
-An input that cannot be read (no engine, no model, no npu-smi) is a skip with the reason.
+An input that cannot be read (no engine, no npu-smi) is a skip with the reason; without a
+model the chips and features are still judged (an offline script names its model inside it),
+and the check skips only when none of them is flagged.
+
+The judged interpreter's `transformers` is compared with the first release that knows the
+model's `model_type` (the `transformers` rows of support.yaml): vLLM reads config.json through
+it, so an older one refuses the model type. A development build of the engine is judged by the
+rows of the release it precedes, and says so (warn).
 """
 
 from __future__ import annotations
@@ -13,8 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checks import data
+from checks.builtin.compat import dev_base, dev_build_words
 from checks.builtin.serving_inputs import FAMILY_WORDS, Deployment, deployment
-from checks.builtin.serving_rows import KnownIssueRow, SupportRow, applies, cite
+from checks.builtin.serving_rows import (
+    KnownIssueRow,
+    SupportRow,
+    applies,
+    cite,
+    release_matches,
+)
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
 
@@ -51,15 +65,17 @@ def serving_support(ctx: Context) -> Finding:
     if missing is not None:
         return missing
     verdicts = judge(found)
+    if found.model.model_type is None and all(v.status == "pass" for v in verdicts):
+        why = found.model.problem or "config.json names no model_type"
+        lines = [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
+        return skipped(f"model not judged: {why}", _engine_line(found), *lines,
+                       rules=("no-model",))
     return _finding(found, verdicts)
 
 
 def _missing_input(d: Deployment) -> Finding | None:
     if not d.engine.name:
         return skipped(f"no serving engine to judge: {d.engine.why_none}", rules=("no-engine",))
-    if d.model.model_type is None:
-        why = d.model.problem or "config.json names no model_type"
-        return skipped(f"model not judged: {why}", _engine_line(d), rules=("no-model",))
     if not d.chip_names:
         return skipped(f"chips not judged: {d.chips_problem}", _engine_line(d),
                        rules=("no-npu",))
@@ -67,9 +83,13 @@ def _missing_input(d: Deployment) -> Finding | None:
 
 
 def judge(d: Deployment) -> list[Verdict]:
-    """Every verdict on this deployment (pure: the tests feed it deployments)."""
+    """Every verdict on this deployment (pure: the tests feed it deployments). Without a
+    model type only the chip, feature and model-free known-issue rows are judged."""
     rows = data.load("support", SupportRow)
-    verdicts = [_subject(d, rows, "model", f"model type {d.model.model_type}")]
+    verdicts = _dev_build(d)
+    if d.model.model_type is not None:
+        verdicts.append(_subject(d, rows, "model", f"model type {d.model.model_type}"))
+        verdicts += _transformers(d, rows)
     for chip in d.chips:
         words = FAMILY_WORDS.get(chip, "") if chip else ""
         if not words:
@@ -83,6 +103,33 @@ def judge(d: Deployment) -> list[Verdict]:
             verdicts.append(_subject(d, rows, f"feature:{feature}", f"feature {feature}"))
     verdicts += _known_issues(d)
     return verdicts
+
+
+def _dev_build(d: Deployment) -> list[Verdict]:
+    base = dev_base(d.engine.release)
+    if base is None:
+        return []
+    return [Verdict("warn", f"{d.engine.name} {dev_build_words(d.engine.release, base)}",
+                    "not-in-our-data", "Serve with a released build; a development build "
+                    "may differ from the release its rows describe.")]
+
+
+def _transformers(d: Deployment, rows: tuple[SupportRow, ...]) -> list[Verdict]:
+    """The interpreter's transformers against the first release that knows the model type;
+    nothing without a row for the type or without transformers (the evidence says which)."""
+    about = [r for r in rows if r.engine == "transformers" and d.model.model_type in r.model_types]
+    if not about or not d.transformers:
+        return []
+    refused = [r for r in about if r.support == "no" and release_matches(r, d.transformers)]
+    if not refused:
+        return [Verdict("pass", f"transformers {d.transformers} knows model type "
+                        f"{d.model.model_type}", "", evidence=f"support row {about[0].id}: "
+                        f"{cite(about[0].sources)}")]
+    row = refused[0]
+    return [Verdict("fail", f"transformers {d.transformers} does not know model type "
+                    f"{d.model.model_type}: {row.says}", "unsupported",
+                    f"Install a transformers that knows it ({row.says}), as the engine "
+                    "release allows.", f"support row {row.id}: {cite(row.sources)}")]
 
 
 def _matching(d: Deployment, rows: tuple[SupportRow, ...]) -> list[SupportRow]:
@@ -145,8 +192,10 @@ def _engine_line(d: Deployment) -> str:
 def _finding(d: Deployment, verdicts: list[Verdict]) -> Finding:
     status = worst([v.status for v in verdicts])
     problems = [v for v in verdicts if v.status != "pass"]
-    evidence = [_engine_line(d), f"model: {d.model.model_type} ({d.model.source})",
-                f"chips: {d.chip_words}",
+    model = f"{d.model.model_type} ({d.model.source})" if d.model.model_type else \
+        f"not judged ({d.model.problem or 'config.json names no model_type'})"
+    evidence = [_engine_line(d), f"model: {model}", f"chips: {d.chip_words}",
+                f"transformers: {d.transformers or 'not found in the judged interpreter'}",
                 f"features: {', '.join(d.features) or 'none on the command line'}"]
     evidence += [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
     evidence += [v.evidence for v in verdicts if v.evidence]

@@ -22,6 +22,7 @@ from checks.builtin.compat import (
     listed,
     mindie_pairing,
     product_of,
+    release_row,
     row_for,
     same,
     vllm_pairing,
@@ -246,7 +247,9 @@ def judge_vllm_ascend(inst: Installed, j: Judgement, unknown: Status) -> None:
     va = inst.packages["vllm_ascend"]
     if va is None:
         return
-    row = row_for(compat_data().vllm_rows, "vllm_ascend", va)
+    row, dev_build = release_row(compat_data().vllm_rows, "vllm_ascend", va)
+    if dev_build:
+        j.add("warn", dev_build, "Install a released vllm-ascend.", rules=("not-in-the-data",))
     if row is None:
         j.add(unknown, f"vllm-ascend {va} is not in the compatibility data",
               "Check the vllm-ascend release notes (versioning_policy.md).",

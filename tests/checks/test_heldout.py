@@ -19,6 +19,7 @@ from bench.bench_heldout import (
     HeldoutError,
     Incident,
     Verdict,
+    _write_site,
     clean_python,
     flags_cause,
     load_incident,
@@ -121,8 +122,27 @@ def test_the_doctor_reads_the_users_command_line(python: str) -> None:
 
 def test_an_offline_script_runs_as_their_script(python: str) -> None:
     """va-1500: `python xzl.py` is a process the doctor finds no model on the command line of
-    (the script names it inside): serving.support skips, as the bench records."""
+    (the script names it inside): serving.support judges the chip without it, and fails 0.7.3
+    on the replayed 310P table."""
     incident = BY_ID["va-1500-073-on-300i"]
     assert incident.deployment is not None
     verdict = observe(incident.deployment, python)["serving.support"]
-    assert verdict.status == "skip" and verdict.rules == ("no-model",)
+    assert verdict.status == "fail" and verdict.rules == ("unsupported",)
+    assert "chip family 310P" in verdict.summary
+
+
+def test_each_batch_is_its_own_collection() -> None:
+    """Batch 1 (the first measure), 2 (held out from the first tuning), 3 (collected after the
+    second round of rule changes, before measuring): the bench reports each on its own."""
+    batches = {incident.batch for incident in INCIDENTS}
+    assert {1, 2, 3} <= batches
+    assert sum(incident.batch == 3 for incident in INCIDENTS) >= 10
+
+
+def test_site_files_are_planted_beside_the_packages(tmp_path: Path) -> None:
+    site = _write_site(tmp_path / "site", {"vllm_ascend": "0.10.0rc1"}, None,
+                       {"vllm_ascend/_build_info.py": '__soc_version__ = "ASCEND910B1"\n'})
+    assert (site / "vllm_ascend" / "_build_info.py").read_text().startswith("__soc_version__")
+    assert (site / "vllm_ascend-0.10.0rc1.dist-info" / "METADATA").is_file()
+    with pytest.raises(HeldoutError, match="outside the package directory"):
+        _write_site(tmp_path / "other", {}, None, {"../escape.py": ""})

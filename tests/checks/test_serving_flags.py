@@ -280,3 +280,32 @@ def test_ascend_scheduler_with_batched_tokens_below_model_len_fails(tmp_path: Pa
     assert short.status == "fail" and short.rules == ("ascend-scheduler-batched-below-model-len",)
     assert "#4365" in " ".join(short.evidence)
     assert enough.status == "pass" and chunking.status == "pass", chunking.summary
+
+
+# -- the tensor-parallel size against the model's attention heads -------------------------------
+
+HEADS_64 = {**QWEN3_MOE, "num_attention_heads": 64, "num_key_value_heads": 4}
+
+
+def test_a_tensor_parallel_size_that_does_not_divide_the_heads_fails(tmp_path: Path) -> None:
+    """vLLM refuses -tp 5 for 64 attention heads ('must be divisible by tensor parallel
+    size')."""
+    finding = flags(tmp_path, ["--tensor-parallel-size", "5"], config=HEADS_64)
+    assert finding.status == "fail" and finding.rules == ("tp-does-not-divide-heads",)
+    assert any("verify_with_parallel_config" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize("args", [["-tp", "8"], ["--tensor-parallel-size", "16"], []])
+def test_a_dividing_or_absent_tensor_parallel_size_is_quiet(tmp_path: Path,
+                                                           args: list[str]) -> None:
+    """8 and 16 divide 64 (16 ranks over 4 KV heads replicate them, which vLLM allows); no
+    flag is vLLM's default of 1."""
+    finding = flags(tmp_path, args, config=HEADS_64)
+    assert "tp-does-not-divide-heads" not in finding.rules
+
+
+def test_a_config_without_a_head_count_is_not_judged(tmp_path: Path) -> None:
+    finding = flags(tmp_path, ["-tp", "5"], config=QWEN3_MOE)
+    assert "tp-does-not-divide-heads" not in finding.rules
+    assert any("not judged: tp-does-not-divide-heads: config.json gives no "
+               "model.num_attention_heads" in e for e in finding.evidence)

@@ -4,6 +4,7 @@ chip's npu-smi table; each incident beside its healthy twin."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from conftest import FakeRoot
 from serving_fixtures import QWEN3_MOE, npu_reading, served, write_model
 
+from checks.builtin.compat import dev_base
 from checks.builtin.serving_support import serving_support
 from checks.context import Context
 from checks.model import Finding
@@ -258,3 +260,109 @@ def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
     assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
     assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
     assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
+
+
+# -- the checkpoint's own quantization, the chip without a model, transformers, dev builds ------
+
+QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16"}
+QWEN3_VL = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+            "torch_dtype": "bfloat16"}
+
+
+def support_with(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
+                 files: dict[str, Any] | None = None, packages: dict[str, str] | None = None,
+                 chip: str = "A2", no_model: bool = False) -> Finding:
+    """`support`, with more files in the model directory and more packages in the judged
+    interpreter (both read when the check runs, after the process started)."""
+    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
+        for name, content in (files or {}).items():
+            (tmp_path / "models" / "m" / name).write_text(json.dumps(content))
+        for name, version in (packages or {}).items():
+            meta = tmp_path / "site" / f"{name}-{version}.dist-info" / "METADATA"
+            meta.parent.mkdir(parents=True)
+            meta.write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        if no_model:
+            ctx.model_dir = None
+        return serving_support(ctx)
+
+
+MODELSLIM_W8A8 = {"quant_model_description.json": {"model_quant_type": "W8A8"}}
+
+
+def test_an_msmodelslim_checkpoint_without_the_flag_is_judged_as_ascend_quantization(
+        tmp_path: Path) -> None:
+    """A W8A8 checkpoint served on 0.7.3.post1 with no --quantization: the description makes it
+    `quantization:ascend`, which came in v0.8.4rc2 (release notes)."""
+    finding = support_with(tmp_path, [], "0.7.3.post1", QWEN2, MODELSLIM_W8A8)
+    assert finding.status == "fail" and "unsupported" in finding.rules
+    assert "feature quantization:ascend" in finding.summary
+    assert any("quantization-ascend-before-0084rc2" in e for e in finding.evidence)
+
+
+def test_the_same_checkpoint_on_a_release_with_ascend_quantization_passes_it(
+        tmp_path: Path) -> None:
+    finding = support_with(tmp_path, [], "0.9.0rc2", QWEN2, MODELSLIM_W8A8)
+    assert "feature quantization:ascend" not in finding.summary
+    assert "features: quantization:ascend, graph" in finding.evidence
+
+
+def test_config_json_quant_method_is_the_feature_when_the_command_line_names_none(
+        tmp_path: Path) -> None:
+    awq = {**QWEN3_MOE, "quantization_config": {"quant_method": "awq", "bits": 4}}
+    finding = support_with(tmp_path / "awq", [], "0.8.5rc1", awq)
+    assert finding.status == "fail" and "feature quantization:awq" in finding.summary
+    plain = support_with(tmp_path / "plain", [], "0.8.5rc1", QWEN3_MOE)
+    assert "quantization" not in " ".join(plain.evidence)
+
+
+def test_the_command_line_method_wins_over_the_checkpoint(tmp_path: Path) -> None:
+    awq = {**QWEN3_MOE, "quantization_config": {"quant_method": "awq"}}
+    finding = support_with(tmp_path, ["--quantization", "ascend"], "0.11.0", awq)
+    assert "features: quantization:ascend, graph" in finding.evidence
+
+
+def test_the_chip_is_judged_without_a_model(tmp_path: Path) -> None:
+    """An offline script names its model inside: 0.7.3 on a 300I Duo still fails on the chip
+    (310P first came in v0.9.1rc1); on 910B the same run skips, the model not judged."""
+    on_310p = support_with(tmp_path / "a", [], "0.7.3", QWEN2, chip="310P", no_model=True)
+    assert on_310p.status == "fail" and on_310p.rules == ("unsupported",)
+    assert "chip family 310P" in on_310p.summary
+    assert "model: not judged (no model" in " ".join(on_310p.evidence)
+    on_a2 = support_with(tmp_path / "b", [], "0.7.3", QWEN2, no_model=True)
+    assert on_a2.status == "skip" and on_a2.rules == ("no-model",)
+    assert "ok: chip family 910B/A2: supported" in " ".join(on_a2.evidence)
+
+
+def test_transformers_older_than_the_model_type_fails(tmp_path: Path) -> None:
+    """qwen3_vl is known to transformers from 4.57.0: 4.56.2 refuses config.json."""
+    finding = support_with(tmp_path, [], "0.11.0rc0", QWEN3_VL,
+                           packages={"transformers": "4.56.2"})
+    assert finding.status == "fail" and "unsupported" in finding.rules
+    assert "transformers 4.56.2 does not know model type qwen3_vl" in finding.summary
+    assert any("transformers-qwen3-next-vl" in e and "v4.57.0" in e for e in finding.evidence)
+
+
+def test_transformers_that_knows_the_model_type_is_quiet(tmp_path: Path) -> None:
+    finding = support_with(tmp_path, [], "0.11.0rc0", QWEN3_VL,
+                           packages={"transformers": "4.57.1"})
+    assert "transformers" not in finding.summary
+    assert "ok: transformers 4.57.1 knows model type qwen3_vl" in finding.evidence
+
+
+def test_a_development_build_is_judged_as_its_release_and_says_so(tmp_path: Path) -> None:
+    """0.11.0rc1.dev0 comes before 0.11.0rc1 (PEP 440): it takes that release's rows (Qwen3-MoE
+    supported, and its known issue) and warns that no row declares the build itself."""
+    finding = support_with(tmp_path, ["-tp", "2"], "0.11.0rc1.dev0+g1a2b3c", QWEN3_MOE)
+    assert finding.status == "warn"
+    assert finding.rules == ("not-in-our-data", "known-issue")
+    assert "known issue of vllm-ascend 0.11.0rc1.dev0+g1a2b3c" in finding.summary
+    assert "development build before 0.11.0rc1" in finding.summary
+    assert "ok: model type qwen3_moe: supported" in " ".join(finding.evidence)
+
+
+@pytest.mark.parametrize(("version", "base"), [("0.11.0rc1.dev0+g1a2b", "0.11.0rc1"),
+                                               ("0.11.0rc2.dev123", "0.11.0rc2"),
+                                               ("0.11.0.dev3", "0.11.0"), ("0.11.0rc1", None),
+                                               ("1.0.post1.dev2", None), ("junk", None)])
+def test_dev_base_is_the_release_a_dev_build_precedes(version: str, base: str | None) -> None:
+    assert dev_base(version) == base
