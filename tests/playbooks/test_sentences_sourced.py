@@ -32,7 +32,7 @@ from playbooks._loader import parse_playbook
 
 # Being rewritten by other engineers right now (issue 27): reported as expected failures (xfail,
 # not strict) until their branches land; the lead then empties this set.
-OTHERS_EDITING = frozenset(("npu.hbm-fit", "serving.support", "serving.flags"))
+OTHERS_EDITING: frozenset[str] = frozenset()
 
 # (playbook id, fact as written, where it was checked): facts a sentence states without a
 # citation next to it, checked by hand against the named source.
