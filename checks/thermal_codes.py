@@ -10,7 +10,9 @@ from typing import Literal
 
 ThermalLevel = Literal["ok", "warn", "fail", "unknown"]
 
-# code (8 hex digits, upper case, no 0x) -> (level, meaning as the fault knowledge graph states it)
+# code (8 hex digits, upper case, no 0x) -> (level, meaning as the fault knowledge graph states it:
+# Ascend/mind-cluster component/ascend-faultdiag/src/ascend_fd/configuration/kg-config.json
+# @ 22bb3d987bc0); the levels are this project's reading of fatal / non-fatal
 THERMAL_CODES: dict[str, tuple[ThermalLevel, str]] = {
     "80E00209": ("fail", "HBM temperature above 95 °C (alarm)"),
     "80E0020B": ("fail", "HBM fatal high-temperature alarm"),

@@ -4,8 +4,9 @@ Names, labels and units are the exporter's (Ascend/mind-cluster, `docs/en/schedu
 npu_exporter/01_prometheus_metrics_api.md`; `component/npu-exporter/collector/metrics/`):
 one chip per `id` label (the logic NPU id), memory in MB, power in W, utilisation in %.
 A metric the exporter could not read is omitted, not zeroed, so it shows as "–" here. The
-exporter refreshes metric groups at their own intervals (HBM every 60 s by default,
-`component/npu-exporter/build/metricConfiguration.json`): a scrape can be newer than its data.
+exporter answers scrapes from a cache it refreshes every `-updateTime` seconds (5 by default,
+1 to 60; Ascend/mind-cluster `component/npu-exporter/cmd/npu-exporter/main.go` @ 1918bd079db6):
+a scrape can be newer than its data.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     import httpx
 
 Clock = Callable[[], float]
-DEFAULT_PORT = 8082  # npu-exporter's default -port (cmd/npu-exporter/main.go)
+DEFAULT_PORT = 8082  # npu-exporter's default -port: the same main.go as the docstring cites
 
 FIELDS = {
     "temperature_c": "npu_chip_info_temperature",

@@ -97,7 +97,9 @@ def read_serving(expo: Exposition) -> ServingReading:
     if aborted is not None:
         counters["aborted_requests"] = aborted
     if "kv_cache_usage" in gauges and names["kv_cache_usage"] == "npu_cache_usage_perc":
-        # MindIE's help text says 1 means 100 %, its published samples show 30: normalise
+        # MindIE's HELP line says 1 means 100 % (hiascend MindIE Service "服务监控指标查询接口
+        # （普罗格式）"); which scale a live server reports is not in our data, so a value
+        # above 1 is read as percent (project default)
         engines["kv_cache_usage"] = tuple((e, v / 100 if v > 1 else v)
                                           for e, v in engines["kv_cache_usage"])
         gauges["kv_cache_usage"] = max(v for _, v in engines["kv_cache_usage"])

@@ -70,7 +70,7 @@ IN_REPO_PATH_RE = re.compile(r"\b(?:checks|probes|engine|console|docs|playbooks)
 
 def _repository_names() -> frozenset[str]:
     """Names of the upper-case documents in the repository (build outputs and caches pruned)."""
-    names = set()
+    names: set[str] = set()
     for _directory, subdirs, files in os.walk(REPO):
         subdirs[:] = [d for d in subdirs if not d.startswith(".") and d not in PRUNED_DIRS
                       and not d.endswith(".egg-info")]
@@ -152,8 +152,29 @@ def test_the_detector_leaves_repository_and_upstream_files_alone(
     assert not cites_outside(line, repo_names)
 
 
+# A URL a reader cannot open: a template (`{ip}`, `<host>`, `$PORT`), a documentation domain
+# (RFC 2606), this machine, or a private or unspecified address.
+UNOPENABLE_HOST_RE = re.compile(
+    r"[{}<>$]|^(?:ip|host|hostname|server|address)$"
+    r"|(?:^|\.)example\.(?:com|org|net)$|^localhost$|\.local$"
+    r"|^(?:127|10|0)\.\d+\.\d+\.\d+$|^192\.168\.|^172\.(?:1[6-9]|2\d|3[01])\.",
+    re.IGNORECASE)
+URL_HOST_RE = re.compile(r"https?://([^/:\s)\]`'\",;]*)")  # the host, its port left off
+
+
+def openable_url(url: str) -> bool:
+    """Is this address one a reader can open: a named public host, no placeholder?"""
+    match = URL_HOST_RE.match(url)
+    host = match.group(1) if match else ""
+    return bool(host) and not UNOPENABLE_HOST_RE.search(host)
+
+
 def openable(source: str) -> bool:
-    return any(pattern.search(source) for pattern in OPENABLE_RES)
+    urls = OPENABLE_RES[0].findall(source)
+    if any(openable_url(url) for url in urls):
+        return True
+    rest = OPENABLE_RES[0].sub(" ", source)
+    return any(pattern.search(rest) for pattern in OPENABLE_RES[1:])
 
 
 @pytest.mark.parametrize("book", playbooks.load_all(), ids=lambda book: book.id)
@@ -178,6 +199,34 @@ def test_every_source_says_where_to_look_or_why_there_is_nothing(
 ])
 def test_a_vague_source_is_not_openable(source: str) -> None:
     assert not openable(source) and not STATUS_RE.search(source)
+
+
+@pytest.mark.parametrize("source", [
+    "MindIE serves `https://{ip}:{port}/metrics`",
+    "GET http://<host>:8082/metrics",
+    "http://$HOST:1025/v1/models",
+    "https://example.com/kg-config.json",
+    "see http://docs.example.org/page",
+    "http://localhost:8000/metrics",
+    "http://127.0.0.1:8000/v1",
+    "http://10.0.0.5/status",
+    "http://192.168.1.20/metrics",
+    "http://172.20.0.3:9090/",
+    "https://ip:port/metrics",
+])
+def test_a_templated_or_private_address_is_not_openable(source: str) -> None:
+    assert not openable(source)
+
+
+@pytest.mark.parametrize("source", [
+    "https://www.hiascend.com/document/detail/zh/mindie/21RC1/mindieservice/servicedev/"
+    "mindie_service0103.html",
+    "http://172.15.0.1.nip.io/ is odd but public",
+    "https://github.com/vllm-project/vllm-ascend/issues/1",
+    "URL https://{ip}:{port}/metrics; Ascend/MindIE-LLM docs/x.md @ 5b52f59d9e94",
+])
+def test_a_named_public_address_stays_openable(source: str) -> None:
+    assert openable(source)
 
 
 SOURCES_DOC = REPO / "docs" / "sources.md"

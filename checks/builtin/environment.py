@@ -1,7 +1,9 @@
 """cann.environment: the CANN toolkit environment a process needs.
 
-torch_npu raises at import when ASCEND_HOME_PATH is set but missing, when its `runtime/` or
-`compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing (Ascend/pytorch
+With ASCEND_HOME_PATH set, torch_npu raises at import when that directory is missing, when its
+`runtime/` or `compiler/` is missing, or when ASCEND_OPP_PATH is unset or missing; with it
+unset, torch_npu only warns (Ascend/pytorch torch_npu/utils/npu_intercept.py
+`cann_package_check` @ 0d390eec02a9, run at import from
 torch_npu/_init/registry/registry_manager.py): those are failures. Library-path gaps are
 warnings: a process may still load the libraries another way (rpath, ld.so.conf).
 """
@@ -114,10 +116,12 @@ def judge_opp(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
     opp = env.get("ASCEND_OPP_PATH")
     remedy = "Source the toolkit's set_env.sh, which sets ASCEND_OPP_PATH=<toolkit>/opp."
     if not opp:
-        j.add("fail", "ASCEND_OPP_PATH is not set (torch_npu raises at import)", remedy,
+        j.add("fail", "ASCEND_OPP_PATH is not set (with ASCEND_HOME_PATH set, torch_npu raises "
+              "at import)", remedy,
               rules=("opp-path",))
     elif _exists(ctx.host, opp) is False:
-        j.add("fail", f"ASCEND_OPP_PATH={opp} does not exist (torch_npu raises at import)",
+        j.add("fail", f"ASCEND_OPP_PATH={opp} does not exist (with ASCEND_HOME_PATH set, "
+              "torch_npu raises at import)",
               remedy, rules=("opp-path",))
     else:
         j.add("pass", f"ASCEND_OPP_PATH={opp} exists")

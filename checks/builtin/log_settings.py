@@ -10,7 +10,9 @@ MindIE's own logging, and the plog files each process leaves.
   https://www.hiascend.com/doc_center/source/zh/mindie/20RC2/mindieservice/servicedev/mindie_service0282.html):
   levels CRITICAL, ERROR, WARN, INFO, DEBUG (case-insensitive), `null` turns logging off,
   INFO by default; `component:level` entries separated by `;` set one component; logs under
-  MINDIE_LOG_PATH, by default ~/mindie/log.
+  MINDIE_LOG_PATH, by default ~/mindie/log. The MindIE-LLM table (Ascend/MindIE-LLM
+  docs/zh/user_guide/user_manual/environment_variable.md @ 5b52f59d9e94) agrees on INFO and
+  gives the path's default as "mindie/log/debug", the directory the debug logs land in.
 - plog files are named `plog-<pid>_<time>.log`, one set per process
   (Ascend/pytorch docs/zh/.../plog_log.md @ 9e73e708ab93; cann/ops-transformer
   docs/zh/debug/op_debug_prof.md @ b2adacfe384b).

@@ -8,7 +8,9 @@ from the header rows, so a layout is recognised by its labels:
 - `310-wide`    `Chip Device` + hugepages (310/310B/310P, 102 and 106 columns); Device = logic id
 - `hbm`         `Chip` + `HBM-Usage(MB)` (910A/910/910B: 93, 98 and the 116-column 26.0 layout)
 - `hbm-a3`      `Chip Phy-ID` (A3 / 910_93, two dies per card)
-- `npu-id`      `NPU ID | Name | Health` columns, `NPU Util(%)` (Ascend 950, npu-smi 25.6 and later)
+- `npu-id`      `NPU ID | Name | Health` columns, `NPU Util(%)` (Ascend 950: known from npu-smi's
+                source and synthetic tests only, tests/corpus/npu-smi/FORMATS.md §1.3; the first
+                driver that prints it is not in our data)
 - a `+container` suffix when the process header has `Process id in container`.
 """
 

@@ -205,7 +205,8 @@ def _mindie_settings(doc: Any, path: str) -> ServingArgs:
                            MAX_PARALLEL),
         max_model_len=setting(deploy, "maxSeqLen", f"{where}.maxSeqLen", 1,
                               MAX_CONTEXT_TOKENS),
-        # -1: MindIE sizes the KV cache itself (its config reference)
+        # -1: MindIE sizes the KV cache itself, its default since 1.0.RC3 (MindIE release
+        # notes releasenote_0003, hiascend.com/document/detail/zh/mindie/10RC3/releasenote/)
         npu_mem_size_gb=setting(first, "npuMemSize", f"{where}.ModelConfig[0].npuMemSize",
                                 -1, 1 << 20),
         config_file=path, notes=tuple(notes))

@@ -206,7 +206,8 @@ def test_a_planted_unsourced_fact_is_found(sentence: str, fact: str) -> None:
 
 @pytest.mark.parametrize("sentence", [
     "A chip 15 °C above its peers is worth a look (project default).",
-    "HBM above 95 °C raises 0x80E00209 (https://example.org/kg-config.json).",
+    "HBM above 95 °C raises 0x80E00209 (owner/repo data/kg-config.json @ v1.0).",
+    "HBM above 95 °C raises 0x80E00209 (https://www.hiascend.com/planted/page.html).",
     "Set `HCCL_PLANTED_TIMEOUT` (vllm-project/vllm-ascend#5468).",
     "Raise `HCCL_CONNECT_TIMEOUT`, which the error-code data names with its sources.",
     "No figure is published for the throttle point; 85 °C is not in our data.",
