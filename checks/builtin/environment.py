@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.builtin.facts import stack
 from checks.context import Context
-from checks.model import Finding, skipped
+from checks.model import Finding, Status, skipped
 from probes.errors import HostError, NotRecorded
 from probes.host import Host
 from probes.stack import TOOLKIT_ENV_VARS, StackVersions, toolkit_dir
@@ -36,7 +36,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "toolkit-not-found": "warn",  # judge_toolkit_vars
         "toolkit-path-missing": "fail",  # judge_toolkit_vars
         "home-incomplete": "fail",  # judge_home_layout
-        "opp-path": "fail",  # judge_opp
+        "opp-path": "warn/fail",  # judge_opp
         "driver-libs-not-on-path": "warn",  # judge_driver_libs
         "libascendcl-not-found": "warn",  # judge_libascendcl
         "visible-devices": "fail",  # judge_visible_devices
@@ -112,17 +112,18 @@ def judge_home_layout(ctx: Context, home: str, j: Judgement) -> None:
 
 
 def judge_opp(ctx: Context, env: Mapping[str, str], j: Judgement) -> None:
-    """ASCEND_OPP_PATH set and existing (torch_npu raises otherwise)."""
+    """ASCEND_OPP_PATH set and existing: torch_npu raises at import without it when
+    ASCEND_HOME_PATH is set, and only warns when it is not (cann_package_check)."""
     opp = env.get("ASCEND_OPP_PATH")
     remedy = "Source the toolkit's set_env.sh, which sets ASCEND_OPP_PATH=<toolkit>/opp."
+    status: Status = "fail" if env.get("ASCEND_HOME_PATH") else "warn"
+    effect = ("with ASCEND_HOME_PATH set, torch_npu raises at import" if status == "fail" else
+              "ASCEND_HOME_PATH is unset, so torch_npu only warns at import")
     if not opp:
-        j.add("fail", "ASCEND_OPP_PATH is not set (with ASCEND_HOME_PATH set, torch_npu raises "
-              "at import)", remedy,
-              rules=("opp-path",))
+        j.add(status, f"ASCEND_OPP_PATH is not set ({effect})", remedy, rules=("opp-path",))
     elif _exists(ctx.host, opp) is False:
-        j.add("fail", f"ASCEND_OPP_PATH={opp} does not exist (with ASCEND_HOME_PATH set, "
-              "torch_npu raises at import)",
-              remedy, rules=("opp-path",))
+        j.add(status, f"ASCEND_OPP_PATH={opp} does not exist ({effect})", remedy,
+              rules=("opp-path",))
     else:
         j.add("pass", f"ASCEND_OPP_PATH={opp} exists")
 

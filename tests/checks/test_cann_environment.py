@@ -117,6 +117,15 @@ def test_unset_opp_path_fails(fake_root: FakeRoot) -> None:
     assert found.rules == ("opp-path",)
 
 
+def test_unset_opp_path_without_ascend_home_path_warns(fake_root: FakeRoot) -> None:
+    """torch_npu's cann_package_check raises only with ASCEND_HOME_PATH set; else it warns."""
+    install_toolkit(fake_root)
+    found = run(fake_root, sourced_env(ASCEND_OPP_PATH="UNSET", ASCEND_HOME_PATH="UNSET"))
+    opp = [v for v in found.evidence if "ASCEND_OPP_PATH" in v] + [found.summary]
+    assert "opp-path" in found.rules
+    assert any("torch_npu only warns" in line for line in opp), found
+
+
 def test_driver_lib64_absent_warns(fake_root: FakeRoot) -> None:
     install_toolkit(fake_root)
     found = run(fake_root, sourced_env(LD_LIBRARY_PATH=f"{LATEST}/lib64"))
