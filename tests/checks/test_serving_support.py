@@ -137,10 +137,27 @@ def test_the_same_model_without_the_feature_is_quiet(tmp_path: Path) -> None:
 
 
 def test_a_model_type_no_row_speaks_of_is_not_in_our_data(tmp_path: Path) -> None:
-    config = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe"}
+    # DeepSeek V2.5 is "Need test" on every supported-models page: no row, so no verdict
+    config = {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2"}
     finding = support(tmp_path, ["-tp", "8"], release="0.11.0", config=config)
     assert finding.status == "warn" and finding.rules == ("not-in-our-data",)
-    assert "model type glm4_moe on vllm-ascend 0.11.0: not in our data" in finding.summary
+    assert "model type deepseek_v2 on vllm-ascend 0.11.0: not in our data" in finding.summary
+
+
+def test_the_supported_models_pages_judge_families_beyond_qwen(tmp_path: Path) -> None:
+    """A family a release's supported-models page marks ❌ fails, one it marks ✅ passes, and
+    a release before the first page that lists it stays "not in our data"."""
+    whisper = {"architectures": ["WhisperForConditionalGeneration"], "model_type": "whisper"}
+    gemma3 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3"}
+    refused = support(tmp_path / "a", ["--enforce-eager"], release="0.10.0rc1", config=whisper)
+    old_gemma = support(tmp_path / "b", ["--enforce-eager"], release="0.9.1", config=gemma3)
+    new_gemma = support(tmp_path / "c", ["--enforce-eager"], release="0.10.0rc1", config=gemma3)
+    unknown = support(tmp_path / "d", ["--enforce-eager"], release="0.9.2rc1", config=whisper)
+    assert refused.status == "fail" and "unsupported" in refused.rules, refused.summary
+    assert "support row whisper-no" in "\n".join(refused.evidence)
+    assert old_gemma.status == "fail" and "unsupported" in old_gemma.rules, old_gemma.summary
+    assert new_gemma.status == "pass", new_gemma.summary
+    assert unknown.status == "warn" and unknown.rules == ("not-in-our-data",), unknown.summary
 
 
 def test_qwen3_moe_on_a2_passes(tmp_path: Path) -> None:
