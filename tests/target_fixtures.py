@@ -3,8 +3,10 @@ command line, environment and PYTHONPATH of fake `*.dist-info` packages."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,3 +82,40 @@ def fake_vllm(tmp_path: Path, env: Mapping[str, str], tail: Sequence[str] = (),
     full_env = {"PATH": "/usr/bin:/bin", **env, "PYTHONPATH": str(site)}
     with running([str(script), *args], full_env) as pid:
         yield FakeServer(pid, script, site, full_env)
+
+
+# inside the namespace: start the server (if any), wait for its "ready" line, run the command,
+# pass on its output and exit code; the namespace ends with this process, the server with it
+_LAUNCH = """import json, subprocess, sys
+plan = json.loads(sys.argv[1])
+if plan["server"]:
+    server = subprocess.Popen(plan["server"], env=plan["server_env"], stdout=subprocess.PIPE)
+    server.stdout.readline()
+out = subprocess.run(plan["argv"], cwd=plan["cwd"], env=plan["env"], capture_output=True,
+                     text=True, timeout=plan["timeout_s"])
+sys.stdout.write(out.stdout)
+sys.stderr.write(out.stderr)
+sys.exit(out.returncode)
+"""
+
+
+def pid_namespace_missing() -> str:
+    """Why `isolated` cannot run here ("" when it can)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return "needs root and unshare(1) for a PID namespace of its own"
+    probe = subprocess.run(["unshare", "-pf", "--mount-proc", "true"], capture_output=True,
+                           timeout=30)
+    return "" if probe.returncode == 0 else f"unshare -pf refused: {probe.stderr.decode()}"
+
+
+def isolated(argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+             server: tuple[Sequence[str], Mapping[str, str]] | None = None,
+             timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """Run `argv` in a PID namespace of its own (unshare -pf --mount-proc): it sees no process
+    of this machine, only `server` (argv, env; started first, its `ready` line awaited)."""
+    plan = {"server": list(server[0]) if server else None,
+            "server_env": dict(server[1]) if server else None,
+            "argv": list(argv), "cwd": str(cwd), "env": dict(env), "timeout_s": timeout_s}
+    return subprocess.run(["unshare", "-pf", "--mount-proc", sys.executable, "-c", _LAUNCH,
+                           json.dumps(plan)], capture_output=True, text=True,
+                          timeout=timeout_s + READY_TIMEOUT_S)

@@ -9,10 +9,7 @@ is the one a run without a target judges (the last test), so the comparison can 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import Any
 
 import pytest
 from machines import site_packages
-from target_fixtures import SERVER_PACKAGES, write_script
+from target_fixtures import SERVER_PACKAGES, isolated, pid_namespace_missing, write_script
 from tokenizer_fixtures import write_qwen3_model_dir
 
 from tests.engine.tiny_configs import write
@@ -57,43 +54,13 @@ def commands(where: Path) -> dict[str, list[str]]:
     return dict(zip(NAMES, argvs, strict=True))
 
 
-# inside the namespace: start the server (if any), wait for its "ready" line, run the doctor,
-# pass on its report and exit code; the namespace ends with this process, the server with it
-LAUNCH = """import json, subprocess, sys
-plan = json.loads(sys.argv[1])
-if plan["server"]:
-    server = subprocess.Popen(plan["server"], env=plan["server_env"], stdout=subprocess.PIPE)
-    server.stdout.readline()
-out = subprocess.run(plan["doctor"], cwd=plan["cwd"], env=plan["env"], capture_output=True,
-                     text=True, timeout=plan["timeout_s"])
-sys.stdout.write(out.stdout)
-sys.stderr.write(out.stderr)
-sys.exit(out.returncode)
-"""
-DOCTOR_TIMEOUT_S = 180
-
-
 def doctor(argv: Sequence[str], server: Mapping[str, Any] | None = None
            ) -> tuple[int, dict[str, Any]]:
-    """`ascend-doctor ARGV --json` in a PID namespace of its own, `server` (argv, env) beside."""
-    plan = {"server": server["argv"] if server else None,
-            "server_env": server["env"] if server else None,
-            "doctor": [sys.executable, "-m", "checks.cli", *argv, "--json"],
-            "cwd": str(ROOT), "env": SHELL, "timeout_s": DOCTOR_TIMEOUT_S}
-    out = subprocess.run(["unshare", "-pf", "--mount-proc", sys.executable, "-c", LAUNCH,
-                          json.dumps(plan)], capture_output=True, text=True,
-                         timeout=DOCTOR_TIMEOUT_S + 30)
+    """`ascend-doctor ARGV --json` in a PID namespace of its own, `server` beside it."""
+    out = isolated([sys.executable, "-m", "checks.cli", *argv, "--json"], SHELL, ROOT,
+                   server=(server["argv"], server["env"]) if server else None)
     assert out.stdout, out.stderr[-2000:]
     return out.returncode, json.loads(out.stdout)
-
-
-def needs_a_pid_namespace() -> None:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("needs root and unshare(1) for a PID namespace of its own")
-    probe = subprocess.run(["unshare", "-pf", "--mount-proc", "true"], capture_output=True,
-                           timeout=30)
-    if probe.returncode != 0:
-        pytest.skip(f"unshare -pf refused here: {probe.stderr.decode().strip()}")
 
 
 def fake_server(where: Path) -> dict[str, Any]:
@@ -115,7 +82,9 @@ def verdicts(code: int, doc: Mapping[str, Any]) -> tuple[int, list[tuple[str, ..
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every command run alone, then with the server beside it, and a run without a target."""
     pytest.importorskip("tokenizers")
-    needs_a_pid_namespace()
+    missing = pid_namespace_missing()
+    if missing:
+        pytest.skip(missing)
     where = tmp_path_factory.mktemp("hermetic")
     server = fake_server(where)
     return {"alone": {name: doctor(argv) for name, argv in commands(where).items()},

@@ -309,6 +309,9 @@ def test_a_bundles_replay_gives_the_live_checkpoint_verdicts(fake_root: FakeRoot
     _, replayed = doctor("--from", str(out), "--policy", str(fixture_policy(fake_root)), *only)
     live_statuses = {k: r["status"] for k, r in results(live).items()}
     assert {k: r["status"] for k, r in results(replayed).items()} == live_statuses
+    assert results(replayed)["checkpoint.format"]["summary"] == \
+        results(live)["checkpoint.format"]["summary"]  # the same shards, the same dtype
+    assert replayed["host"]["model"] == "/models/m (the model the recorded run judged)"
     assert live_statuses["checkpoint.format"] == ("fail" if fp8 else "pass")
     assert live_statuses["npu.hbm-fit"] != "skip", results(live)["npu.hbm-fit"]["summary"]
     assert replayed["target"]["problems"] == []  # nothing the replay could not reproduce
