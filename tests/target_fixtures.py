@@ -1,5 +1,7 @@
 """Real processes for the target tests: a script named like a server, started with its own
-command line, environment and PYTHONPATH of fake `*.dist-info` packages."""
+command line, environment and PYTHONPATH of fake `*.dist-info` packages; a worker that
+overwrites its environment area (setproctitle); a command run in a PID namespace of its own,
+where no other run's server can be seen."""
 
 from __future__ import annotations
 
@@ -17,11 +19,25 @@ from pathlib import Path
 
 from machines import site_packages
 
+from probes.target.proc import ProcReader
+
 SERVER_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
                    "vllm_ascend": "0.11.0", "transformers": "4.57.1", "tokenizers": "0.22.1"}
 # what the script does: say it is ready, then wait (it is killed when the test ends)
 SERVER_BODY = "import sys, time\nprint('ready', flush=True)\ntime.sleep(600)\n"
 READY_TIMEOUT_S = 30.0
+# a process that calls setproctitle as vLLM's EngineCore and workers do: argv[1] as its title
+# over the argv area, NUL padding over the environ area (addresses from /proc/self/stat)
+BLANK = """import ctypes, sys, time
+words = open('/proc/self/stat').read().rpartition(')')[2].split()
+arg_start, arg_end, env_start, env_end = (int(w) for w in words[45:49])
+title = sys.argv[1].encode()
+ctypes.memset(arg_start, 0, arg_end - arg_start)
+ctypes.memmove(arg_start, title, len(title))
+ctypes.memset(env_start, 0, env_end - env_start)
+print('ready', flush=True)
+time.sleep(600)
+"""
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,19 @@ def write_script(where: Path, name: str, python: str, body: str = SERVER_BODY) -
     script.write_text(f"#!{python}\n{body}")
     script.chmod(0o755)
     return script
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started, by their PPid (those that ended meanwhile left out)."""
+    reader = ProcReader()
+    found = []
+    for other in reader.pids():
+        try:
+            if reader.status(other).ppid == pid:
+                found.append(other)
+        except Exception:
+            continue
+    return sorted(found)
 
 
 def model_dir(where: Path) -> Path:

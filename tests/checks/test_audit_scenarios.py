@@ -20,8 +20,7 @@ from conftest import FakeRoot
 from endpoint_fixtures import chat_stream, models_list, stub_server
 from fp8_fixtures import bf16_model_tensors, fp8_model_tensors, model_config, write_model
 from machines import build_a2, fixture_policy
-from target_fixtures import fake_vllm, running, write_script
-from test_target_ranks import BLANK, _children
+from target_fixtures import BLANK, children, fake_vllm, running, write_script
 from tokenizer_fixtures import qwen3_moe_config, write_qwen3_model_dir
 
 from probes.target.proc import ProcReader
@@ -86,8 +85,8 @@ def serving_ranks(tmp_path: Path, level: str, worker_level: str) -> Iterator[tup
     argv = [str(vllm), "serve", "/models/m", "--tp", "2", str(engine), str(blank), worker_level]
     env = {**SHELL, "ASCEND_GLOBAL_LOG_LEVEL": level}
     with running(argv, env) as server:
-        (core,) = _children(server)
-        kids = _children(core)
+        (core,) = children(server)
+        kids = children(core)
         blank_kids = [k for k in kids if ProcReader().cmdline(k) == ("VLLM::Worker_TP0",)]
         assert len(kids) == 2 and len(blank_kids) == 1, kids
         yield server, blank_kids[0], next(k for k in kids if k != blank_kids[0])
