@@ -1,10 +1,14 @@
 """Real processes for the target tests: a script named like a server, started with its own
-command line, environment and PYTHONPATH of fake `*.dist-info` packages."""
+command line, environment and PYTHONPATH of fake `*.dist-info` packages; a worker that
+overwrites its environment area (setproctitle); a command run in a PID namespace of its own,
+where no other run's server can be seen."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,11 +19,25 @@ from pathlib import Path
 
 from machines import site_packages
 
+from probes.target.proc import ProcReader
+
 SERVER_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
                    "vllm_ascend": "0.11.0", "transformers": "4.57.1", "tokenizers": "0.22.1"}
 # what the script does: say it is ready, then wait (it is killed when the test ends)
 SERVER_BODY = "import sys, time\nprint('ready', flush=True)\ntime.sleep(600)\n"
 READY_TIMEOUT_S = 30.0
+# a process that calls setproctitle as vLLM's EngineCore and workers do: argv[1] as its title
+# over the argv area, NUL padding over the environ area (addresses from /proc/self/stat)
+BLANK = """import ctypes, sys, time
+words = open('/proc/self/stat').read().rpartition(')')[2].split()
+arg_start, arg_end, env_start, env_end = (int(w) for w in words[45:49])
+title = sys.argv[1].encode()
+ctypes.memset(arg_start, 0, arg_end - arg_start)
+ctypes.memmove(arg_start, title, len(title))
+ctypes.memset(env_start, 0, env_end - env_start)
+print('ready', flush=True)
+time.sleep(600)
+"""
 
 
 @dataclass(frozen=True)
@@ -36,6 +54,19 @@ def write_script(where: Path, name: str, python: str, body: str = SERVER_BODY) -
     script.write_text(f"#!{python}\n{body}")
     script.chmod(0o755)
     return script
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started, by their PPid (those that ended meanwhile left out)."""
+    reader = ProcReader()
+    found = []
+    for other in reader.pids():
+        try:
+            if reader.status(other).ppid == pid:
+                found.append(other)
+        except Exception:
+            continue
+    return sorted(found)
 
 
 def model_dir(where: Path) -> Path:
@@ -80,3 +111,40 @@ def fake_vllm(tmp_path: Path, env: Mapping[str, str], tail: Sequence[str] = (),
     full_env = {"PATH": "/usr/bin:/bin", **env, "PYTHONPATH": str(site)}
     with running([str(script), *args], full_env) as pid:
         yield FakeServer(pid, script, site, full_env)
+
+
+# inside the namespace: start the server (if any), wait for its "ready" line, run the command,
+# pass on its output and exit code; the namespace ends with this process, the server with it
+_LAUNCH = """import json, subprocess, sys
+plan = json.loads(sys.argv[1])
+if plan["server"]:
+    server = subprocess.Popen(plan["server"], env=plan["server_env"], stdout=subprocess.PIPE)
+    server.stdout.readline()
+out = subprocess.run(plan["argv"], cwd=plan["cwd"], env=plan["env"], capture_output=True,
+                     text=True, timeout=plan["timeout_s"])
+sys.stdout.write(out.stdout)
+sys.stderr.write(out.stderr)
+sys.exit(out.returncode)
+"""
+
+
+def pid_namespace_missing() -> str:
+    """Why `isolated` cannot run here ("" when it can)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return "needs root and unshare(1) for a PID namespace of its own"
+    probe = subprocess.run(["unshare", "-pf", "--mount-proc", "true"], capture_output=True,
+                           timeout=30)
+    return "" if probe.returncode == 0 else f"unshare -pf refused: {probe.stderr.decode()}"
+
+
+def isolated(argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+             server: tuple[Sequence[str], Mapping[str, str]] | None = None,
+             timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """Run `argv` in a PID namespace of its own (unshare -pf --mount-proc): it sees no process
+    of this machine, only `server` (argv, env; started first, its `ready` line awaited)."""
+    plan = {"server": list(server[0]) if server else None,
+            "server_env": dict(server[1]) if server else None,
+            "argv": list(argv), "cwd": str(cwd), "env": dict(env), "timeout_s": timeout_s}
+    return subprocess.run(["unshare", "-pf", "--mount-proc", sys.executable, "-c", _LAUNCH,
+                           json.dumps(plan)], capture_output=True, text=True,
+                          timeout=timeout_s + READY_TIMEOUT_S)

@@ -165,10 +165,9 @@ def test_asked_for_by_name_it_runs_in_the_doctor(tmp_path: Path, family: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from checks.cli import main
 
-    empty_env = tmp_path / "serving.env"  # a target of its own: no process of this machine
-    empty_env.write_text("", encoding="utf-8")
-    code = main(["--env-file", str(empty_env), "--model", str(write(tmp_path / "m", family)),
-                 "--only", CHECK, "--json"])
+    # --root /: this shell is the target (a server running beside the tests is not judged)
+    code = main(["--root", "/", "--model", str(write(tmp_path / "m", family)), "--only", CHECK,
+                 "--json"])
     report = json.loads(capsys.readouterr().out)
     (row,) = report["results"]
     # this test venv has torch but no torch_npu: predicted for its torch line, not judged

@@ -13,23 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from target_fixtures import running, write_script
+from target_fixtures import BLANK, children, running, write_script
 
 from checks.cli import main
 from probes.target.proc import EnvironBlank, ProcReader
 from probes.target.resolve import from_pid
 
-# what a setproctitle call leaves: the title over argv, NUL padding over the environ area
-BLANK = """import ctypes, sys, time
-words = open('/proc/self/stat').read().rpartition(')')[2].split()
-arg_start, arg_end, env_start, env_end = (int(w) for w in words[45:49])
-title = sys.argv[1].encode()
-ctypes.memset(arg_start, 0, arg_end - arg_start)
-ctypes.memmove(arg_start, title, len(title))
-ctypes.memset(env_start, 0, env_end - env_start)
-print('ready', flush=True)
-time.sleep(600)
-"""
 # an API server that starts an EngineCore, which starts two workers; the second worker keeps
 # its environment but runs at another log level (a rank that disagrees)
 ENGINE = """import os, subprocess, sys, time
@@ -50,21 +39,9 @@ time.sleep(600)
 """
 
 
-def _children(pid: int) -> list[int]:
-    reader = ProcReader()
-    found = []
-    for other in reader.pids():
-        try:
-            if reader.status(other).ppid == pid:
-                found.append(other)
-        except Exception:
-            continue
-    return sorted(found)
-
-
 def _workers(engine: int) -> tuple[int, int]:
     """(the worker that overwrote its environment, the one that kept it), by their titles."""
-    kids = _children(engine)
+    kids = children(engine)
     blank = [k for k in kids if ProcReader().cmdline(k) == ("VLLM::Worker_TP0",)]
     assert len(kids) == 2 and len(blank) == 1, kids
     return blank[0], next(k for k in kids if k != blank[0])
@@ -97,7 +74,7 @@ def test_an_overwritten_environment_is_unreadable(tmp_path: Path) -> None:
 
 def test_a_worker_is_judged_through_its_serving_parent(tmp_path: Path) -> None:
     with running(_server(tmp_path), ENV) as server:
-        (engine,) = _children(server)
+        (engine,) = children(server)
         blank_worker, odd_worker = _workers(engine)
         resolved = from_pid(ProcReader(), blank_worker, [], False)
     target = resolved.target
@@ -126,7 +103,7 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]
 def test_the_verdict_names_its_processes_and_the_rank_that_disagrees(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with running(_server(tmp_path), ENV) as server:
-        (engine,) = _children(server)
+        (engine,) = children(server)
         blank_worker, odd_worker = _workers(engine)
         doc = _json(["--pid", str(blank_worker), "--only", "logging.level", "--json"], capsys)
     (result,) = doc["results"]
@@ -141,7 +118,7 @@ def test_cann_environment_flags_a_rank_with_another_environment(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env = {**ENV, "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest"}
     with running(_server(tmp_path), env) as server:
-        (engine,) = _children(server)
+        (engine,) = children(server)
         _, odd_worker = _workers(engine)
         doc = _json(["--pid", str(server), "--only", "cann.environment", "--json"], capsys)
     (result,) = doc["results"]

@@ -1,0 +1,55 @@
+"""A stand-in OpenAI-compatible server on loopback for tests that run `ascend-doctor
+--endpoint` in another process: fixed routes answer fixed bodies, in a thread of this one."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+Reply = tuple[str, bytes]  # content type, body
+
+
+def chat_stream(*deltas: Mapping[str, str]) -> bytes:
+    """An OpenAI chat stream of `deltas`, then a finish_reason and [DONE]."""
+    events: list[dict[str, Any]] = [
+        {"choices": [{"index": 0, "delta": dict(d), "finish_reason": None}]} for d in deltas]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    return body + b"data: [DONE]\n\n"
+
+
+def models_list(model_id: str) -> bytes:
+    return json.dumps({"object": "list", "data": [{"id": model_id, "object": "model"}]}
+                      ).encode()
+
+
+@contextmanager
+def stub_server(routes: Mapping[str, Reply]) -> Iterator[str]:
+    """Serve `routes` (path -> reply; others 404) on 127.0.0.1; yields its base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            kind, body = routes.get(self.path, ("application/json", b'{"detail": "Not Found"}'))
+            self.send_response(200 if self.path in routes else 404)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
