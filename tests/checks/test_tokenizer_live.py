@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from checks.builtin.tokenizer import PROBE_PLAIN, tokenizer_token_ids
+from checks.builtin.tokenizer import PROBE_PLAIN
+from checks.builtin.tokenizer_ids import tokenizer_token_ids
 from checks.builtin.tokenizer_load import load
 from checks.context import Context
 from checks.policy import load_policy
