@@ -1,5 +1,6 @@
-"""Real processes for the target tests: a script named like a server, started with its own
-command line, environment and PYTHONPATH of fake `*.dist-info` packages."""
+"""Processes for the target tests: real ones (a script named like a server, started with its own
+command line, environment and PYTHONPATH of fake `*.dist-info` packages), and planted ones (a
+/proc/PID of a process in another mount namespace, with the container's tree as its root)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from machines import site_packages
+from conftest import FakeRoot
+from machines import A2, build_a2, site_packages
 
 SERVER_PACKAGES = {"torch": "2.7.1", "torch_npu": "2.7.1.post1", "vllm": "0.11.0",
                    "vllm_ascend": "0.11.0", "transformers": "4.57.1", "tokenizers": "0.22.1"}
@@ -80,3 +82,33 @@ def fake_vllm(tmp_path: Path, env: Mapping[str, str], tail: Sequence[str] = (),
     full_env = {"PATH": "/usr/bin:/bin", **env, "PYTHONPATH": str(site)}
     with running([str(script), *args], full_env) as pid:
         yield FakeServer(pid, script, site, full_env)
+
+
+def container_root(proc: Path) -> FakeRoot:
+    """The tree at /proc/PID/root: an Atlas 800I A2's, with a Python 3.10 and the A2's
+    packages in its dist-packages."""
+    tree = FakeRoot(proc / "root")
+    tree.path.mkdir(parents=True)
+    build_a2(tree, A2())
+    tree.file("/usr/bin/python3.10", b"\x7fELF", mode=0o755)
+    tree.file("/usr/lib/python3.10/os.py", "")
+    for name, version in A2().packages.items():
+        tree.file(f"/usr/local/lib/python3.10/dist-packages/{name}-{version}.dist-info/METADATA",
+                  f"Name: {name}\nVersion: {version}\n")
+    return tree
+
+
+def plant_process(proc: Path, argv: Sequence[str], env: Mapping[str, str],
+                  status_extra: str = "") -> None:
+    """/proc/PID of a process named vllm running `argv` with `env`, PID 1 in its own mount
+    namespace, its root at proc/root and its working directory `/`."""
+    pid = proc.name
+    (proc / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (proc / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in env.items()))
+    (proc / "status").write_text(f"Name:\tvllm\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t{pid}\t1\n"
+                                 + status_extra)
+    (proc / "stat").write_text(f"{pid} (vllm) S " + " ".join(["0"] * 18) + " 777 0\n")
+    os.symlink("/usr/bin/python3.10", proc / "exe")
+    os.symlink("/", proc / "cwd")
+    (proc / "ns").mkdir()
+    os.symlink("mnt:[4026531999]", proc / "ns" / "mnt")
