@@ -129,7 +129,7 @@ BUILTIN: tuple[Check, ...] = (
            "the largest id the served tokenizer produces (chat template run inside a "
            "budget) vs config.json vocab_size; another model family's tokenizer; with "
            "--endpoint, the server's own ids of a prompt holding ids above 65535",
-           "tokenizer:tokenizer_token_ids", needs=("model",),
+           "tokenizer_ids:tokenizer_token_ids", needs=("model",),
            prefetch="tokenizer:prefetch"),
     _check("endpoint.health", "Serving endpoint reachable and serving the model", "endpoint",
            "GET /v1/models on --endpoint: connection, TLS, auth, the --endpoint-model listed",

@@ -122,19 +122,27 @@ def _files(root: Path, patterns: Sequence[str]) -> list[Path]:
     return sorted(found)
 
 
-# ---------------------------------------------------------------------------------------------
-# conflicts
-
-
-def _conflicts(root: Path, notes: list[str]) -> list[OpConflict]:
-    found: list[OpConflict] = []
-    for path in _files(root, _CONFLICT_GLOBS):
+def _readable(root: Path, patterns: Sequence[str], notes: list[str]
+              ) -> Iterator[tuple[Path, str, list[str], list[dict[str, str]]]]:
+    """(path, path below root, header, rows) of each CSV matching `patterns`; one that cannot
+    be read is a note, and the rest are still read."""
+    for path in _files(root, patterns):
         source = str(path.relative_to(root))
         try:
             header, rows = _read_csv(path)
         except (OSError, csv.Error, UnicodeDecodeError) as exc:
             notes.append(f"{source}: skipped, unreadable ({exc})")
             continue
+        yield path, source, header, rows
+
+
+# ---------------------------------------------------------------------------------------------
+# conflicts
+
+
+def _conflicts(root: Path, notes: list[str]) -> list[OpConflict]:
+    found: list[OpConflict] = []
+    for path, source, header, rows in _readable(root, _CONFLICT_GLOBS, notes):
         if _column(header, "vec_bank_cflt_ratio") is None and \
                 _column(header, "vec_bankgroup_cflt_ratio") is None:
             if path.name.startswith("ResourceConflictRatio"):
@@ -227,13 +235,7 @@ def _column(header: Sequence[str], metric: str) -> str | None:
 
 def _hbm(root: Path, notes: list[str]) -> list[HbmBandwidth]:
     found: list[HbmBandwidth] = []
-    for path in _files(root, ("hbm_*.csv",)):
-        source = str(path.relative_to(root))
-        try:
-            header, rows = _read_csv(path)
-        except (OSError, csv.Error, UnicodeDecodeError) as exc:
-            notes.append(f"{source}: skipped, unreadable ({exc})")
-            continue
+    for _, source, header, rows in _readable(root, ("hbm_*.csv",), notes):
         if not {"Metric", "Read(MB/s)", "Write(MB/s)"} <= set(header):
             notes.append(f"{source}: skipped, not the hbm_*.csv header "
                          "Device_id,Metric,Read(MB/s),Write(MB/s)")

@@ -1,7 +1,8 @@
-"""Real processes for the target tests: a script named like a server, started with its own
+"""Processes for the target tests: real ones (a script named like a server, started with its own
 command line, environment and PYTHONPATH of fake `*.dist-info` packages; a worker that
-overwrites its environment area (setproctitle); a command run in a PID namespace of its own,
-where no other run's server can be seen."""
+overwrites its environment area, as setproctitle does; a command run in a PID namespace of its
+own, where no other run's server can be seen), and planted ones (a /proc/PID of a process in
+another mount namespace, with the container's tree as its root)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from machines import site_packages
+from conftest import FakeRoot
+from machines import A2, build_a2, site_packages
 
 from probes.target.proc import ProcReader
 
@@ -148,3 +150,33 @@ def isolated(argv: Sequence[str], env: Mapping[str, str], cwd: Path,
     return subprocess.run(["unshare", "-pf", "--mount-proc", sys.executable, "-c", _LAUNCH,
                            json.dumps(plan)], capture_output=True, text=True,
                           timeout=timeout_s + READY_TIMEOUT_S)
+
+
+def container_root(proc: Path) -> FakeRoot:
+    """The tree at /proc/PID/root: an Atlas 800I A2's, with a Python 3.10 and the A2's
+    packages in its dist-packages."""
+    tree = FakeRoot(proc / "root")
+    tree.path.mkdir(parents=True)
+    build_a2(tree, A2())
+    tree.file("/usr/bin/python3.10", b"\x7fELF", mode=0o755)
+    tree.file("/usr/lib/python3.10/os.py", "")
+    for name, version in A2().packages.items():
+        tree.file(f"/usr/local/lib/python3.10/dist-packages/{name}-{version}.dist-info/METADATA",
+                  f"Name: {name}\nVersion: {version}\n")
+    return tree
+
+
+def plant_process(proc: Path, argv: Sequence[str], env: Mapping[str, str],
+                  status_extra: str = "") -> None:
+    """/proc/PID of a process named vllm running `argv` with `env`, PID 1 in its own mount
+    namespace, its root at proc/root and its working directory `/`."""
+    pid = proc.name
+    (proc / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (proc / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in env.items()))
+    (proc / "status").write_text(f"Name:\tvllm\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t{pid}\t1\n"
+                                 + status_extra)
+    (proc / "stat").write_text(f"{pid} (vllm) S " + " ".join(["0"] * 18) + " 777 0\n")
+    os.symlink("/usr/bin/python3.10", proc / "exe")
+    os.symlink("/", proc / "cwd")
+    (proc / "ns").mkdir()
+    os.symlink("mnt:[4026531999]", proc / "ns" / "mnt")

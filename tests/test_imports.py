@@ -56,7 +56,8 @@ def test_the_rule_would_notice_a_violation() -> None:
 # writes its own ANSI.
 LAZY = ("probes.model.reader", "checks.baseline", "probes.npu_smi", "probes.npu_smi.kv",
         "xml.etree.ElementTree", "importlib.metadata", "torch", "transformers", "yaml",
-        "checks.builtin.checkpoint", "checks.builtin.tokenizer", "checks.builtin.hbm_fit",
+        "checks.builtin.checkpoint", "checks.builtin.tokenizer",
+        "checks.builtin.tokenizer_ids", "checks.builtin.hbm_fit",
         "checks.builtin.baseline", "subprocess", "concurrent.futures", "logging",
         "probes.version_files", "probes.pci", "probes.libraries", "rich", "shutil",
         # the endpoint checks: only with --endpoint URL

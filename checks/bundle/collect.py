@@ -2,11 +2,11 @@
 
 Every check runs through a RecordingHost (so the recording holds exactly the questions the
 doctor asks), then `npu-smi info` / `-m` for the reader's benefit and the tails of the newest
-CANN plog files (through the same host, so they are recorded and redacted like the rest), and
-the console's newest metric recording from its default place on the observed machine (read
-through the same Host, so under --root too, but outside the recording: its file name holds the
-host name, which recorded paths and listings would keep; it is stored once, as metrics/NAME,
-redacted in place, its name too) unless --metrics names one.
+CANN plog files (checks.bundle.plog: through the same host, so recorded and redacted like the
+rest), and the console's newest metric recording from its default place on the observed
+machine (read through the same Host, so under --root too, but outside the recording: its file
+name holds the host name, which recorded paths and listings would keep; it is stored once, as
+metrics/NAME, redacted in place, its name too) unless --metrics names one.
 Redaction happens on the in-memory recording, before a byte is written; the .tar.gz is
 staged in a temporary directory, read back with the hostile-input reader, and moved into
 place with os.replace, so a half-written bundle never exists under the final name.
@@ -22,7 +22,6 @@ import dataclasses
 import json
 import os
 import posixpath
-import re
 import sys
 import tarfile
 import tempfile
@@ -33,6 +32,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from checks import doctor, inputs
+from checks.bundle.plog import (
+    PlogCollection,
+    collect_plog,
+    list_names,
+    redacted_plog,
+    safe_name,
+    tail_bytes,
+)
 from checks.bundle.redact import (
     RedactedRecording,
     Redaction,
@@ -45,7 +52,6 @@ from checks.errors import UsageError
 from checks.policy import Policy, apply_output_cap
 from checks.report import to_json
 from checks.runner import Run
-from probes.environment import resolve_log_dir
 from probes.errors import HostError
 from probes.host import Host
 from probes.inventory import run_npu_smi
@@ -62,51 +68,11 @@ from probes.textsafe import one_line
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
 MIB = 1024 * KIB
-# Where CANN writes application logs below the log directory (CANN environment-variable
-# reference, page envref_07_0120: {debug,run,security}/plog).
-PLOG_SUBDIRS = ("debug/plog", "run/plog")
-DEVICE_LOG_PARENTS = ("debug", "run")
 # The reader refuses bigger members (probes.recording.model.BundleLimits): refuse them first.
 MAX_METRICS_BYTES = BundleLimits().max_member_bytes
 # commands.json may use half of what the reader allows the JSON members together
 COMMANDS_JSON_BYTES = BundleLimits().max_json_bytes // 2
 COMMANDS_JSON_VALUES = BundleLimits().max_json_values // 2
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
-_LOG_TIME = re.compile(r"_(\d{8,})\.log$")
-
-
-@dataclass(frozen=True)
-class PlogTail:
-    path: str  # on the observed machine
-    size_bytes: int
-    offset: int  # the first byte kept: the start of a line
-    length: int  # whole lines only
-    member: str = ""  # plog/<two directories>/<file>, unique in the bundle
-
-
-def _member_names(paths: list[str]) -> list[str]:
-    """plog/debug/plog/NAME, plog/run/device-0/NAME: the two directories above a file keep
-    debug/ and run/ apart; a name still taken gets -2, -3, ..."""
-    taken: set[str] = set()
-    names = []
-    for path in paths:
-        parts = [p for p in path.split("/") if p][-3:]
-        base = "plog/" + "/".join(_safe(p) for p in parts)
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            name = f"{base}-{n}"
-        taken.add(name)
-        names.append(name)
-    return names
-
-
-@dataclass(frozen=True)
-class PlogCollection:
-    tails: tuple[PlogTail, ...] = ()
-    found: int = 0  # plog files seen in all directories looked at
-    dirs: tuple[str, ...] = ()  # the directories that exist and were listed
-    note: str = ""  # why nothing was collected, when nothing was
 
 
 @dataclass(frozen=True)
@@ -136,9 +102,6 @@ class BundleResult:
     pseudonyms: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _safe(name: str) -> str:
-    cleaned = _SAFE_NAME.sub("_", name).lstrip(".")
-    return cleaned or "_"
 
 
 # -- progress --------------------------------------------------------------------------------
@@ -182,96 +145,6 @@ def _elapsed(began: float) -> str:
     return f"{time.perf_counter() - began:.1f} s"
 
 
-# -- plog tails --------------------------------------------------------------------------------
-
-
-def _newest_first(name: str) -> tuple[str, str]:
-    # plog-<pid>_<yyyymmddhhmmssfff>.log: the time in the name orders files without a stat
-    match = _LOG_TIME.search(name)
-    return (match.group(1) if match else "", name)
-
-
-def _list(host: Host, path: str) -> list[str]:
-    try:
-        return host.list_dir(path)
-    except HostError:
-        return []
-
-
-def plog_dirs(host: Host) -> list[str]:
-    """Directories that may hold CANN application logs, from the observed environment."""
-    log_dir = resolve_log_dir(host.env)
-    if not log_dir.path or not log_dir.path.startswith("/"):
-        return []
-    base = log_dir.path
-    dirs = [posixpath.join(base, sub) for sub in PLOG_SUBDIRS]
-    for parent in DEVICE_LOG_PARENTS:
-        where = posixpath.join(base, parent)
-        dirs += [posixpath.join(where, n) for n in _list(host, where) if n.startswith("device-")]
-    return dirs
-
-
-def collect_plog(host: Host, files: int, tail_bytes: int) -> PlogCollection:
-    """The tails of the newest plog/device log files, read through `host` (so recorded), cut
-    to whole lines: a secret split by the start of a tail would no longer match the rules
-    that find it, so the partial first line is never kept (nor a partial last one)."""
-    candidates: list[tuple[tuple[str, str], str]] = []
-    listed: list[str] = []
-    for directory in plog_dirs(host):
-        names = [n for n in _list(host, directory) if n.endswith(".log")]
-        if names:
-            listed.append(directory)
-        candidates += [(_newest_first(n), posixpath.join(directory, n)) for n in names]
-    if not candidates:
-        return PlogCollection(note="no plog files found in the CANN log directory")
-    candidates.sort(reverse=True)
-    peek: Host = getattr(host, "inner", host)  # finds the line boundaries, unrecorded
-    tails = [t for _, path in candidates[:files] if (t := _tail(host, peek, path, tail_bytes))]
-    members = _member_names([t.path for t in tails])
-    tails = [dataclasses.replace(t, member=m) for t, m in zip(tails, members, strict=True)]
-    return PlogCollection(tuple(tails), len(candidates), tuple(listed))
-
-
-def _tail(host: Host, peek: Host, path: str, tail_bytes: int) -> PlogTail | None:
-    try:
-        size = host.file_size(path)
-        offset = max(0, size - tail_bytes)
-        start, end = _whole_lines(peek.read_bytes(path, offset, tail_bytes), offset > 0)
-        if end <= start:
-            return None  # no whole line in the tail
-        data = host.read_bytes(path, offset + start, end - start)
-    except HostError:
-        return None  # rotated away or unreadable: the listing still shows it was there
-    return PlogTail(path, size, offset + start, len(data))
-
-
-def _whole_lines(data: bytes, cut_start: bool) -> tuple[int, int]:
-    """(start, end) of the whole lines in `data`: after its first newline when the data
-    begins inside a line, up to and with its last newline."""
-    start = data.find(b"\n") + 1 if cut_start else 0
-    end = data.rfind(b"\n") + 1
-    if cut_start and start == 0:
-        return 0, 0
-    return start, end
-
-
-def _tail_bytes(recording: Recording, tail: PlogTail) -> bytes:
-    """The (redacted) bytes of a tail, as the recording holds them (`tail.path` redacted)."""
-    entry = recording.files.get(tail.path)
-    for rng in entry.ranges if entry else ():
-        if rng.offset == tail.offset and rng.data is not None:
-            return rng.data
-    return b""
-
-
-def redacted_plog(plog: PlogCollection, redactor: Redactor) -> PlogCollection:
-    """The collection as the bundle shows it: paths redacted, member names made from them."""
-    paths = [redactor.path(t.path, "bundle.json") for t in plog.tails]
-    tails = tuple(dataclasses.replace(t, path=p, member=m)
-                  for t, p, m in zip(plog.tails, paths, _member_names(paths), strict=True))
-    return dataclasses.replace(plog, tails=tails,
-                               dirs=tuple(redactor.path(d, "bundle.json") for d in plog.dirs))
-
 
 # -- the console's metric recording -------------------------------------------------------------
 
@@ -288,7 +161,7 @@ def find_metrics(host: Host, limit: int = MAX_METRICS_BYTES) -> MetricsFound:
     if not directory.startswith("/"):
         return MetricsFound(directory=directory, note=f"none (the default place {directory} "
                             "is not an absolute path in the observed environment)")
-    names = [n for n in _list(host, directory) if n.endswith(RECORDINGS_SUFFIX)]
+    names = [n for n in list_names(host, directory) if n.endswith(RECORDINGS_SUFFIX)]
     if not names:
         return MetricsFound(directory=directory, note=f"none (no recordings in {directory}; "
                             "--metrics FILE adds one)")
@@ -423,7 +296,7 @@ def _trimmed(record: CommandRecord, share: tuple[int, int]) -> CommandRecord:
 
 def default_output(recording: Recording) -> Path:
     stamp = recording.manifest.created_at.replace("-", "").replace(":", "")
-    return Path(f"ascend-bundle-{_safe(recording.manifest.hostname)}-{stamp}.tar.gz")
+    return Path(f"ascend-bundle-{safe_name(recording.manifest.hostname)}-{stamp}.tar.gz")
 
 
 def read_metrics(path: Path) -> MetricsFound:
@@ -453,7 +326,7 @@ def redact_metrics(found: MetricsFound, redacted: RedactedRecording
                          redactor.path(found.newest, "bundle.json") if found.newest else None)
     if source is None:
         return shown, None
-    member = f"metrics/{_safe(posixpath.basename(source))}"
+    member = f"metrics/{safe_name(posixpath.basename(source))}"
     try:
         data = rewrite(found.data, lambda text: redactor.text(text, member),
                        lambda blob: redactor.data(blob, member),
@@ -473,7 +346,7 @@ def bundle_members(redacted: RedactedRecording, report: dict[str, Any], plog: Pl
     plog = redacted_plog(plog, redacted.redactor)
     members: dict[str, bytes] = {"report.json": _json_bytes(report)}
     for tail in plog.tails:
-        members[tail.member] = _tail_bytes(recording, tail)
+        members[tail.member] = tail_bytes(recording, tail)
     if metrics is not None:
         members[metrics[0]] = metrics[1]
     index = {
@@ -514,7 +387,7 @@ def _anonymous(member: tarfile.TarInfo) -> tarfile.TarInfo:
 
 def write_bundle(out: Path, recording: Recording, members: Mapping[str, bytes]) -> int:
     """Write the bundle atomically; returns its size. Raises UsageError naming `out`."""
-    top = _safe(out.name.removesuffix(".tar.gz").removesuffix(".tgz")) or "bundle"
+    top = safe_name(out.name.removesuffix(".tar.gz").removesuffix(".tgz")) or "bundle"
     partial = out.with_name(f".{out.name}.partial{os.getpid()}")
     try:
         with tempfile.TemporaryDirectory(prefix="ascend-bundle-") as staging:

@@ -266,7 +266,8 @@ def cmd_bench(options: BenchOptions) -> int:
     from engine.config import load_config
     from engine.errors import EngineError
     from engine.runner import parse_dtype, pick_device
-    from engine.tools.microbench import QUICK, Settings, bench
+    from engine.tools.bench_timing import QUICK, Settings
+    from engine.tools.microbench import bench
 
     load_before = load_1m()  # before the bench's own threads add to it
     try:

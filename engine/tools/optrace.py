@@ -33,7 +33,7 @@ from engine.tools.meta_model import LayerUse, MetaModel
 ENGINE_DIR = str(Path(__file__).resolve().parent.parent)  # engine/, where the model code lives
 _SELF_FILES = frozenset(str(Path(__file__).resolve().parent / name)
                         for name in ("optrace.py", "opcoverage.py", "meta_model.py", "opscan.py",
-                                     "microbench.py"))
+                                     "microbench.py", "bench_timing.py"))
 # Frames that only route to the layer parts; leaving them out keeps the sites short.
 _ROUTING = ("Decoder.prefill", "Decoder.decode", "Block.mix", "Block.feed_forward")
 SITE_DEPTH = 3

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from checks.context import Context
 from checks.policy import load_policy
 from probes.http import EndpointTarget, Secret
 from probes.live import LiveHost
+from tests.loopback_fixtures import loopback_servers
 
 SERVING = Path(__file__).resolve().parents[1] / "corpus" / "serving"
 STREAM = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
@@ -41,35 +41,29 @@ def text(body: bytes) -> Callable[[dict[str, str]], Reply]:
 
 @pytest.fixture
 def server() -> Iterator[Callable[[Routes], str]]:
-    servers: list[http.server.ThreadingHTTPServer] = []
+    with loopback_servers() as serve:
+        yield lambda routes: serve(_handler(routes))
 
-    def start(routes: Routes) -> str:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                route = routes.get(self.path)
-                status, kind, body = (route(dict(self.headers)) if route else
-                                      (404, "application/json", b'{"detail": "Not Found"}'))
-                self.send_response(status)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
 
-            do_GET = do_POST = _answer
+def _handler(routes: Routes) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            route = routes.get(self.path)
+            status, kind, body = (route(dict(self.headers)) if route else
+                                  (404, "application/json", b'{"detail": "Not Found"}'))
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
+        do_GET = do_POST = _answer
 
-        made = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(made)
-        threading.Thread(target=made.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{made.server_address[1]}"
+        def log_message(self, *args: Any) -> None:
+            pass
 
-    yield start
-    for made in servers:
-        made.shutdown()
-        made.server_close()
+    return Handler
 
 
 def ctx(url: str, model: str | None = None, key: Secret | None = None) -> Context:

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from checks.cli.npu_view import render
 from probes.inventory import parse_output
+from tests.npu_smi_fixtures import npu_smi_sample
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"
 HOSTILE = "\x1b]0;pwned\x07[/x][bold]red[link=https://x.invalid]"
@@ -21,11 +22,6 @@ def rendered(text: str) -> str:
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
     render(parse_output(text), console)
     return out.getvalue()
-
-
-def sample(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS.rglob("*.txt")), ids=lambda p: p.name[:12])
@@ -47,14 +43,14 @@ def _assert_shown_not_obeyed(out: str) -> None:
 
 
 def test_a_process_name_with_escapes_and_markup_is_shown_literally() -> None:
-    table = sample("065").replace("| python                   |",
+    table = npu_smi_sample("065").replace("| python                   |",
                                   f"| {HOSTILE:<24} |", 1)
     assert HOSTILE in table
     _assert_shown_not_obeyed(rendered(table))
 
 
 def test_a_chip_name_and_a_warning_with_escapes_are_shown_literally() -> None:
-    table = sample("014").replace("910B4 ", f"{HOSTILE} ", 1) + f"{HOSTILE}\n"
+    table = npu_smi_sample("014").replace("910B4 ", f"{HOSTILE} ", 1) + f"{HOSTILE}\n"
     out = rendered(table)
     _assert_shown_not_obeyed(out)
     assert "warning: line 50: not part of the table" in out
@@ -76,5 +72,5 @@ def test_950_table_shows_its_npu_utilisation_column() -> None:
 
 
 def test_topo_renders_as_a_matrix() -> None:
-    out = rendered(sample("047"))
+    out = rendered(npu_smi_sample("047"))
     assert "CPU Affinity" in out and "144-167" in out and "HCCS = Connection traversing" in out

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 from conftest import FakeRoot
-from machines import A2, base_env, build_a2, fixture_policy
-from target_fixtures import fake_vllm, running, write_script
+from machines import base_env, fixture_policy
+from target_fixtures import container_root, fake_vllm, plant_process, running, write_script
 
 from checks.cli import main
 from checks.errors import UsageError
@@ -135,14 +135,7 @@ def container(tmp_path: Path, cpus: str = "2-3") -> tuple[FakeRoot, dict[str, st
     and the packages of the deployment inside it; the NUMA nodes are 0 (CPUs 0-1, every NPU)
     and 1 (CPUs 2-3)."""
     proc = tmp_path / "proc" / str(PID)
-    tree = FakeRoot(proc / "root")
-    tree.path.mkdir(parents=True)
-    build_a2(tree, A2())
-    tree.file("/usr/bin/python3.10", b"\x7fELF", mode=0o755)
-    tree.file("/usr/lib/python3.10/os.py", "")
-    for name, version in A2().packages.items():
-        tree.file(f"/usr/local/lib/python3.10/dist-packages/{name}-{version}.dist-info/METADATA",
-                  f"Name: {name}\nVersion: {version}\n")
+    tree = container_root(proc)
     tree.file("/models/qwen/config.json", '{"model_type": "qwen3_moe"}')
     tree.file("/sys/devices/system/node/node0/cpulist", "0-1\n")
     tree.file("/sys/devices/system/node/node1/cpulist", "2-3\n")
@@ -150,15 +143,7 @@ def container(tmp_path: Path, cpus: str = "2-3") -> tuple[FakeRoot, dict[str, st
     env.pop("PYTHONPATH", None)
     argv = ["/usr/bin/python3.10", "/usr/local/bin/vllm", "serve", "/models/qwen",
             "--tensor-parallel-size", "2", "--max-model-len", "32768"]
-    (proc / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
-    (proc / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in env.items()))
-    (proc / "status").write_text(f"Name:\tvllm\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t{PID}\t1\n"
-                                 f"Cpus_allowed_list:\t{cpus}\nMems_allowed_list:\t1\n")
-    (proc / "stat").write_text(f"{PID} (vllm) S " + " ".join(["0"] * 18) + " 777 0\n")
-    os.symlink("/usr/bin/python3.10", proc / "exe")
-    os.symlink("/", proc / "cwd")
-    (proc / "ns").mkdir()
-    os.symlink("mnt:[4026531999]", proc / "ns" / "mnt")
+    plant_process(proc, argv, env, f"Cpus_allowed_list:\t{cpus}\nMems_allowed_list:\t1\n")
     shell = {"PATH": f"{tree.path}/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
     return tree, shell
 

@@ -13,11 +13,14 @@ import pytest
 
 from checks.builtin.tokenizer import (
     IdObservation,
-    judge_token_ids,
     library_drift,
     on_this_machine,
-    round_trip,
     tokenizer_dtype,
+)
+from checks.builtin.tokenizer_ids import (
+    judge_token_ids,
+    narrowed,
+    round_trip,
     tokenizer_token_ids,
 )
 from checks.context import Context
@@ -245,8 +248,6 @@ def test_library_drift_compares_the_deployment_with_the_baseline(tmp_path: Path)
 def test_narrowing_is_what_numpy_does(value: int, dtype: str) -> None:
     import numpy as np
 
-    from checks.builtin.tokenizer import narrowed
-
     assert narrowed(value, dtype) == int(np.asarray([value], dtype=np.int64).astype(dtype)[0])
 
 
@@ -339,7 +340,8 @@ def test_tokenizer_json_is_read_without_transformers(healthy: Path) -> None:
         "import sys; from pathlib import Path\n"
         "from checks.context import Context; from checks.policy import load_policy\n"
         "from probes.live import LiveHost\n"
-        "from checks.builtin.tokenizer import tokenizer_dtype, tokenizer_token_ids\n"
+        "from checks.builtin.tokenizer import tokenizer_dtype\n"
+        "from checks.builtin.tokenizer_ids import tokenizer_token_ids\n"
         f"ctx = Context(LiveHost(root='/', env={{}}), load_policy(None), "
         f"model_dir=Path({str(healthy)!r}))\n"
         "print(tokenizer_dtype(ctx).status, tokenizer_token_ids(ctx).status,\n"
@@ -407,6 +409,7 @@ def test_prefetch_observes_in_a_child_what_the_checks_would_observe(healthy: Pat
     script = f"""
 import json, os
 import checks.builtin.tokenizer as module
+from checks.builtin.tokenizer_ids import tokenizer_token_ids
 from checks.context import Context
 from checks.policy import load_policy
 from probes.forked import can_fork
@@ -423,7 +426,7 @@ print(json.dumps({{
     "could_fork": could,
     "forked": forked is not None and forked.forked,
     "same": module.observed(ctx) == module.observe(module.files_of(here), here.host),
-    "same_findings": (module.tokenizer_token_ids(ctx) == module.tokenizer_token_ids(here)
+    "same_findings": (tokenizer_token_ids(ctx) == tokenizer_token_ids(here)
                       and module.tokenizer_dtype(ctx) == module.tokenizer_dtype(here)),
 }}))
 """

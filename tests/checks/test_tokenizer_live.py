@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from checks.builtin.tokenizer import PROBE_PLAIN, tokenizer_token_ids
+from checks.builtin.tokenizer import PROBE_PLAIN
+from checks.builtin.tokenizer_ids import tokenizer_token_ids
 from checks.builtin.tokenizer_load import load
 from checks.context import Context
 from checks.policy import load_policy
 from probes.http import EndpointTarget
 from probes.live import LiveHost
+from tests.loopback_fixtures import loopback_servers
 from tests.tokenizer_fixtures import write_qwen3_model_dir
 
+Tokenize = Callable[[dict[str, Any]], tuple[int, bytes]]  # request body -> status, body
 MODELS = json.dumps({"object": "list", "data": [{"id": "qwen3", "object": "model"}]}).encode()
 
 
@@ -30,38 +32,32 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def stub() -> Iterator[Callable[[Callable[[dict[str, Any]], tuple[int, bytes]]], str]]:
-    servers: list[http.server.ThreadingHTTPServer] = []
+def stub() -> Iterator[Callable[[Tokenize], str]]:
+    with loopback_servers() as serve:
+        yield lambda tokenize: serve(_handler(tokenize))
 
-    def start(tokenize: Callable[[dict[str, Any]], tuple[int, bytes]]) -> str:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self._send(200, MODELS) if self.path == "/v1/models" else self._send(404, b"{}")
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                self._send(*tokenize(body)) if self.path == "/tokenize" else \
-                    self._send(404, b'{"detail": "Not Found"}')
+def _handler(tokenize: Tokenize) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._send(200, MODELS) if self.path == "/v1/models" else self._send(404, b"{}")
 
-            def _send(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            self._send(*tokenize(body)) if self.path == "/tokenize" else \
+                self._send(404, b'{"detail": "Not Found"}')
 
-            def log_message(self, *args: Any) -> None:
-                pass
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-        made = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        servers.append(made)
-        threading.Thread(target=made.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{made.server_address[1]}"
+        def log_message(self, *args: Any) -> None:
+            pass
 
-    yield start
-    for made in servers:
-        made.shutdown()
-        made.server_close()
+    return Handler
 
 
 def ctx(model: Path, url: str) -> Context:

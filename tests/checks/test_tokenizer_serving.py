@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from test_target import PID, by_id, container, run
 
-from checks.builtin.tokenizer import tokenizer_dtype, tokenizer_token_ids
+from checks.builtin.tokenizer import tokenizer_dtype
+from checks.builtin.tokenizer_ids import tokenizer_token_ids
 from checks.builtin.tokenizer_serving import difference
 from checks.context import Context
 from checks.model import Finding

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FakeRoot
 from machines import A2, DRIVER_INFO, base_env, build_a2, fixture_policy
+from target_fixtures import container_root, plant_process
 
 from checks.cli import main
 from probes.live import LiveHost
@@ -27,24 +27,10 @@ DRIVER_FILE = "/usr/local/Ascend/driver/version.info"
 def container(tmp_path: Path) -> FakeRoot:
     """Process PID in another mount namespace, running vllm from the tree under its root."""
     proc = tmp_path / "proc" / str(PID)
-    tree = FakeRoot(proc / "root")
-    tree.path.mkdir(parents=True)
-    build_a2(tree, A2())
-    tree.file("/usr/bin/python3.10", b"\x7fELF", mode=0o755)
-    tree.file("/usr/lib/python3.10/os.py", "")
-    for name, version in A2().packages.items():
-        tree.file(f"/usr/local/lib/python3.10/dist-packages/{name}-{version}.dist-info/METADATA",
-                  f"Name: {name}\nVersion: {version}\n")
+    tree = container_root(proc)
     env = base_env()
     argv = ["/usr/bin/python3.10", "/usr/local/bin/vllm", "serve", "/models/qwen"]
-    (proc / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
-    (proc / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in env.items()))
-    (proc / "status").write_text(f"Name:\tvllm\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t{PID}\t1\n")
-    (proc / "stat").write_text(f"{PID} (vllm) S " + " ".join(["0"] * 18) + " 777 0\n")
-    os.symlink("/usr/bin/python3.10", proc / "exe")
-    os.symlink("/", proc / "cwd")
-    (proc / "ns").mkdir()
-    os.symlink("mnt:[4026531999]", proc / "ns" / "mnt")
+    plant_process(proc, argv, env)
     return tree
 
 

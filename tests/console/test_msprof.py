@@ -112,3 +112,13 @@ def test_missing_or_file_path_is_a_clear_error(tmp_path: Path) -> None:
         read_conflicts(tmp_path / "nope")
     with pytest.raises(MsprofError, match=r"not a directory"):
         read_conflicts(CONFLICT)
+
+
+def test_an_unreadable_csv_is_a_note_and_the_others_are_still_read(tmp_path: Path) -> None:
+    (tmp_path / "ResourceConflictRatio.csv").write_bytes(b"\xff\xfe\xfa not utf-8\n")
+    (tmp_path / "hbm_0.csv").write_bytes(b"Device_id,Metric\n\xff\n")
+    shutil.copy(HBM, tmp_path / "hbm_1.csv")
+    report = read_profile(tmp_path)
+    unreadable = [n for n in report.notes if "skipped, unreadable" in n]
+    assert [n.split(":")[0] for n in unreadable] == ["ResourceConflictRatio.csv", "hbm_0.csv"]
+    assert [h.source for h in report.hbm] == ["hbm_1.csv"]

@@ -16,17 +16,9 @@ from demo_models.qwen3_moe import QWEN3_TINY
 from engine.cache import LayerCache
 from engine.config import load_config
 from engine.tools.bench_math import fp8_weight_bytes, matmul_cost
+from engine.tools.bench_timing import COLD_BYTES, Device, Settings, copies_for
 from engine.tools.meta_model import build_meta_model
-from engine.tools.microbench import (
-    COLD_BYTES,
-    SCHEMA,
-    Case,
-    Device,
-    Settings,
-    bench,
-    copies_for,
-    plan,
-)
+from engine.tools.microbench import SCHEMA, Case, bench, plan
 from probes.model.memory import kv_state_size
 from tests.engine.tiny_configs import write
 

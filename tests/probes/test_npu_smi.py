@@ -3,23 +3,15 @@ inputs for layouts the corpus lacks (26.0.rc1 116 columns, an A3 with processes)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes.errors import ParseError
 from probes.npu_smi import ChipRow, NpuInfo, ProcessRow, parse_info, to_json
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
-
-
-def corpus(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
+from tests.npu_smi_fixtures import npu_smi_sample
 
 
 def parse(number: str) -> NpuInfo:
-    return parse_info(corpus(number))
+    return parse_info(npu_smi_sample(number))
 
 
 def column(info: NpuInfo, name: str) -> list[object]:
@@ -131,7 +123,7 @@ def test_064_310b4_alarm_bus_na_trailing_spaces() -> None:
 
 
 def test_067_card_id_32896_and_trailing_mapping_output() -> None:
-    info_text, _, _ = corpus("067").partition("\n#")
+    info_text, _, _ = npu_smi_sample("067").partition("\n#")
     info = parse_info(info_text)
     assert info.npu_smi_version == "25.5.2"
     (chip,) = info.chips
@@ -447,7 +439,7 @@ def test_empty_text_raises_parse_error() -> None:
 
 
 def test_row_with_non_numeric_value_warns_and_keeps_the_rest() -> None:
-    text = corpus("014").replace("| 87.2        33 ", "| hot         33 ", 1)
+    text = npu_smi_sample("014").replace("| 87.2        33 ", "| hot         33 ", 1)
     info = parse_info(text)
     assert info.chips[0].power_w is None and info.chips[0].temperature_c == 33
     assert any("Power(W) value 'hot'" in w for w in info.warnings)

@@ -22,16 +22,11 @@ from hypothesis import strategies as st
 from probes.errors import ParseError
 from probes.inventory import parse_output
 from probes.npu_smi.registry import MAX_INPUT_BYTES, MAX_INPUT_LINES
+from tests.npu_smi_fixtures import npu_smi_sample
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT / "tests" / "corpus" / "npu-smi"
 WALL = "9" * 5000  # past int()'s 4,300-digit limit
 RSS_LIMIT_MB = 300
-
-
-def recorded(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
 
 
 def strict_json(doc: object) -> str:
@@ -56,7 +51,7 @@ def test_too_many_bytes_is_one_clear_refusal() -> None:
 
 
 def test_at_the_line_limit_a_watch_log_still_parses() -> None:
-    header, *rows = recorded("041").splitlines()
+    header, *rows = npu_smi_sample("041").splitlines()
     body = [rows[i % len(rows)] for i in range(MAX_INPUT_LINES - 1)]
     reading = parse_output("\n".join([header, *body]) + "\n")
     assert reading.kind == "watch" and len(reading.document["rows"]) == MAX_INPUT_LINES - 1
@@ -66,7 +61,7 @@ def test_at_the_line_limit_a_watch_log_still_parses() -> None:
 
 
 def _table_with(temp: str, hbm_used: str) -> str:
-    return (recorded("014").replace("| 87.2        33 ", f"| 87.2        {temp} ", 1)
+    return (npu_smi_sample("014").replace("| 87.2        33 ", f"| 87.2        {temp} ", 1)
             .replace("2654 / 32768", f"{hbm_used} / 32768", 1))
 
 
@@ -116,8 +111,8 @@ LINE = st.one_of(
                      "dcmi module initialize failed. ret is -8005", "Usage: npu-smi info",
                      "\tProcess id:12 Process name:py Process memory(MB):3"]),
 )
-PREFIX = st.sampled_from(["", recorded("014"), recorded("041"), recorded("010"),
-                          recorded("047"), recorded("031")])
+PREFIX = st.sampled_from(["", npu_smi_sample("014"), npu_smi_sample("041"), npu_smi_sample("010"),
+                          npu_smi_sample("047"), npu_smi_sample("031")])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -150,7 +145,7 @@ print(code, peak_kb // 1024, len(out.getvalue()))
 
 
 def _watch_log(lines: int) -> str:
-    header, *rows = recorded("041").splitlines()
+    header, *rows = npu_smi_sample("041").splitlines()
     return "\n".join([header, *(rows[i % len(rows)] for i in range(lines - 1))]) + "\n"
 
 

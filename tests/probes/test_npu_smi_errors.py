@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes.npu_smi import NpuSmiError, detect_error, detect_kind, split_noise, to_json
 from probes.npu_smi.registry import KINDS as REGISTRY
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
-
-
-def corpus(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
-
+from tests.npu_smi_fixtures import npu_smi_sample
 
 # FORMATS.md §4; no sample file holds it, so it is written from the description
 ERROR_8005 = (
@@ -35,17 +26,17 @@ def test_8005_dcmi_init_failed_behind_noise() -> None:
 
 
 def test_057_8020_device_in_use_with_prompt_and_noise() -> None:
-    error = detect_error(corpus("057"))
+    error = detect_error(npu_smi_sample("057"))
     assert error is not None
     assert (error.code, error.kind) == (-8020, "device_in_use")
     assert error.message == (
         "dcmi model initialized failed, because the device is used. ret is -8020"
     )
-    assert detect_kind(corpus("057")) == "error"
+    assert detect_kind(npu_smi_sample("057")) == "error"
 
 
 def test_031_invalid_card_with_usage_line() -> None:
-    error = detect_error(corpus("031"))
+    error = detect_error(npu_smi_sample("031"))
     assert error is not None
     assert (error.code, error.kind) == (None, "invalid_card")
     assert error.message.splitlines() == [
@@ -78,27 +69,28 @@ def test_other_error_kinds(text: str, kind: str) -> None:
 
 @pytest.mark.parametrize("number", ["001", "004", "014", "041", "007", "010", "058", "060"])
 def test_no_error_in_normal_outputs(number: str) -> None:
-    assert detect_error(corpus(number)) is None
+    assert detect_error(npu_smi_sample(number)) is None
 
 
 def test_058_noise_line_before_other_output() -> None:
-    clean, noise = split_noise(corpus("058"))
+    clean, noise = split_noise(npu_smi_sample("058"))
     assert noise == ("DrvMngGetConsoleLogLevel failed. (ret=4)",)
     assert clean.splitlines()[0] == "Collecting environment information..."
     assert clean.endswith("\n")
-    assert detect_kind(corpus("058")) == "unknown"  # a collect_env dump is none of ours
+    assert detect_kind(npu_smi_sample("058")) == "unknown"  # a collect_env dump is none of ours
 
 
 def test_060_driver_trailer_is_noise() -> None:
-    clean, noise = split_noise(corpus("060"))
+    clean, noise = split_noise(npu_smi_sample("060"))
     assert clean == ""
     assert len(noise) == 1 and noise[0].startswith("[WARNING]The driver package")
 
 
 def test_split_noise_keeps_the_table_intact() -> None:
-    text = "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n" + corpus("014") + corpus("060")
+    text = ("DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n" + npu_smi_sample("014")
+            + npu_smi_sample("060"))
     clean, noise = split_noise(text)
-    assert clean == corpus("014")
+    assert clean == npu_smi_sample("014")
     assert len(noise) == 2
 
 
@@ -120,7 +112,7 @@ KINDS = {
     ("number", "kind"), [(n, kind) for kind, numbers in KINDS.items() for n in numbers]
 )
 def test_detect_kind_on_the_corpus(number: str, kind: str) -> None:
-    assert detect_kind(corpus(number)) == kind
+    assert detect_kind(npu_smi_sample(number)) == kind
 
 
 def test_the_expected_kinds_are_the_registry_s_names() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -21,13 +20,7 @@ from probes.npu_smi import (
     parse_value,
     to_json,
 )
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
-
-
-def sample(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
+from tests.npu_smi_fixtures import npu_smi_sample
 
 
 def chip_ids(out: KvOutput) -> list[int | None]:
@@ -76,7 +69,7 @@ def test_parse_value_keeps_identifiers_as_text() -> None:
 
 
 def test_010_common_910b_with_mcu_block() -> None:
-    out = parse_kv(sample("010"))
+    out = parse_kv(npu_smi_sample("010"))
     assert (out.kind, out.npu_id, out.chip_count, out.warnings) == ("common", 0, 1, ())
     assert chip_ids(out) == [0, None]
     chip, mcu = out.blocks
@@ -91,7 +84,7 @@ def test_010_common_910b_with_mcu_block() -> None:
 
 
 def test_011_common_310p_two_chips_and_mcu() -> None:
-    out = parse_kv(sample("011"))
+    out = parse_kv(npu_smi_sample("011"))
     assert (out.kind, out.npu_id, out.chip_count) == ("common", 1, 2)
     assert chip_ids(out) == [0, 1, None]
     assert [b.fields["temperature_c"] for b in out.blocks] == [60, 59, 48]
@@ -101,7 +94,7 @@ def test_011_common_310p_two_chips_and_mcu() -> None:
 
 
 def test_038_common_doc_without_blank_lines() -> None:
-    out = parse_kv(sample("038"))
+    out = parse_kv(npu_smi_sample("038"))
     assert (out.kind, out.npu_id) == ("common", 0)
     assert chip_ids(out) == [0]
     fields = out.blocks[0].fields
@@ -115,7 +108,7 @@ def test_038_common_doc_without_blank_lines() -> None:
 
 
 def test_012_usages_chip_id_after_fields() -> None:
-    out = parse_kv(sample("012"))
+    out = parse_kv(npu_smi_sample("012"))
     assert (out.kind, out.npu_id, out.chip_count) == ("usages", 0, 1)
     assert chip_ids(out) == [0]
     fields = out.blocks[0].fields
@@ -128,7 +121,7 @@ def test_012_usages_chip_id_after_fields() -> None:
 
 
 def test_013_usages_310p_two_chips_dvpp() -> None:
-    out = parse_kv(sample("013"))
+    out = parse_kv(npu_smi_sample("013"))
     assert (out.kind, out.npu_id, out.chip_count) == ("usages", 1, 2)
     assert chip_ids(out) == [0, 1]
     first, second = out.blocks
@@ -142,7 +135,7 @@ def test_013_usages_310p_two_chips_dvpp() -> None:
 
 
 def test_028_usages_910a_tab_indented() -> None:
-    out = parse_kv(sample("028"))
+    out = parse_kv(npu_smi_sample("028"))
     assert (out.kind, out.npu_id, out.warnings) == ("usages", 0, ())
     assert chip_ids(out) == [0]
     assert out.blocks[0].fields["ddr_capacity_mb"] == 13553
@@ -151,7 +144,7 @@ def test_028_usages_910a_tab_indented() -> None:
 
 
 def test_usages_after_a_copy_lost_chip_id_lines_splits_on_repeated_key() -> None:
-    text = "\n".join(line for line in sample("013").splitlines() if "Chip ID" not in line)
+    text = "\n".join(line for line in npu_smi_sample("013").splitlines() if "Chip ID" not in line)
     out = parse_kv(text, "usages")
     assert chip_ids(out) == [None, None]
     assert [b.fields["ddr_capacity_mb"] for b in out.blocks] == [44280, 43693]
@@ -161,7 +154,7 @@ def test_usages_after_a_copy_lost_chip_id_lines_splits_on_repeated_key() -> None
 
 
 def test_027_board_chip_910a() -> None:
-    out = parse_kv(sample("027"))
+    out = parse_kv(npu_smi_sample("027"))
     assert (out.kind, out.npu_id, out.warnings) == ("board", 0, ())
     assert chip_ids(out) == [0]
     fields = out.blocks[0].fields
@@ -177,7 +170,7 @@ def test_027_board_chip_910a() -> None:
 
 
 def test_029_board_card_910a() -> None:
-    out = parse_kv(sample("029"))
+    out = parse_kv(npu_smi_sample("029"))
     assert (out.kind, out.npu_id, out.chip_count) == ("board", 0, 1)
     assert chip_ids(out) == [None]
     fields = out.blocks[0].fields
@@ -195,7 +188,7 @@ def test_029_board_card_910a() -> None:
 
 
 def test_032_health_alarm_multi_line_information() -> None:
-    out = parse_kv(sample("032"))
+    out = parse_kv(npu_smi_sample("032"))
     assert (out.kind, out.npu_id, out.warnings) == ("health", None, ())
     assert chip_ids(out) == [None]
     info = out.blocks[0].fields["error_information"]
@@ -214,7 +207,7 @@ def test_032_health_alarm_multi_line_information() -> None:
 
 
 def test_032_health_with_tab_and_blank_lines_stripped() -> None:
-    text = "\n".join(line.strip() for line in sample("032").splitlines() if line.strip())
+    text = "\n".join(line.strip() for line in npu_smi_sample("032").splitlines() if line.strip())
     report = health_report(parse_kv(text))
     assert report.error_codes == ("A4025021", "8C03A000", "8C084E00")
     assert len(report.error_information) == 3
@@ -239,14 +232,14 @@ def test_health_reference_doc_spelling() -> None:
 
 
 def test_health_report_of_other_output_is_empty() -> None:
-    assert health_report(parse_kv(sample("029"))) == HealthReport(None, (), ())
+    assert health_report(parse_kv(npu_smi_sample("029"))) == HealthReport(None, (), ())
 
 
 # --- -t ecc, -t memory -------------------------------------------------------------------------
 
 
 def test_037_ecc_40_char_keys() -> None:
-    out = parse_kv(sample("037"))
+    out = parse_kv(npu_smi_sample("037"))
     assert (out.kind, out.npu_id, out.chip_count, out.warnings) == ("ecc", 1, 1, ())
     assert chip_ids(out) == [0]
     fields = out.blocks[0].fields
@@ -257,7 +250,7 @@ def test_037_ecc_40_char_keys() -> None:
 
 
 def test_062_memory_hbm_131072() -> None:
-    out = parse_kv(sample("062"))
+    out = parse_kv(npu_smi_sample("062"))
     assert (out.kind, out.npu_id) == ("memory", 0)
     assert chip_ids(out) == [None]
     fields = out.blocks[0].fields
@@ -298,19 +291,19 @@ def test_pcie_err() -> None:
 
 def test_explicit_kind_overrides_guess_and_accepts_underscore() -> None:
     assert parse_kv("Temperature(C) : 40", "common").kind == "common"
-    assert parse_kv(sample("061"), "proc_mem").kind == "proc-mem"
+    assert parse_kv(npu_smi_sample("061"), "proc_mem").kind == "proc-mem"
 
 
 def test_unknown_kind_is_a_caller_error() -> None:
     with pytest.raises(ValueError, match="parse_topo"):
-        parse_kv(sample("047"), "topo")
+        parse_kv(npu_smi_sample("047"), "topo")
 
 
 # --- -t proc-mem -------------------------------------------------------------------------------
 
 
 def test_061_proc_mem_empty_name() -> None:
-    out = parse_proc_mem(sample("061"))
+    out = parse_proc_mem(npu_smi_sample("061"))
     assert out.warnings == ()
     assert [chip.chip_id for chip in out.chips] == [0, 1]
     assert out.chips[0].processes == ()
@@ -318,7 +311,7 @@ def test_061_proc_mem_empty_name() -> None:
 
 
 def test_061_proc_mem_through_parse_kv() -> None:
-    out = parse_kv(sample("061"))
+    out = parse_kv(npu_smi_sample("061"))
     assert out.kind == "proc-mem"
     assert chip_ids(out) == [0, 1]
     assert out.blocks[0].fields["process_count"] == 0
@@ -365,7 +358,7 @@ def test_proc_mem_without_process_lines_is_a_parse_error() -> None:
 
 
 def test_047_topo_910b3_hccs() -> None:
-    topo = parse_topo(sample("047"))
+    topo = parse_topo(npu_smi_sample("047"))
     assert topo.warnings == ()
     assert topo.devices == tuple(f"NPU{i}" for i in range(8))
     assert len(topo.links) == 64
@@ -397,7 +390,7 @@ def test_topo_a3_phy_id_labels_without_affinity() -> None:
 
 
 def test_topo_cut_row_is_kept_with_a_warning() -> None:
-    text = "\n".join(sample("047").splitlines()[:3]) + "\nNPU2       HCCS       HC"
+    text = "\n".join(npu_smi_sample("047").splitlines()[:3]) + "\nNPU2       HCCS       HC"
     topo = parse_topo(text)
     assert topo.links[("NPU2", "NPU1")] == "HC"
     assert topo.cpu_affinity["NPU2"] is None
@@ -424,11 +417,11 @@ def test_no_key_value_line_is_a_parse_error(text: str) -> None:
 
 def test_031_invalid_card_id_is_a_parse_error() -> None:
     with pytest.raises(ParseError):
-        parse_kv(sample("031"))
+        parse_kv(npu_smi_sample("031"))
 
 
 def test_noise_lines_are_warnings_not_dropped() -> None:
-    text = "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n" + sample("028")
+    text = "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\n" + npu_smi_sample("028")
     out = parse_kv(text)
     assert out.kind == "usages"
     assert chip_ids(out) == [0]
@@ -451,7 +444,7 @@ def test_guess_kv_kind() -> None:
 
 
 def test_to_json_kv_round_trips_through_json() -> None:
-    data = to_json(parse_kv(sample("010")))
+    data = to_json(parse_kv(npu_smi_sample("010")))
     assert json.loads(json.dumps(data)) == data
     assert data["schema"] == "ascend-npu/1"
     assert (data["kind"], data["npu_id"], data["warnings"]) == ("common", 0, [])
@@ -465,13 +458,13 @@ def test_to_json_kv_round_trips_through_json() -> None:
 
 
 def test_to_json_proc_mem_and_topo() -> None:
-    proc = to_json(parse_proc_mem(sample("061")))
+    proc = to_json(parse_proc_mem(npu_smi_sample("061")))
     assert proc["kind"] == "proc-mem"
     assert proc["chips"][1] == {
         "chip_id": 1,
         "processes": [{"pid": 3229095, "name": "", "memory_mb": 48208}],
     }
-    topo = to_json(parse_topo(sample("047")))
+    topo = to_json(parse_topo(npu_smi_sample("047")))
     assert json.loads(json.dumps(topo)) == topo
     assert topo["kind"] == "topo"
     assert topo["links"]["NPU3"]["NPU4"] == "HCCS"
@@ -479,7 +472,7 @@ def test_to_json_proc_mem_and_topo() -> None:
 
 
 def test_facts_are_immutable() -> None:
-    out = parse_kv(sample("012"))
+    out = parse_kv(npu_smi_sample("012"))
     with pytest.raises(TypeError):
         out.blocks[0].fields["hbm_capacity_mb"] = 1  # type: ignore[index]
 
@@ -493,9 +486,9 @@ def test_value_with_colons_and_glued_colons() -> None:
 def test_017_lspci_lines_are_not_key_value() -> None:
     # `c1:00.0 Processing accelerators: ...`: a colon glued to text is not npu-smi's ` : `.
     with pytest.raises(ParseError):
-        parse_kv(sample("017"))
+        parse_kv(npu_smi_sample("017"))
 
 
 def test_proc_mem_parser_refuses_other_kv_outputs() -> None:
     with pytest.raises(ParseError, match="proc-mem"):
-        parse_proc_mem(sample("012"))
+        parse_proc_mem(npu_smi_sample("012"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -16,19 +15,14 @@ from hypothesis import strategies as st
 
 from probes.errors import ParseError
 from probes.npu_smi import KV_KINDS, parse_kv, parse_proc_mem, parse_topo, to_json
+from tests.npu_smi_fixtures import npu_smi_sample
 
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
 KV_SAMPLES = ("010", "011", "012", "013", "027", "028", "029", "032", "037", "038", "061", "062")
 ALL_SAMPLES = (*KV_SAMPLES, "047")
 KINDS = (None, *KV_KINDS)  # every `-t` type parse_kv knows, and none (it guesses)
 
 
-def sample(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
-
-
-TEXTS = {number: sample(number) for number in ALL_SAMPLES}
+TEXTS = {number: npu_smi_sample(number) for number in ALL_SAMPLES}
 PARSERS: tuple[Callable[[str], Any], ...] = (parse_kv, parse_proc_mem, parse_topo)
 
 

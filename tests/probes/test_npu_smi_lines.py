@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes.errors import ParseError
@@ -16,13 +14,7 @@ from probes.npu_smi import (
     parse_watch,
     to_json,
 )
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
-
-
-def corpus(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
+from tests.npu_smi_fixtures import npu_smi_sample
 
 
 def ids(mapping: NpuMapping) -> list[tuple[int, int | None, int | None]]:
@@ -33,7 +25,7 @@ def ids(mapping: NpuMapping) -> list[tuple[int, int | None, int | None]]:
 
 
 def test_005_minid_irregular_spacing() -> None:
-    mapping = parse_mapping(corpus("005"))
+    mapping = parse_mapping(npu_smi_sample("005"))
     assert ids(mapping) == [(215, 0, 0), (215, 1, 1), (215, 2, 2), (215, 3, 3)]
     assert {row.name for row in mapping.rows} == {"MiniD"}
     assert {row.phy_id for row in mapping.rows} == {None}
@@ -41,20 +33,20 @@ def test_005_minid_irregular_spacing() -> None:
 
 
 def test_006_mcu_row_has_no_logic_id() -> None:
-    mapping = parse_mapping(corpus("006"))
+    mapping = parse_mapping(npu_smi_sample("006"))
     assert ids(mapping) == [(6, 0, 0), (6, 1, 1), (6, 2, 2), (6, 3, 3), (6, 4, None)]
     assert mapping.rows[-1].name == "Mcu"
     assert mapping.warnings == ()
 
 
 def test_007_name_with_a_space() -> None:
-    mapping = parse_mapping(corpus("007"))
+    mapping = parse_mapping(npu_smi_sample("007"))
     assert ids(mapping) == [(n, 0, n) for n in range(8)]
     assert {row.name for row in mapping.rows} == {"Ascend 910A"}
 
 
 def test_008_mcu_after_every_card_masked_names() -> None:
-    mapping = parse_mapping(corpus("008"))
+    mapping = parse_mapping(npu_smi_sample("008"))
     assert len(mapping.rows) == 16
     assert mapping.rows[0] == MappingRow(npu_id=0, chip_id=0, logic_id=0, phy_id=None,
                                          name="Ascend xxx")
@@ -64,7 +56,7 @@ def test_008_mcu_after_every_card_masked_names() -> None:
 
 
 def test_009_310p_two_chips_per_card_non_contiguous_cards() -> None:
-    mapping = parse_mapping(corpus("009"))
+    mapping = parse_mapping(npu_smi_sample("009"))
     chips = [(r.npu_id, r.chip_id, r.logic_id) for r in mapping.rows if r.name != "Mcu"]
     assert chips == [(1, 0, 0), (1, 1, 1), (2, 0, 2), (2, 1, 3),
                      (4, 0, 4), (4, 1, 5), (5, 0, 6), (5, 1, 7)]
@@ -74,7 +66,7 @@ def test_009_310p_two_chips_per_card_non_contiguous_cards() -> None:
 
 
 def test_015_indent_and_trailing_spaces() -> None:
-    mapping = parse_mapping(corpus("015"))
+    mapping = parse_mapping(npu_smi_sample("015"))
     assert len(mapping.rows) == 16
     assert mapping.rows[14] == MappingRow(npu_id=7, chip_id=0, logic_id=7, phy_id=None,
                                           name="Ascend 910B4")
@@ -83,14 +75,14 @@ def test_015_indent_and_trailing_spaces() -> None:
 
 
 def test_026_leading_tab() -> None:
-    mapping = parse_mapping(corpus("026"))
+    mapping = parse_mapping(npu_smi_sample("026"))
     assert ids(mapping) == [(n, 0, n) for n in range(8)]
     assert {row.name for row in mapping.rows} == {"Ascend 910A"}
     assert mapping.warnings == ()
 
 
 def test_067_second_half_is_a_mapping() -> None:
-    _, _, rest = corpus("067").partition("\n#")
+    _, _, rest = npu_smi_sample("067").partition("\n#")
     mapping_text = rest.split("\n", 1)[1]  # drop the rest of the `#` comment line
     mapping = parse_mapping(mapping_text)
     assert mapping.rows == (
@@ -122,14 +114,14 @@ def test_a3_mapping_with_phy_id_column() -> None:
 
 
 def test_mapping_bad_row_is_a_warning() -> None:
-    mapping = parse_mapping(corpus("007") + "garbage line here\n")
+    mapping = parse_mapping(npu_smi_sample("007") + "garbage line here\n")
     assert len(mapping.rows) == 8
     assert mapping.warnings == ("line 10: not a mapping row: garbage line here",)
 
 
 def test_mapping_without_header_raises() -> None:
     with pytest.raises(ParseError):
-        parse_mapping(corpus("014"))
+        parse_mapping(npu_smi_sample("014"))
 
 
 # ----------------------------------------------------------------------------- -l
@@ -190,7 +182,7 @@ def test_list_count_mismatch_and_unknown_key_warn() -> None:
 
 def test_list_not_a_list_raises() -> None:
     with pytest.raises(ParseError):
-        parse_list(corpus("031"))
+        parse_list(npu_smi_sample("031"))
 
 
 # ----------------------------------------------------------------------------- watch
@@ -200,7 +192,7 @@ WATCH_COLUMNS_9 = ("NpuID(Idx)", "ChipId(Idx)", "Pwr(W)", "Temp(C)", "AI Core(%)
 
 
 def test_041_scrolling_rows_with_trailing_spaces() -> None:
-    table = parse_watch(corpus("041"))
+    table = parse_watch(npu_smi_sample("041"))
     assert table.columns == WATCH_COLUMNS_9
     assert len(table.rows) == 31
     first = table.rows[0]
@@ -215,7 +207,7 @@ def test_041_scrolling_rows_with_trailing_spaces() -> None:
 
 
 def test_042_last_row_cut_warns() -> None:
-    table = parse_watch(corpus("042"))
+    table = parse_watch(npu_smi_sample("042"))
     assert table.columns == WATCH_COLUMNS_9
     assert len(table.rows) == 12
     assert table.rows[1].values["AI Core(%)"] == 25
@@ -225,7 +217,8 @@ def test_042_last_row_cut_warns() -> None:
 
 
 def test_043_no_chip_column_and_two_outputs() -> None:
-    first_text, _, second_text = corpus("043").partition("\n$ npu-smi info watch -i 0 -d 2 -s pt\n")
+    first_text, _, second_text = npu_smi_sample("043").partition(
+        "\n$ npu-smi info watch -i 0 -d 2 -s pt\n")
     first = parse_watch(first_text)
     assert first.columns == ("NpuID(Idx)", "Pwr(W)", "Temp(C)", "AI Core(%)", "AI Cpu(%)",
                              "Ctrl Cpu(%)", "Memory(%)", "Memory BW(%)", "NPU Util(%)",
@@ -244,7 +237,7 @@ def test_043_no_chip_column_and_two_outputs() -> None:
 
 
 def test_043_whole_file_keeps_first_table_and_warns_about_the_rest() -> None:
-    table = parse_watch(corpus("043"))
+    table = parse_watch(npu_smi_sample("043"))
     assert len(table.rows) == 8
     assert any("npu-smi info watch -i 0" in w for w in table.warnings)
     assert sum("row cut" in w for w in table.warnings) == 3
@@ -272,4 +265,4 @@ def test_watch_placeholders_and_truncated_row() -> None:
 
 def test_watch_without_header_raises() -> None:
     with pytest.raises(ParseError):
-        parse_watch(corpus("005"))
+        parse_watch(npu_smi_sample("005"))

@@ -10,18 +10,13 @@ import pytest
 
 from probes.inventory import parse_output
 from probes.npu_smi import KvOutput, NpuInfo, NpuSmiError, Topology, detect_kind, parse
+from tests.npu_smi_fixtures import npu_smi_sample
 
 CONSTRUCTED = Path(__file__).parent.parent / "corpus" / "npu-smi" / "constructed"
-CORPUS = CONSTRUCTED.parent
 
 
 def constructed(number: str) -> str:
     (path,) = CONSTRUCTED.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
-
-
-def recorded(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
     return path.read_text(encoding="utf-8")
 
 
@@ -43,7 +38,7 @@ def test_power_25x_chip_fields_before_chip_id() -> None:
 
 
 def test_common_still_opens_with_chip_id_and_mcu_name() -> None:
-    out = parse(recorded("010")).result
+    out = parse(npu_smi_sample("010")).result
     assert isinstance(out, KvOutput) and out.kind == "common"
     assert [(b.chip_id, b.name) for b in out.blocks] == [(0, None), (None, "mcu")]
     assert out.blocks[1].fields["temperature_c"] == 48
@@ -72,7 +67,7 @@ def test_topo_npu_matrix_without_cpu_affinity() -> None:
 
 
 def test_topo_with_cpu_affinity_unchanged() -> None:
-    doc = parse_output(recorded("047")).document
+    doc = parse_output(npu_smi_sample("047")).document
     assert doc["kind"] == "topo" and doc["cpu_affinity"]["NPU2"] == "96-119"
 
 
@@ -121,8 +116,9 @@ PROMPTS = [
     "ops@host:~/logs$ sudo npu-smi info -t temp -i 3",
     "[root@node-3 ~]# ls -l /dev/davinci*",
 ]
-OUTPUTS = {"info": recorded("014"), "temp": constructed("C01"), "watch": recorded("041"),
-           "error": recorded("031"), "topo": constructed("C04")}
+OUTPUTS = {"info": npu_smi_sample("014"), "temp": constructed("C01"),
+           "watch": npu_smi_sample("041"), "error": npu_smi_sample("031"),
+           "topo": constructed("C04")}
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -142,14 +138,14 @@ def test_prompts_of_constructed_info_are_noise_and_the_table_reads_clean() -> No
 
 
 def test_warning_line_numbers_count_the_noise_lines() -> None:
-    doc = parse_output(recorded("043")).document
+    doc = parse_output(npu_smi_sample("043")).document
     assert doc["noise"] == ["$ npu-smi info watch -i 0 -d 2 -s pt"]
     assert doc["warnings"][0].startswith("line 12: not a row of this table: NpuID(Idx)")
 
 
 def test_a_table_line_is_never_taken_for_a_prompt() -> None:
     for number in ("004", "014", "039", "065"):
-        assert "noise" not in parse_output(recorded(number)).document
+        assert "noise" not in parse_output(npu_smi_sample(number)).document
 
 
 @pytest.mark.parametrize(("number", "kind"), [("C01", "kv"), ("C02", "kv"), ("C03", "topo"),
@@ -168,6 +164,6 @@ def test_temperatures_of_temp_memory_and_common_outputs() -> None:
         return temperatures(out)
 
     assert read(constructed("C01")) == (ChipTemperatures(0, 47.0, None),)  # LM75s are the MCU's
-    assert read(recorded("062")) == (ChipTemperatures(None, None, 63.0),)
-    assert read(recorded("010")) == (ChipTemperatures(0, 46.0, None),)
-    assert read(recorded("012")) == ()  # -t usages of this driver prints no temperature
+    assert read(npu_smi_sample("062")) == (ChipTemperatures(None, None, 63.0),)
+    assert read(npu_smi_sample("010")) == (ChipTemperatures(0, 46.0, None),)
+    assert read(npu_smi_sample("012")) == ()  # -t usages of this driver prints no temperature

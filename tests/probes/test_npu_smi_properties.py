@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,8 +20,7 @@ from probes.npu_smi import (
     split_noise,
 )
 from probes.npu_smi.registry import KINDS as REGISTRY
-
-CORPUS = Path(__file__).parent.parent / "corpus" / "npu-smi"
+from tests.npu_smi_fixtures import npu_smi_sample
 
 INFO_SAMPLES = ["001", "002", "003", "004", "014", "023", "025", "039", "048", "049", "051",
                 "055", "059", "064", "065", "067"]
@@ -35,12 +33,7 @@ LIST_TEXT = (
 )
 
 
-def corpus(number: str) -> str:
-    (path,) = CORPUS.glob(f"{number}-*.txt")
-    return path.read_text(encoding="utf-8")
-
-
-TEXTS = {number: corpus(number) for number in INFO_SAMPLES + OTHER_SAMPLES}
+TEXTS = {number: npu_smi_sample(number) for number in INFO_SAMPLES + OTHER_SAMPLES}
 TEXTS["list"] = LIST_TEXT
 ALL_TEXTS = st.sampled_from(sorted(TEXTS.values()))
 INFO_TEXTS = st.sampled_from([TEXTS[n] for n in INFO_SAMPLES])

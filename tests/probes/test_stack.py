@@ -10,20 +10,15 @@ from probes.errors import NotRecorded, PathMissing, PathUnreadable
 from probes.host import DEFAULT_TIMEOUT_S, CommandResult, PathKind, PythonEnvironment
 from probes.stack import Found, find_first, read_stack
 from probes.version_files import parse_driver_version_info
+from tests.npu_smi_fixtures import npu_smi_sample
 
 try:
     from probes.live import LiveHost
 except ImportError:  # pragma: no cover - the live host is written by another engineer
     LiveHost = None  # type: ignore[assignment,misc]
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"
 
 needs_live = pytest.mark.skipif(LiveHost is None, reason="probes.live not importable")
-
-
-def corpus(prefix: str) -> str:
-    (path,) = CORPUS.glob(f"{prefix}-*.txt")
-    return path.read_text(encoding="utf-8")
 
 
 def toolkit_info(version: str, path: str, inner: str = "V100R001C25SPC001B212") -> str:
@@ -49,10 +44,10 @@ def put(root: Path, path: str, text: str) -> None:
 
 @needs_live
 def test_legacy_layout(tmp_path: Path) -> None:
-    put(tmp_path, "/usr/local/Ascend/driver/version.info", corpus("040"))
-    put(tmp_path, "/usr/local/Ascend/firmware/version.info", corpus("034"))
-    put(tmp_path, LEGACY_TOOLKIT, corpus("021"))
-    put(tmp_path, "/usr/local/Ascend/ascend-toolkit/latest/version.cfg", corpus("045"))
+    put(tmp_path, "/usr/local/Ascend/driver/version.info", npu_smi_sample("040"))
+    put(tmp_path, "/usr/local/Ascend/firmware/version.info", npu_smi_sample("034"))
+    put(tmp_path, LEGACY_TOOLKIT, npu_smi_sample("021"))
+    put(tmp_path, "/usr/local/Ascend/ascend-toolkit/latest/version.cfg", npu_smi_sample("045"))
     put(tmp_path, "/usr/local/Ascend/nnal/atb/latest/version.info", ATB_INFO)
     put(tmp_path, "/usr/local/Ascend/mindie/latest/version.info", MINDIE_INFO)
     stack = read_stack(LiveHost(root=str(tmp_path), env={}))
@@ -77,8 +72,8 @@ def test_legacy_layout(tmp_path: Path) -> None:
 def test_new_cann_850_layout_x86_and_install_pointer(tmp_path: Path) -> None:
     put(tmp_path, "/etc/ascend_install.info",
         "Driver_Install_Path_Param=/opt/Ascend\nFirmware_Install_Path_Param=/opt/Ascend\n")
-    put(tmp_path, "/opt/Ascend/driver/version.info", corpus("033"))
-    put(tmp_path, "/opt/Ascend/firmware/version.info", corpus("034"))
+    put(tmp_path, "/opt/Ascend/driver/version.info", npu_smi_sample("033"))
+    put(tmp_path, "/opt/Ascend/firmware/version.info", npu_smi_sample("034"))
     put(tmp_path, "/usr/local/Ascend/cann-8.3.RC2/x86_64-linux/ascend_toolkit_install.info",
         toolkit_info("8.3.RC2", "/usr/local/Ascend/cann-8.3.RC2/x86_64-linux"))
     put(tmp_path, "/usr/local/Ascend/cann-8.5.0/x86_64-linux/ascend_toolkit_install.info",
@@ -102,8 +97,9 @@ def test_new_cann_850_layout_x86_and_install_pointer(tmp_path: Path) -> None:
 
 @needs_live
 def test_ascend_home_path_pointing_elsewhere_wins(tmp_path: Path) -> None:
-    put(tmp_path, LEGACY_TOOLKIT, corpus("021"))
-    put(tmp_path, "/data/cann/8.5.0/aarch64-linux/ascend_toolkit_install.info", corpus("019"))
+    put(tmp_path, LEGACY_TOOLKIT, npu_smi_sample("021"))
+    put(tmp_path, "/data/cann/8.5.0/aarch64-linux/ascend_toolkit_install.info",
+        npu_smi_sample("019"))
     put(tmp_path, "/data/cann/8.5.0/version.cfg", "toolkit_running_version=[8.5.0.1:8.5.0]\n")
     put(tmp_path, "/home/dev/Ascend/nnal/atb/latest/version.info",
         'Version=8.5.0\nrequired_package_toolkit_version>="8.2"\n')
@@ -120,7 +116,7 @@ def test_ascend_home_path_pointing_elsewhere_wins(tmp_path: Path) -> None:
 @needs_live
 def test_home_install_and_env_pointers(tmp_path: Path) -> None:
     put(tmp_path, "/home/u/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
-        corpus("021"))
+        npu_smi_sample("021"))
     put(tmp_path, "/srv/mindie/latest/version.info", MINDIE_INFO)
     put(tmp_path, "/srv/nnal/atb/latest/version.info", ATB_INFO)
     env = {
@@ -165,7 +161,7 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
 @needs_live
 def test_bad_candidate_falls_through_to_next(tmp_path: Path) -> None:
     put(tmp_path, "/data/tk/aarch64-linux/ascend_toolkit_install.info", "garbage\n")
-    put(tmp_path, LEGACY_TOOLKIT, corpus("021"))
+    put(tmp_path, LEGACY_TOOLKIT, npu_smi_sample("021"))
     stack = read_stack(LiveHost(root=str(tmp_path), env={"ASCEND_TOOLKIT_HOME": "/data/tk"}))
     assert stack.toolkit.state == "found"
     assert stack.toolkit.value is not None and stack.toolkit.value.version == "8.3.RC2"
@@ -236,7 +232,7 @@ class DictHost:
 
 
 def test_not_recorded_is_not_missing() -> None:
-    host = DictHost({"/usr/local/Ascend/driver/version.info": corpus("033")}, snapshot=True)
+    host = DictHost({"/usr/local/Ascend/driver/version.info": npu_smi_sample("033")}, snapshot=True)
     stack = read_stack(host)
     assert stack.driver.state == "found"
     for item in (stack.firmware, stack.toolkit, stack.version_cfg, stack.nnal, stack.mindie):
@@ -267,7 +263,7 @@ def test_unrecorded_cann_listing_marks_toolkit_unknown() -> None:
     # /usr/local/Ascend exists in the recording only through the driver file; the CANN
     # pointer was never recorded, so a missing toolkit is unknown
     files: dict[str, str | Exception] = {
-        "/usr/local/Ascend/driver/version.info": corpus("040"),
+        "/usr/local/Ascend/driver/version.info": npu_smi_sample("040"),
         "/etc/Ascend/ascend_cann_install.info": NotRecorded("/etc/Ascend/ascend_cann_install.info"),
     }
     stack = read_stack(DictHost(files))
@@ -278,8 +274,9 @@ def test_unrecorded_cann_listing_marks_toolkit_unknown() -> None:
 def test_cann_install_pointer_prefix() -> None:
     files: dict[str, str | Exception] = {
         "/etc/Ascend/ascend_cann_install.info": "Install_Path=/opt/cann\n",
-        "/opt/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info": corpus("019"),
-        LEGACY_TOOLKIT: corpus("021"),
+        "/opt/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info":
+            npu_smi_sample("019"),
+        LEGACY_TOOLKIT: npu_smi_sample("021"),
     }
     stack = read_stack(DictHost(files))
     assert stack.toolkit.path == (
@@ -288,7 +285,7 @@ def test_cann_install_pointer_prefix() -> None:
 
 
 def test_find_first_records_tried_in_order() -> None:
-    host = DictHost({"/b": corpus("033")})
+    host = DictHost({"/b": npu_smi_sample("033")})
     found: Found[object] = find_first(host, ["/a", "/b", "/c", "relative/ignored", "/a"],
                                       parse_driver_version_info)
     assert found.path == "/b"

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes.errors import ParseError
@@ -23,19 +21,13 @@ from probes.version_files import (
     requirement_satisfied,
 )
 from probes.versions import parse_version
-
-CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "npu-smi"
-
-
-def corpus(prefix: str) -> str:
-    (path,) = CORPUS.glob(f"{prefix}-*.txt")
-    return path.read_text(encoding="utf-8")
+from tests.npu_smi_fixtures import npu_smi_sample
 
 
 def split_sample_035() -> tuple[str, str]:
     """Sample 035 holds two files, each introduced by a `# cat <path>` comment line."""
     chunks: list[list[str]] = []
-    for line in corpus("035").splitlines():
+    for line in npu_smi_sample("035").splitlines():
         if line.startswith("#"):
             chunks.append([])
         elif chunks:
@@ -48,7 +40,7 @@ def split_sample_035() -> tuple[str, str]:
 
 
 def test_driver_033() -> None:
-    info = parse_driver_version_info(corpus("033"))
+    info = parse_driver_version_info(npu_smi_sample("033"))
     assert info.version == "23.0.7"
     assert info.package_version == "23.0.7"
     assert info.innerversion == "V100R001C15SPC012B220"
@@ -61,7 +53,7 @@ def test_driver_033() -> None:
 
 
 def test_driver_040_without_package_version() -> None:
-    info = parse_driver_version_info(corpus("040"))
+    info = parse_driver_version_info(npu_smi_sample("040"))
     assert info.package_version is None
     assert info.driver_version == "24.1.rc1"
     assert info.compatible_fw_ranges == (("7.0.0", "7.2.99"),)
@@ -82,7 +74,7 @@ def test_driver_keys_case_insensitive_unknown_kept_and_bad_lines_warned() -> Non
     assert "line 6" in info.warnings[0]
 
 
-@pytest.mark.parametrize("text", ["", "hello world\n", "foo=bar\n", corpus("014")])
+@pytest.mark.parametrize("text", ["", "hello world\n", "foo=bar\n", npu_smi_sample("014")])
 def test_driver_rejects_unrecognisable(text: str) -> None:
     with pytest.raises(ParseError):
         parse_driver_version_info(text)
@@ -92,7 +84,7 @@ def test_driver_rejects_unrecognisable(text: str) -> None:
 
 
 def test_firmware_034() -> None:
-    info = parse_firmware_version_info(corpus("034"))
+    info = parse_firmware_version_info(npu_smi_sample("034"))
     assert info.version == "7.1.0.11.220"
     assert info.firmware_version == "1.0"
     assert info.package_version == "23.0.7"
@@ -106,8 +98,8 @@ def test_firmware_rejects_unrecognisable() -> None:
 
 
 def test_firmware_in_driver_range_corpus_pair() -> None:
-    driver = parse_driver_version_info(corpus("033"))
-    firmware = parse_firmware_version_info(corpus("034"))
+    driver = parse_driver_version_info(npu_smi_sample("033"))
+    firmware = parse_firmware_version_info(npu_smi_sample("034"))
     assert firmware_in_driver_range("7.1.0.11.220", driver) is True
     assert firmware_in_driver_range(parse_version("7.1.0.11.220"), driver) is True
     assert firmware_in_driver_range("7.3.0.1.231", driver) is False
@@ -146,7 +138,7 @@ def test_driver_accepted_by_firmware_prefixes() -> None:
 
 
 def test_toolkit_install_info_019_and_021() -> None:
-    new = parse_install_info(corpus("019"))
+    new = parse_install_info(npu_smi_sample("019"))
     assert new.package_name == "Ascend-cann-toolkit"
     assert new.version == "8.5.0"
     assert new.innerversion == "V100R001C25B048"
@@ -155,7 +147,7 @@ def test_toolkit_install_info_019_and_021() -> None:
     assert new.os == "linux"
     assert new.path == "/usr/local/Ascend/ascend-toolkit/8.5.0/aarch64-linux"
     assert new.compatible_families[-1] == "V100R001C23"
-    old = parse_install_info(corpus("021"))
+    old = parse_install_info(npu_smi_sample("021"))
     assert old.version == "8.3.RC2"
     assert old.family == "V100R001C23"
     assert old.parsed is not None
@@ -174,7 +166,7 @@ def test_install_info_035_two_files() -> None:
     assert nnae.compatible_groups == (("V100R001C13", "V100R001C19"), ("V100R001C30",))
     assert nnae.compatible_families == ("V100R001C13", "V100R001C19", "V100R001C30")
     # the comment lines of the whole sample are skipped, not counted as malformed
-    assert parse_install_info(corpus("035")).warnings == ()
+    assert parse_install_info(npu_smi_sample("035")).warnings == ()
 
 
 def test_install_info_rejects_unrecognisable() -> None:
@@ -208,7 +200,7 @@ def test_ascend_install_info() -> None:
 
 
 def test_version_cfg_045() -> None:
-    cfg = parse_version_cfg(corpus("045"))
+    cfg = parse_version_cfg(npu_smi_sample("045"))
     assert cfg.running["toolkit"].version == "8.1.RC1"
     assert cfg.running["toolkit"].inner == "7.7.T20.0.B210"
     assert cfg.running["opp_kernel"].version == "8.1.RC1"
@@ -314,7 +306,7 @@ def test_mindie_version_info() -> None:
 
 
 def test_pip_list_036() -> None:
-    pip = parse_pip_packages(corpus("036"))
+    pip = parse_pip_packages(npu_smi_sample("036"))
     assert pip.packages == {
         "torch": "1.11.0", "torch-npu": "2.1.0.post8.dev20241009", "mindspore": "2.3.0",
     }

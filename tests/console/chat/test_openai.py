@@ -20,6 +20,7 @@ from console.chat.reply import ReplyDelta, ReplyDone, Stopper, run_reply
 from console.options import api_key
 from probes.http import Secret
 from probes.sse import EventParser
+from tests.loopback_fixtures import loopback_server
 
 SERVING = Path(__file__).resolve().parents[2] / "corpus" / "serving"
 STREAM = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
@@ -175,13 +176,8 @@ class _Stalling(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stalling_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stalling)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(_Stalling, daemon_threads=True) as url:
+        yield f"{url}/v1"
 
 
 def test_the_idle_timeout_ends_a_stalled_stream(stalling_server: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import http.server
 import io
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from console.ui.widgets.npu import NpuPanel
 from console.ui.widgets.serving import NOT_EXPORTED, ServingPanel, serving_table
 from probes.live import LiveHost
 from tests.console.fakes import fake_backend
+from tests.loopback_fixtures import loopback_server
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 
@@ -78,12 +78,8 @@ def file_server(tmp_path: Path) -> Iterator[str]:
     (tmp_path / "serving").mkdir()
     (tmp_path / "serving" / "metrics").write_bytes(
         (CORPUS / "serving" / "vllm_v1_names_a.prom").read_bytes())
-    handler = functools.partial(_Files, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with loopback_server(functools.partial(_Files, directory=str(tmp_path))) as url:
+        yield url
 
 
 async def test_two_exporters_and_a_serving_endpoint(file_server: str, tmp_path: Path) -> None:
