@@ -114,6 +114,9 @@ class TokenizerFiles:
     generation_config: Mapping[str, Any] = field(default_factory=dict)
     # the model directory's own template, when --chat-template replaced it (the thinking rule)
     replaced_template: str | None = None
+    # tokenizer.json's text as the run's host read it (a bundle records it, a replay loads it);
+    # None: absent, or over the host's read cap, then opened where it lies on this machine
+    tokenizer_json: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def has_vocabulary(self) -> bool:
@@ -172,7 +175,21 @@ def tokenizer_files(directory: Path, host: Host,
     template, source = _chat_template(host, directory, config)
     return TokenizerFiles(directory, present, config, template, source,
                           read_json(host, configs / CONFIG_FILE),
-                          read_json(host, configs / GENERATION_CONFIG_FILE))
+                          read_json(host, configs / GENERATION_CONFIG_FILE),
+                          tokenizer_json=_tokenizer_json(host, directory, present))
+
+
+def _tokenizer_json(host: Host, directory: Path, present: tuple[str, ...]) -> str | None:
+    """tokenizer.json read through the run's host, so that a bundle being recorded keeps it
+    and its replay builds the same tokenizer; None when absent, not a regular file, not
+    recorded, or over the host's read cap."""
+    path = directory / "tokenizer.json"
+    if "tokenizer.json" not in present or regular_file(host, path, MAX_TOKENIZER_JSON_BYTES):
+        return None
+    try:
+        return host.read_bytes(str(path)).decode("utf-8")
+    except (HostError, ValueError):  # NotRecorded is a HostError
+        return None
 
 
 # -- the loaded tokenizer -----------------------------------------------------------------
@@ -255,7 +272,8 @@ def _version(module: Any) -> str:
 def local_path(host: Host, path: Path) -> str | None:
     """Where this process opens the observed `path`: the same path on this machine's `/`, or
     below the root a LiveHost reads (a --root tree, a container's /proc/PID/root; symlinks
-    resolved inside it). None for a recording, which carries no loadable tokenizer."""
+    resolved inside it). None for a recording: it holds the files a run read, not a directory
+    another library could open (tokenizer.json is built from its recorded text instead)."""
     from probes.live import LiveHost
 
     inner: object = host
@@ -272,8 +290,8 @@ def local_path(host: Host, path: Path) -> str | None:
 def _opened(host: Host, path: Path) -> str:
     found = local_path(host, path)
     if found is None:
-        raise TokenizerUnavailable(f"{path}: not on this machine (a recording carries no "
-                                   "loadable tokenizer)")
+        raise TokenizerUnavailable(f"{path}: not on this machine (a recording holds the files "
+                                   "a run read; only a tokenizer.json is built from them)")
     return found
 
 
@@ -305,9 +323,13 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"the tokenizers library is not installed ({exc})") from exc
-    opened = _opened(host, path)
     try:
-        tokenizer = Tokenizer.from_file(opened)
+        if files.tokenizer_json is not None:
+            tokenizer = Tokenizer.from_str(files.tokenizer_json)
+        else:
+            tokenizer = Tokenizer.from_file(_opened(host, path))
+    except TokenizerUnavailable:
+        raise
     except Exception as exc:
         raise TokenizerUnavailable(
             f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",

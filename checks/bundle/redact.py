@@ -31,6 +31,7 @@ from checks.bundle.redact_structural import (
     is_safetensors,
     is_structural,
     is_structural_json,
+    is_vocabulary,
     json_values,
     redact_json,
 )
@@ -351,6 +352,8 @@ def _file(path: str, entry: FileRecord, redactor: Redactor) -> FileRecord:
         if isinstance(text, str) and is_structural_json(path) else None
     if as_data is not None:
         text = as_data
+    elif isinstance(text, str) and is_vocabulary(path):
+        text = redactor.known_only(text.encode("utf-8"), where).decode("utf-8", "replace")
     elif isinstance(text, str):
         text = redactor.text(text, where)
     elif isinstance(text, RecordedError):

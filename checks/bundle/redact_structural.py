@@ -9,9 +9,10 @@ checkpoint as corrupt, or skips what the live run failed). So:
 - a JSON structural file is parsed and only its string *values* are redacted, each one alone
   (a key is never a secret's name here); a file whose values hold nothing secret is kept byte
   for byte, and one whose do is written back as JSON with those values masked;
-- a safetensors byte range (the 8-byte length and the JSON header) is masked only where a
-  secret value learned elsewhere (an HF_TOKEN in the environment) appears, with masks of the
-  same length so offsets and sizes stay true;
+- a safetensors byte range (the 8-byte length and the JSON header) and a tokenizer.json (its
+  strings are tokens and merges) are masked only where a secret value learned elsewhere (an
+  HF_TOKEN in the environment) appears, with masks of the same length so offsets and sizes
+  stay true;
 - neither is learned from: their strings never become "known secrets" masked elsewhere.
 """
 
@@ -28,6 +29,10 @@ from probes.model.reader import CONFIG_FILE, GENERATION_CONFIG_FILE
 JSON_NAMES = frozenset({CONFIG_FILE, GENERATION_CONFIG_FILE, "tokenizer_config.json",
                         "special_tokens_map.json", "preprocessor_config.json",
                         "quant_model_description.json"})
+# a vocabulary: every string is a token (`token`, `password`, merges like "token =abc"), never a
+# setting; only secrets learned elsewhere are masked, at the same length (a replay builds the
+# tokenizer from this text)
+VOCABULARY_NAMES = frozenset({"tokenizer.json"})
 
 
 def is_structural_json(path: str) -> bool:
@@ -35,12 +40,16 @@ def is_structural_json(path: str) -> bool:
     return name in JSON_NAMES or name.endswith(".index.json")
 
 
+def is_vocabulary(path: str) -> bool:
+    return posixpath.basename(path) in VOCABULARY_NAMES
+
+
 def is_safetensors(path: str) -> bool:
     return posixpath.basename(path).endswith(".safetensors")
 
 
 def is_structural(path: str) -> bool:
-    return is_structural_json(path) or is_safetensors(path)
+    return is_structural_json(path) or is_safetensors(path) or is_vocabulary(path)
 
 
 def json_values(text: str) -> Iterable[str]:

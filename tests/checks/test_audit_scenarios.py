@@ -316,8 +316,6 @@ def test_a_bundles_replay_gives_the_live_checkpoint_verdicts(fake_root: FakeRoot
     assert replayed["target"]["problems"] == []  # nothing the replay could not reproduce
 
 
-@pytest.mark.xfail(strict=True, reason="a recording carries no loadable tokenizer "
-                   "(checks/builtin/tokenizer.py): tokenizer checks skip in a replay")
 def test_a_bundles_replay_gives_the_live_tokenizer_verdicts(fake_root: FakeRoot,
                                                             tmp_path: Path) -> None:
     pytest.importorskip("tokenizers")
@@ -339,3 +337,7 @@ def test_a_bundles_replay_gives_the_live_tokenizer_verdicts(fake_root: FakeRoot,
     statuses = {k: r["status"] for k, r in results(live).items()}
     assert "skip" not in statuses.values()
     assert {k: r["status"] for k, r in results(replayed).items()} == statuses
+    # built from the recorded tokenizer.json: the same summaries, the same rules
+    for check_id, live_result in results(live).items():
+        assert results(replayed)[check_id]["rules"] == live_result["rules"]
+    assert replayed["target"]["problems"] == []

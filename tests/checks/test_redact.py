@@ -150,6 +150,20 @@ def test_structural_files_are_data_not_text() -> None:
     assert secret.encode() not in data and len(data) == len(blob) + len(secret)
 
 
+def test_a_tokenizer_json_is_kept_byte_for_byte() -> None:
+    """Its vocabulary and merges are token names (`token`, `password`...), not assignments:
+    a replay builds the tokenizer from the recorded text, so it must stay as read."""
+    import json
+
+    tokenizer = json.dumps({"model": {"type": "BPE",
+                                      "vocab": {"token": 0, "=": 1, "password": 2, "abc": 3},
+                                      "merges": ["tok en", "pass word", "token =abc"]},
+                            "added_tokens": [{"id": 4, "content": "<|im_start|>"}]})
+    recording = Recording(manifest=Manifest("1", "2025-06-01T00:00:00Z", "h", "/", "t"),
+                          files={"/m/tokenizer.json": FileRecord(text=tokenizer)})
+    assert redact_recording(recording).recording.files["/m/tokenizer.json"].text == tokenizer
+
+
 # -- properties: every spelling, any value -----------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
