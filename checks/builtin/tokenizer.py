@@ -424,9 +424,10 @@ def config_vocab_size(config: Mapping[str, Any]) -> int | None:
 def _config_ids(loaded: Loaded) -> list[tuple[str, int]]:
     """Special ids of config.json and generation_config.json (text_config included)."""
     from probes.model.config import special_token_ids
+    from probes.model.reader import CONFIG_FILE, GENERATION_CONFIG_FILE
 
-    return special_token_ids([("config.json", loaded.files.model_config),
-                              ("generation_config.json", loaded.files.generation_config)],
+    return special_token_ids([(CONFIG_FILE, loaded.files.model_config),
+                              (GENERATION_CONFIG_FILE, loaded.files.generation_config)],
                              SPECIAL_ID_KEYS)
 
 

@@ -82,17 +82,40 @@ def test_another_root_is_read_through_it(fn: CheckFn, healthy: Path, tmp_path: P
 
 
 @pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
-def test_a_recording_skips(fn: CheckFn, healthy: Path, tmp_path: Path) -> None:
+def test_a_recording_builds_the_recorded_tokenizer_json(fn: CheckFn, healthy: Path,
+                                                        tmp_path: Path) -> None:
     from probes.recording.snapshot import SnapshotHost
 
     needs_transformers()
     recorded = RecordingHost(LiveHost(root="/", env={}))
-    assert fn(ctx_for(healthy, recorded)).status == "pass"
+    live = fn(ctx_for(healthy, recorded))
+    assert live.status == "pass"
     bundle = tmp_path / "r.tar.gz"
     recorded.save(bundle)
-    finding = fn(ctx_for(healthy, SnapshotHost(bundle)))
-    assert finding.status == "skip"
-    assert "a recording carries no loadable tokenizer" in finding.summary
+    replayed = fn(ctx_for(healthy, SnapshotHost(bundle)))
+    assert (replayed.status, replayed.summary, replayed.rules) == \
+        (live.status, live.summary, live.rules)
+
+
+@pytest.mark.parametrize("fn", [tokenizer_dtype, tokenizer_token_ids])
+def test_a_recording_without_tokenizer_json_skips(fn: CheckFn, healthy: Path,
+                                                  tmp_path: Path) -> None:
+    """Only tokenizer.json is built from recorded text; other layouts need their directory."""
+    from probes.recording.snapshot import SnapshotHost
+
+    needs_transformers()
+    model = tmp_path / "model"
+    shutil.copytree(healthy, model)
+    (model / "tokenizer.json").unlink()
+    (model / "vocab.json").write_text('{"a": 0}', encoding="utf-8")
+    (model / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    recorded = RecordingHost(LiveHost(root="/", env={}))
+    fn(ctx_for(model, recorded))
+    bundle = tmp_path / "r.tar.gz"
+    recorded.save(bundle)
+    finding = fn(ctx_for(model, SnapshotHost(bundle)))
+    assert finding.status == "skip", finding
+    assert "not on this machine" in finding.summary
 
 
 def test_which_hosts_are_this_machine(tmp_path: Path) -> None:
