@@ -19,7 +19,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 MARK = "@@limited@@"
@@ -54,8 +57,10 @@ class Limits:
     answer_bytes: int = 8 * 1024 * 1024
 
 
-def run_limited(module: str, function: str, argument: Any, limits: Limits | None = None) -> Any:
-    """`module.function(argument)` in a limited child; its JSON answer. Raises LimitedError."""
+def run_limited(module: str, function: str, argument: Any, limits: Limits | None = None,
+                on_start: Callable[[], None] | None = None) -> Any:
+    """`module.function(argument)` in a limited child; its JSON answer. Raises LimitedError.
+    `on_start`: called once the child runs (probes.spawn)."""
     from probes.spawn import spawn
 
     limits = limits or Limits()
@@ -65,7 +70,8 @@ def run_limited(module: str, function: str, argument: Any, limits: Limits | None
         argv = (sys.executable, "-I", "-c", _CHILD, str(limits.memory_bytes),
                 str(limits.cpu_s), PROJECT_ROOT, handle.name)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        result = spawn(argv, limits.wall_s, env, max_output_bytes=limits.answer_bytes)
+        result = spawn(argv, limits.wall_s, env, max_output_bytes=limits.answer_bytes,
+                       on_start=on_start)
     finally:
         os.unlink(handle.name)
     return _answer(result, limits)

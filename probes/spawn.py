@@ -14,7 +14,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Literal
 
 from probes.host import DEFAULT_MAX_OUTPUT_BYTES, CommandResult
@@ -33,9 +33,12 @@ def spawn(
     env: Mapping[str, str],
     executable: str | None = None,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    on_start: Callable[[], None] | None = None,
 ) -> CommandResult:
     """Run `argv` without a shell; a timeout, or stdout and stderr together passing
     `max_output_bytes`, kills the whole process group (what came before is kept).
+    `on_start` is called once the child runs (or could not be started): a caller waiting in
+    another thread may go on with work that holds the GIL.
 
     Returns within timeout_s + 1.5 * KILL_GRACE_S even when grandchildren hold the pipes
     or the child is stuck in a driver call.
@@ -53,7 +56,11 @@ def spawn(
             start_new_session=True,  # its own process group, so a timeout can kill it all
         )
     except OSError as exc:
+        if on_start is not None:
+            on_start()
         return CommandResult(argv=argv, outcome="error", error=one_line(exc))
+    if on_start is not None:
+        on_start()
     output = _Output(proc, max_output_bytes)
     try:
         ending = _run(proc, output, started_s + timeout_s)

@@ -28,7 +28,8 @@ functions of what was observed, so every fault can be tested without a faulty to
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -169,9 +170,13 @@ def observe(files: TokenizerFiles, host: Host) -> Observed:
     from checks.builtin.tokenizer_serving import observe_serving
 
     # the renderings need only the files: their child (a fresh interpreter importing jinja2)
-    # runs while this process builds the tokenizer
+    # runs while this process builds the tokenizer, which holds the GIL; so the build waits
+    # until the child has been started
+    spawned = threading.Event()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat template") as pool:
-        rendering = pool.submit(render_all, files)
+        rendering = pool.submit(render_all, files, spawned.set)
+        while not spawned.wait(0.005) and not rendering.done():
+            pass
         loaded = load_files(files, host)
         vocab_size = config_vocab_size(files.model_config)
         vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
@@ -451,8 +456,9 @@ class Renders:
     replaced: Thinking | None = None  # the same for the template --chat-template replaced
 
 
-def render_all(files: TokenizerFiles) -> Renders:
-    """Every rendering of the chat template, in one budgeted child per template."""
+def render_all(files: TokenizerFiles, on_start: Callable[[], None] | None = None) -> Renders:
+    """Every rendering of the chat template, in one budgeted child per template; `on_start`
+    is called once the first child runs (not at all without a template)."""
     if not files.chat_template:
         return Renders()
     from checks.builtin.tokenizer_serving import thinking_of, variable_sets
@@ -461,7 +467,7 @@ def render_all(files: TokenizerFiles) -> Renders:
     probe: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
                              "add_generation_prompt": True, **files.special_tokens()}
     wanted = variable_sets(files, probe)
-    probe_r, turn, on, off = render_many_limited(files.chat_template, wanted)
+    probe_r, turn, on, off = render_many_limited(files.chat_template, wanted, on_start=on_start)
     replaced = None
     if files.replaced_template:
         own_on, own_off = render_many_limited(files.replaced_template, wanted[2:])

@@ -226,9 +226,11 @@ def render_limited(template: str, variables: Mapping[str, Any],
 
 
 def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]],
-                        limits: Limits | None = None) -> list[Rendered]:
+                        limits: Limits | None = None,
+                        on_start: Callable[[], None] | None = None) -> list[Rendered]:
     """`render` of one template with each set of variables, all in one limited child (one
-    process start for several renderings); each rendering has its own budget. Never raises."""
+    process start for several renderings); each rendering has its own budget. Never raises.
+    `on_start`: called once the child runs (probes.spawn); not at all when none is started."""
     from probes.limited import LimitedError, run_limited
 
     if len(template) > MAX_TEMPLATE_CHARS:
@@ -243,7 +245,7 @@ def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]
         limits = Limits(cpu_s=base.cpu_s + int(more_s), wall_s=base.wall_s + more_s)
     try:
         answer = run_limited("probes.model.chat_template", "render_many_in_child",
-                             (template, [dict(v) for v in variable_sets]), limits)
+                             (template, [dict(v) for v in variable_sets]), limits, on_start)
     except LimitedError as exc:
         return [Rendered(None, f"stopped: {exc}", stopped=True) for _ in variable_sets]
     except (pickle.PicklingError, TypeError, AttributeError) as exc:

@@ -88,3 +88,24 @@ def test_a_setsid_grandchild_holding_the_pipes_is_killed(tmp_path: Path) -> None
         os.sched_yield()
         time.sleep(0.02)
     assert not _alive(grandchild)
+
+
+def test_on_start_is_called_once_while_the_child_runs(tmp_path: Path) -> None:
+    """A waiter in another thread may go on once the child exists (the tokenizer check builds
+    its tokenizer, which holds the GIL, only after its template child has started)."""
+    flag = tmp_path / "go"
+    seen: list[bool] = []
+    script = f"import os, time\nwhile not os.path.exists({str(flag)!r}): time.sleep(0.01)\n"
+
+    def started() -> None:
+        seen.append(True)
+        flag.touch()  # the child waits for this: it must already be running
+
+    result = spawn([sys.executable, "-c", script], 30, dict(os.environ), on_start=started)
+    assert result.ok and seen == [True]
+
+
+def test_on_start_is_called_when_the_child_cannot_start(tmp_path: Path) -> None:
+    seen: list[bool] = []
+    result = spawn([str(tmp_path / "missing")], 5, {}, on_start=lambda: seen.append(True))
+    assert result.outcome == "error" and seen == [True]
