@@ -318,9 +318,49 @@ def test_an_msmodelslim_checkpoint_without_the_flag_is_judged_as_ascend_quantiza
 
 def test_the_same_checkpoint_on_a_release_with_ascend_quantization_passes_it(
         tmp_path: Path) -> None:
+    """The description's type is a feature of its own (`quantization:ascend:W8A8`); with no
+    row about that type it is shown, and `quantization:ascend` carries the verdict."""
     finding = support_with(tmp_path, [], "0.9.0rc2", QWEN2, MODELSLIM_W8A8)
     assert "feature quantization:ascend" not in finding.summary
-    assert "features: quantization:ascend, graph" in finding.evidence
+    assert "features: quantization:ascend, quantization:ascend:W8A8, graph" in finding.evidence
+    assert "quantization:ascend:W8A8 on" not in " ".join(finding.evidence)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--runner", "pooling"], "pooling"),
+    (["--task", "embed"], "pooling"),
+    (["--task", "score"], "pooling"),
+    (["--enable-lora"], "lora"),
+    (["--enable-prefix-caching"], "prefix-caching"),
+    (["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}'],
+     "speculative:eagle3"),
+    (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'],
+     "speculative:ngram"),
+    (["--speculative-config", '{"method": "suffix"}'], "speculative:suffix"),
+    (["--speculative-config", '{"method": "qwen3_next_mtp", "num_speculative_tokens": 1}'],
+     "mtp"),
+    (["--speculative-model", "/m/draft", "--num-speculative-tokens", "4"], "speculative"),
+    (["--additional-config", '{"torchair_graph_config": {"enabled": true}}'],
+     "graph:torchair"),
+    (["--additional-config", '{"ascend_scheduler_config": {"enabled": true}}'],
+     "ascend-scheduler"),
+])
+def test_the_command_line_yields_the_feature(tmp_path: Path, args: list[str],
+                                             expected: str) -> None:
+    finding = support(tmp_path, args, release="0.11.0", config=QWEN3_MOE)
+    line = next(e for e in finding.evidence if e.startswith("features: "))
+    assert expected in line.removeprefix("features: ").split(", "), line
+
+
+@pytest.mark.parametrize("args", [
+    ["--no-enable-prefix-caching"], ["--runner", "generate"], ["--task", "generate"],
+    ["--additional-config", '{"torchair_graph_config": {"enabled": false}}'],
+    ["--additional-config", '{"ascend_scheduler_config": {}}'],
+])
+def test_a_feature_switched_off_or_absent_is_not_read(tmp_path: Path, args: list[str]) -> None:
+    finding = support(tmp_path, args, release="0.11.0", config=QWEN3_MOE)
+    line = next(e for e in finding.evidence if e.startswith("features: "))
+    assert line == "features: graph"
 
 
 def test_config_json_quant_method_is_the_feature_when_the_command_line_names_none(
