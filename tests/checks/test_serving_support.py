@@ -423,3 +423,36 @@ def test_a_development_build_is_judged_as_its_release_and_says_so(tmp_path: Path
                                                ("1.0.post1.dev2", None), ("junk", None)])
 def test_dev_base_is_the_release_a_dev_build_precedes(version: str, base: str | None) -> None:
     assert dev_base(version) == base
+
+
+QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16"}
+
+
+def test_lora_on_the_release_that_broke_it_fails_and_its_twin_passes(tmp_path: Path) -> None:
+    """Release notes v0.10.2rc1 known issues (LoRA broken, #2941); v0.11.0rc0 brings it back."""
+    broken = support(tmp_path / "a", ["--enable-lora"], release="0.10.2rc1", config=QWEN3)
+    fixed = support(tmp_path / "b", ["--enable-lora"], release="0.11.0", config=QWEN3)
+    assert broken.status == "fail" and "known-issue" in broken.rules
+    assert "LoRA does not work" in broken.summary and "fixed in v0.11.0rc0" in broken.summary
+    assert "LoRA" not in fixed.summary
+    assert any("lora-v1-0090rc2" in e for e in fixed.evidence)
+
+
+def test_eagle3_on_the_v0_9_1_final_release_fails(tmp_path: Path) -> None:
+    """v0.9.1rc1's release page: EAGLE-3 is not in the v0.9.1-dev branch (v0.9.1 final)."""
+    spec = ["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}']
+    final = support(tmp_path / "a", spec, release="0.9.1", config=QWEN3)
+    back = support(tmp_path / "b", spec, release="0.11.0", config=QWEN3)
+    assert final.status == "fail" and "feature speculative:eagle3" in final.summary
+    assert "speculative:eagle3" not in back.summary
+
+
+def test_the_pooling_runner_on_310p_in_v0_14_0rc1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#6471: v0.14.0rc1 on 310P refuses runner_type 'pooling'; the
+    same command on an A2 is not refused (no row says pooling there: not in our data)."""
+    args = ["--runner", "pooling", "--enforce-eager"]
+    on_310p = support(tmp_path / "a", args, release="0.14.0rc1", config=QWEN3, chip="310P")
+    on_a2 = support(tmp_path / "b", args, release="0.14.0rc1", config=QWEN3)
+    assert on_310p.status == "fail" and "feature pooling" in on_310p.summary
+    assert "unsupported" not in on_a2.rules
+    assert "feature pooling on vllm-ascend 0.14.0rc1: not in our data" in on_a2.summary
