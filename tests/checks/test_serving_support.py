@@ -449,10 +449,22 @@ def test_eagle3_on_the_v0_9_1_final_release_fails(tmp_path: Path) -> None:
 
 def test_the_pooling_runner_on_310p_in_v0_14_0rc1_fails(tmp_path: Path) -> None:
     """vllm-project/vllm-ascend#6471: v0.14.0rc1 on 310P refuses runner_type 'pooling'; the
-    same command on an A2 is not refused (no row says pooling there: not in our data)."""
+    same command on an A2 is not judged for pooling (no row speaks of it there)."""
     args = ["--runner", "pooling", "--enforce-eager"]
     on_310p = support(tmp_path / "a", args, release="0.14.0rc1", config=QWEN3, chip="310P")
     on_a2 = support(tmp_path / "b", args, release="0.14.0rc1", config=QWEN3)
     assert on_310p.status == "fail" and "feature pooling" in on_310p.summary
-    assert "unsupported" not in on_a2.rules
-    assert "feature pooling on vllm-ascend 0.14.0rc1: not in our data" in on_a2.summary
+    assert "unsupported" not in on_a2.rules and "pooling" not in on_a2.summary
+
+
+W8A8_DYNAMIC = {"quant_model_description.json": {"model_quant_type": "W8A8_DYNAMIC"}}
+
+
+def test_a_quantization_type_on_950_before_its_release_fails(tmp_path: Path) -> None:
+    """v0.22.1rc1's release page adds W8A8/W4A8 dynamic quantization on Ascend 950."""
+    before = support_with(tmp_path / "a", [], "0.18.0", QWEN3, W8A8_DYNAMIC, chip="A5_950")
+    after = support_with(tmp_path / "b", [], "0.22.1rc1", QWEN3, W8A8_DYNAMIC, chip="A5_950")
+    on_a2 = support_with(tmp_path / "c", [], "0.18.0", QWEN3, W8A8_DYNAMIC)
+    assert before.status == "fail"
+    assert "feature quantization:ascend:W8A8_DYNAMIC" in before.summary
+    assert "W8A8_DYNAMIC" not in after.summary and "W8A8_DYNAMIC" not in on_a2.summary
