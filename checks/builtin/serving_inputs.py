@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
+POOLING_TASKS = ("embed", "embedding", "score", "reward", "classify")
 MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads")  # `model.<name>` in flag rules
 
 
@@ -219,6 +220,8 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
     method = quantization(args) or model.quant_method
     if method:
         found.append(f"quantization:{method}")
+        if method == "ascend" and model.quant_type:  # rows may speak of one msModelSlim type
+            found.append(f"quantization:ascend:{model.quant_type}")
     serving = ctx.target.serving
     if serving.data_parallel_size is not None and serving.data_parallel_size.value > 1:
         found.append("data-parallel")
@@ -226,13 +229,11 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
         found.append("pipeline-parallel")
     if not args:
         return tuple(found)
-    from probes.target.argv import at_path, has_switch, value_of
+    from probes.target.argv import has_switch, value_of
 
     if has_switch(args, "--enable-expert-parallel"):
         found.append("expert-parallel")
-    method = at_path(_value(flags, "--speculative-config"), "method")
-    if isinstance(method, str) and "mtp" in method.lower():
-        found.append("mtp")
+    found += _speculative(args, flags)
     parser = value_of(args, "--reasoning-parser")
     if parser:  # shown, not judged: reasoning parsers are vLLM's own
         found.append(f"reasoning-parser:{parser}")
@@ -240,14 +241,66 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
         found.append("pd-disaggregation")
     if value_of(args, "--distributed-executor-backend") == "ray":
         found.append("ray")
-    if args and not has_switch(args, "--enforce-eager"):
-        found.append("graph")
+    found += _switches(args)
+    found += _graph(args, flags)
+    return tuple(found)
+
+
+def _switches(args: tuple[str, ...]) -> list[str]:
+    """Pooling, LoRA and prefix caching as vLLM spells their flags (vllm-project/vllm
+    vllm/engine/arg_utils.py @ 001999d2f360 for --task, --enable-lora and
+    --enable-prefix-caching; --runner pooling from v0.10.1:
+    https://docs.vllm.ai/en/v0.10.1.1/models/pooling_models.html,
+    https://docs.vllm.ai/en/v0.8.3/_sources/models/pooling_models.md). Prefix caching is
+    read only when switched on: its default depends on the vLLM release and the runner."""
+    from probes.target.argv import has_switch, value_of
+
+    found = []
+    runner = (value_of(args, "--runner") or "").lower()
+    task = (value_of(args, "--task") or "").lower()
+    if runner == "pooling" or task in POOLING_TASKS:
+        found.append("pooling")
+    if has_switch(args, "--enable-lora"):
+        found.append("lora")
+    if has_switch(args, "--enable-prefix-caching"):
+        found.append("prefix-caching")
+    return found
+
+
+def _speculative(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
+    """`speculative:<method>` from --speculative-config's `method` (`mtp` kept as its own
+    name); plain `speculative` from the older --speculative-model/--num-speculative-tokens
+    (vllm-project/vllm vllm/engine/arg_utils.py @ 001999d2f360)."""
+    from probes.target.argv import at_path, value_of
+
+    method = at_path(_value(flags, "--speculative-config"), "method")
+    if isinstance(method, str) and method.strip():
+        name = method.strip().lower()
+        return ["speculative", f"speculative:{name}"] + (["mtp"] if "mtp" in name else [])
+    if value_of(args, "--speculative-model", "--num-speculative-tokens") is not None:
+        return ["speculative"]
+    return []
+
+
+def _graph(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
+    """The graph modes: ACL graph unless --enforce-eager, the compilation config's modes, and
+    vllm-ascend's torchair graph and Ascend scheduler from --additional-config
+    (`torchair_graph_config.enabled`, `ascend_scheduler_config.enabled`:
+    https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/configuration/additional_config.html)."""
+    from probes.target.argv import at_path, has_switch
+
+    found = [] if has_switch(args, "--enforce-eager") else ["graph"]
     mode = at_path(_value(flags, "--compilation-config"), "cudagraph_mode")
     if isinstance(mode, str) and mode.upper() == "FULL_DECODE_ONLY":
         found.append("graph:full_decode_only")
     if at_path(_value(flags, "--compilation-config"), "full_cuda_graph") is True:
         found.append("graph:full_cuda_graph")
-    return tuple(found)
+    extra = _value(flags, "--additional-config")
+    if at_path(extra, "torchair_graph_config.enabled") is True:
+        found.append("graph:torchair")
+    if at_path(extra, "ascend_scheduler_config.enabled") is True:
+        found.append("ascend-scheduler")
+    return found
 
 
 def _value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | None:

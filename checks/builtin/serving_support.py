@@ -43,7 +43,8 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "not-in-our-data": "warn",
     },
 }
-# Features the support rows judge; others (a reasoning parser: vLLM's own) are shown only.
+# Features always judged ("not in our data" without a row); any other (pooling, LoRA, a
+# speculative method, a reasoning parser) only where a row for the deployment names it.
 JUDGED_FEATURES = ("quantization:", "expert-parallel", "data-parallel", "mtp",
                    "graph:full_decode_only")
 REMEDY_UNKNOWN = ("Check the engine's release notes and supported-models page for this "
@@ -98,11 +99,22 @@ def judge(d: Deployment) -> list[Verdict]:
                                     REMEDY_UNKNOWN))
             continue
         verdicts.append(_subject(d, rows, f"chip:{chip}", f"chip family {words}"))
+    named = {r.feature for r in _matching(d, rows) if r.feature}
     for feature in d.features:
-        if feature.startswith(JUDGED_FEATURES):
+        if _judged(feature, named):
             verdicts.append(_subject(d, rows, f"feature:{feature}", f"feature {feature}"))
     verdicts += _known_issues(d)
     return verdicts
+
+
+def _judged(feature: str, named: set[str]) -> bool:
+    """A feature is judged when it is one the doctor always judges (unknown: "not in our
+    data") or when a row for this release, model and chip speaks of it; a quantization
+    sub-type (`quantization:ascend:W8A8`) only then, its method carrying the verdict
+    otherwise."""
+    if feature in named:
+        return True
+    return feature.startswith(JUDGED_FEATURES) and feature.count(":") < 2
 
 
 def _dev_build(d: Deployment) -> list[Verdict]:

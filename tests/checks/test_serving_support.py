@@ -318,9 +318,49 @@ def test_an_msmodelslim_checkpoint_without_the_flag_is_judged_as_ascend_quantiza
 
 def test_the_same_checkpoint_on_a_release_with_ascend_quantization_passes_it(
         tmp_path: Path) -> None:
+    """The description's type is a feature of its own (`quantization:ascend:W8A8`); with no
+    row about that type it is shown, and `quantization:ascend` carries the verdict."""
     finding = support_with(tmp_path, [], "0.9.0rc2", QWEN2, MODELSLIM_W8A8)
     assert "feature quantization:ascend" not in finding.summary
-    assert "features: quantization:ascend, graph" in finding.evidence
+    assert "features: quantization:ascend, quantization:ascend:W8A8, graph" in finding.evidence
+    assert "quantization:ascend:W8A8 on" not in " ".join(finding.evidence)
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--runner", "pooling"], "pooling"),
+    (["--task", "embed"], "pooling"),
+    (["--task", "score"], "pooling"),
+    (["--enable-lora"], "lora"),
+    (["--enable-prefix-caching"], "prefix-caching"),
+    (["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}'],
+     "speculative:eagle3"),
+    (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}'],
+     "speculative:ngram"),
+    (["--speculative-config", '{"method": "suffix"}'], "speculative:suffix"),
+    (["--speculative-config", '{"method": "qwen3_next_mtp", "num_speculative_tokens": 1}'],
+     "mtp"),
+    (["--speculative-model", "/m/draft", "--num-speculative-tokens", "4"], "speculative"),
+    (["--additional-config", '{"torchair_graph_config": {"enabled": true}}'],
+     "graph:torchair"),
+    (["--additional-config", '{"ascend_scheduler_config": {"enabled": true}}'],
+     "ascend-scheduler"),
+])
+def test_the_command_line_yields_the_feature(tmp_path: Path, args: list[str],
+                                             expected: str) -> None:
+    finding = support(tmp_path, args, release="0.11.0", config=QWEN3_MOE)
+    line = next(e for e in finding.evidence if e.startswith("features: "))
+    assert expected in line.removeprefix("features: ").split(", "), line
+
+
+@pytest.mark.parametrize("args", [
+    ["--no-enable-prefix-caching"], ["--runner", "generate"], ["--task", "generate"],
+    ["--additional-config", '{"torchair_graph_config": {"enabled": false}}'],
+    ["--additional-config", '{"ascend_scheduler_config": {}}'],
+])
+def test_a_feature_switched_off_or_absent_is_not_read(tmp_path: Path, args: list[str]) -> None:
+    finding = support(tmp_path, args, release="0.11.0", config=QWEN3_MOE)
+    line = next(e for e in finding.evidence if e.startswith("features: "))
+    assert line == "features: graph"
 
 
 def test_config_json_quant_method_is_the_feature_when_the_command_line_names_none(
@@ -383,3 +423,48 @@ def test_a_development_build_is_judged_as_its_release_and_says_so(tmp_path: Path
                                                ("1.0.post1.dev2", None), ("junk", None)])
 def test_dev_base_is_the_release_a_dev_build_precedes(version: str, base: str | None) -> None:
     assert dev_base(version) == base
+
+
+QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16"}
+
+
+def test_lora_on_the_release_that_broke_it_fails_and_its_twin_passes(tmp_path: Path) -> None:
+    """Release notes v0.10.2rc1 known issues (LoRA broken, #2941); v0.11.0rc0 brings it back."""
+    broken = support(tmp_path / "a", ["--enable-lora"], release="0.10.2rc1", config=QWEN3)
+    fixed = support(tmp_path / "b", ["--enable-lora"], release="0.11.0", config=QWEN3)
+    assert broken.status == "fail" and "known-issue" in broken.rules
+    assert "LoRA does not work" in broken.summary and "fixed in v0.11.0rc0" in broken.summary
+    assert "LoRA" not in fixed.summary
+    assert any("lora-v1-0090rc2" in e for e in fixed.evidence)
+
+
+def test_eagle3_on_the_v0_9_1_final_release_fails(tmp_path: Path) -> None:
+    """v0.9.1rc1's release page: EAGLE-3 is not in the v0.9.1-dev branch (v0.9.1 final)."""
+    spec = ["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 2}']
+    final = support(tmp_path / "a", spec, release="0.9.1", config=QWEN3)
+    back = support(tmp_path / "b", spec, release="0.11.0", config=QWEN3)
+    assert final.status == "fail" and "feature speculative:eagle3" in final.summary
+    assert "speculative:eagle3" not in back.summary
+
+
+def test_the_pooling_runner_on_310p_in_v0_14_0rc1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#6471: v0.14.0rc1 on 310P refuses runner_type 'pooling'; the
+    same command on an A2 is not judged for pooling (no row speaks of it there)."""
+    args = ["--runner", "pooling", "--enforce-eager"]
+    on_310p = support(tmp_path / "a", args, release="0.14.0rc1", config=QWEN3, chip="310P")
+    on_a2 = support(tmp_path / "b", args, release="0.14.0rc1", config=QWEN3)
+    assert on_310p.status == "fail" and "feature pooling" in on_310p.summary
+    assert "unsupported" not in on_a2.rules and "pooling" not in on_a2.summary
+
+
+W8A8_DYNAMIC = {"quant_model_description.json": {"model_quant_type": "W8A8_DYNAMIC"}}
+
+
+def test_a_quantization_type_on_950_before_its_release_fails(tmp_path: Path) -> None:
+    """v0.22.1rc1's release page adds W8A8/W4A8 dynamic quantization on Ascend 950."""
+    before = support_with(tmp_path / "a", [], "0.18.0", QWEN3, W8A8_DYNAMIC, chip="A5_950")
+    after = support_with(tmp_path / "b", [], "0.22.1rc1", QWEN3, W8A8_DYNAMIC, chip="A5_950")
+    on_a2 = support_with(tmp_path / "c", [], "0.18.0", QWEN3, W8A8_DYNAMIC)
+    assert before.status == "fail"
+    assert "feature quantization:ascend:W8A8_DYNAMIC" in before.summary
+    assert "W8A8_DYNAMIC" not in after.summary and "W8A8_DYNAMIC" not in on_a2.summary
