@@ -8,14 +8,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from probes.model.families import KV_MODEL_TYPES
+
 if TYPE_CHECKING:
     from probes.model.config import ConfigFacts
     from probes.model.memory import KvStateSize
 
 MB = 1024 * 1024  # npu-smi's MB are MiB (64 GB parts print 65536)
 # model_type values whose attention caches per-head K and V as modelled here
-KV_MODELLED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-               "qwen3_next", "qwen3_5_moe", "qwen3_5_moe_text")
 
 
 # -- KV cache and linear-attention state ---------------------------------------------------------
@@ -51,7 +51,7 @@ def kv_not_modelled(config: ConfigFacts) -> str:
 
     if kv_size(config).kind == MLA:
         return ""
-    if config.model_type not in KV_MODELLED and config.text_model_type not in KV_MODELLED:
+    if config.model_type not in KV_MODEL_TYPES and config.text_model_type not in KV_MODEL_TYPES:
         kind = config.model_type or config.architecture or "this architecture"
         return f"KV not estimated for {kind}: not an attention this project models"
     return ""

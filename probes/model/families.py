@@ -72,6 +72,7 @@ TABLE: tuple[FamilyRow, ...] = (
     # are not recognised as a family (no class names), so the engine names them unsupported
     FamilyRow("qwen2", "qwen2", (), engine_runs=False),
     FamilyRow("qwen2_moe", "qwen2_moe", (), moe=True, engine_runs=False),
+    FamilyRow("mistral", "mistral", (), engine_runs=False),  # Llama's attention (MistralConfig)
 )
 
 BY_NAME: Mapping[str, FamilyRow] = MappingProxyType({row.name: row for row in TABLE})
@@ -86,3 +87,6 @@ HYBRID_FAMILIES: tuple[str, ...] = tuple(row.name for row in TABLE if row.hybrid
 SHARED_EXPERT_FAMILIES: tuple[str, ...] = tuple(row.name for row in TABLE if row.shared_expert)
 # the model_type values checkpoint.format knows (a config's own model_type, not its family)
 KNOWN_MODEL_TYPES: tuple[str, ...] = tuple(dict.fromkeys(row.model_type for row in TABLE))
+# the model_type values whose per-token KV (and linear state) npu.hbm-fit sizes
+KV_MODEL_TYPES: tuple[str, ...] = tuple(
+    dict.fromkeys(row.model_type for row in TABLE if row.kv_kind in (KV, KV_AND_LINEAR_STATE)))

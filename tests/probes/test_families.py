@@ -4,6 +4,7 @@ packages use is the one table's (or the one formats module's) object, not a copy
 from __future__ import annotations
 
 import checks.builtin.checkpoint as checkpoint_check
+import checks.builtin.hbm_plan as hbm_plan
 import checks.builtin.tensor_coverage as tensor_coverage
 import engine.options
 import probes.model.config as model_config
@@ -21,6 +22,8 @@ def test_derived_family_lists_are_the_tables_objects() -> None:
     assert model_tensors.SHARED_EXPERT_FAMILIES is families.SHARED_EXPERT_FAMILIES
     assert tensor_coverage.FAMILIES is families.FAMILIES
     assert checkpoint_check.KNOWN_ARCHITECTURES is families.KNOWN_MODEL_TYPES
+    assert hbm_plan.KV_MODEL_TYPES is families.KV_MODEL_TYPES
+    assert not hasattr(hbm_plan, "KV_MODELLED")  # its own list of architectures is gone
 
 
 def test_the_engine_runs_exactly_the_families_the_table_says() -> None:
