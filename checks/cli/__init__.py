@@ -63,8 +63,10 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        from checks.cli.suggest import hint  # only on this error path: start-up
+
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}{hint(self, message)}\n")
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -211,8 +213,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.set_defaults(command=None)
         try:
             return parser.parse_args(args)
-        except _NeedsCommands:
-            pass
+        except _NeedsCommands as exc:
+            if str(exc).startswith("unrecognized arguments: -"):  # a mistyped option, no command
+                build_parser().error(str(exc))
     return build_parser().parse_args(args)
 
 
@@ -232,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _main_parser(_Parser)
     # the commands are listed once, in the epilog: not again as a positional argument
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                prog="ascend-doctor",  # not the custom usage above
                                 help=argparse.SUPPRESS)
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
