@@ -54,7 +54,7 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
     hint = endpoint_hint(host.target, run.results, endpoint_url)
     if hint:
         out.line(("  ", ""), (hint, "dim"), hang=_DETAIL_INDENT)
-    fixes = fix_lines(run.results)
+    fixes = list(fix_lines(run.results))  # a generator is always true
     if fixes:
         stream.write("\n")
         for line in fixes:
