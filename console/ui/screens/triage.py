@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from checks.triage import Finding, TriageReport, triage_text
+from checks.triage import Finding, TriageReport, describe_read, triage_text
 from console.ui import safe
 from console.ui.screens.playbook import PlaybookScreen
 
@@ -27,9 +27,9 @@ READING = "reading the target's logs…"
 
 def summary_text(report: TriageReport, origin: str) -> Text:
     read = report.read
-    span = f", {read.first_time} .. {read.last_time}" if read.first_time else ""
-    head = (f"Triage of {origin}: {len(read.files)} input(s), {read.lines:,} lines"
-            f"{span}; {len(report.findings)} finding(s)")
+    found = len(report.findings)
+    head = (f"Triage of {origin}: {describe_read(read)}; {found} finding"
+            + ("" if found == 1 else "s"))
     if not report.findings:
         closest = ", ".join(report.closest_playbooks) or "none"
         head += f"; nothing recognised, closest playbooks: {closest}"
