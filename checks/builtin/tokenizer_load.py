@@ -257,8 +257,9 @@ def local_path(host: Host, path: Path) -> str | None:
     below the root a LiveHost reads (a --root tree, a container's /proc/PID/root; symlinks
     resolved inside it). None for a recording, which carries no loadable tokenizer."""
     from probes.live import LiveHost
+    from probes.recording.overlay import ModelOverlay
 
-    inner: object = host
+    inner: object = host.answering(str(path)) if isinstance(host, ModelOverlay) else host
     while not isinstance(inner, LiveHost) and hasattr(inner, "inner"):
         inner = inner.inner
     if not isinstance(inner, LiveHost):
