@@ -63,6 +63,9 @@ class TriageScreen(Screen[None]):
         Binding("ctrl+r", "triage_paste", "Triage the paste"),
         Binding("ctrl+l", "reread", "Read the logs again"),
     ]
+    # the app's actions this screen's keys replace: the app's Ctrl+R (record) has priority and
+    # would otherwise take the key the paste box names (ConsoleApp.check_action)
+    TAKES_OVER: ClassVar[frozenset[str]] = frozenset({"toggle_record"})
     DEFAULT_CSS = """
     TriageScreen #triage-summary { height: auto; max-height: 5; margin: 0 1; }
     TriageScreen #triage-findings { height: 1fr; margin: 0 1; }
@@ -98,6 +101,8 @@ class TriageScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "Triage"
+        # typed letters go to the paste box, not to the app's one-letter keys (q quits)
+        self.query_one("#triage-paste", TextArea).focus()
         self._read()
 
     @work(thread=True, exclusive=True, group="triage")
