@@ -9,6 +9,8 @@ import difflib
 import re
 
 _QUOTED = re.compile(r"'([^']*)'")
+# words a newcomer tries for a command that has another name
+_SYNONYMS = {"search": "playbooks", "find": "playbooks", "help": "--help", "logs": "triage"}
 
 
 def hint(parser: argparse.ArgumentParser, message: str) -> str:
@@ -25,6 +27,8 @@ def hint(parser: argparse.ArgumentParser, message: str) -> str:
     else:
         return ""
     for token in unknown:
+        if token in _SYNONYMS and _SYNONYMS[token] in (*known, "--help"):
+            return f" (did you mean {_SYNONYMS[token]}?)"
         close = difflib.get_close_matches(token, known, n=1, cutoff=0.6)
         if close:
             return f" (did you mean {close[0]}?)"

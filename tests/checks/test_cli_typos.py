@@ -22,6 +22,8 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     (["triage", "--sinse", "1h", "x.log"], "--since"),
     (["explan", "npu.health"], "explain"),
     (["baseline", "recrd"], "record"),
+    (["search", "garbled output"], "playbooks"),  # the word people try for the search
+    (["help"], "--help"),
 ])
 def test_a_typo_says_what_was_meant(capsys: pytest.CaptureFixture[str], argv: list[str],
                                     meant: str) -> None:
