@@ -42,7 +42,12 @@ demo: assets
 	echo; echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="; \
 	$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded; \
 	echo; echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="; \
-	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
+	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded; \
+	echo; echo "next: . $(VENV)/bin/activate (the tools are in $(VENV)/bin, not on PATH), then"; \
+	echo "  ascend-console              chat with the demo model beside live panels (F1: keys)"; \
+	echo "  ascend-doctor --help        every option and command; ascend-doctor list: every check"; \
+	echo "  ascend-doctor explain ID    the playbook of a check or symptom named above"; \
+	echo "  ascend-doctor triage LOG    rank the errors of a service log (- reads a paste)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
