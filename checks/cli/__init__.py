@@ -76,8 +76,20 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
                         help="answer from a recording (directory or .tar.gz) instead of this host")
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter of the deployment whose packages are checked")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
+
+
+def _seconds(text: str) -> float:
+    """A timeout: a finite number of seconds above 0 (0 or less would time every command out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{one_line(cut(text, 40))!r} is not a number of "
+                                         "seconds above 0")
+    return value
 
 
 def _pid(text: str) -> int:
@@ -345,7 +357,7 @@ def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
                         help="read every file under DIR instead of / (a mounted image, a copy)")
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter of the deployment whose packages are checked")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")

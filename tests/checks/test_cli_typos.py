@@ -57,3 +57,15 @@ def test_an_unknown_check_id_without_a_close_one_adds_no_guess(
     assert main(["--skip", "zzzz"]) == 3
     err = capsys.readouterr().err
     assert "unknown check id zzzz" in err and "did you mean" not in err
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "abc"])
+def test_a_timeout_that_would_time_every_command_out_is_refused(
+        capsys: pytest.CaptureFixture[str], value: str) -> None:
+    err = usage_error(capsys, "--timeout", value, "--only", "devices.nodes")
+    assert f"argument --timeout: '{value}' is not a number of seconds above 0" in err
+
+
+def test_a_timeout_in_seconds_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--timeout", "2.5", "--only", "devices.nodes", "--from", "/nonexistent"]) == 3
+    assert "no such snapshot directory" in capsys.readouterr().err
