@@ -4,16 +4,16 @@ not know, never what was meant. Loaded only on the error path: a bare run never 
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
+from typing import Any
 
 _QUOTED = re.compile(r"'([^']*)'")
 # words a newcomer tries for a command that has another name
 _SYNONYMS = {"search": "playbooks", "find": "playbooks", "help": "--help", "logs": "triage"}
 
 
-def hint(parser: argparse.ArgumentParser, message: str) -> str:
+def hint(parser: Any, message: str) -> str:
     """` (did you mean --model?)` when `message` names an unknown option or command close to a
     known one; empty otherwise."""
     if message.startswith("unrecognized arguments:"):
@@ -35,12 +35,13 @@ def hint(parser: argparse.ArgumentParser, message: str) -> str:
     return ""
 
 
-def _long_options(parser: argparse.ArgumentParser) -> set[str]:
-    """Every --option of `parser` and of its sub-commands' parsers."""
+def _long_options(parser: Any) -> set[str]:
+    """Every --option of `parser` (an argparse parser: only the CLI's edge imports argparse)
+    and of its sub-commands' parsers."""
     found: set[str] = set()
     for action in parser._actions:
         found.update(s for s in action.option_strings if s.startswith("--"))
-        if isinstance(action, argparse._SubParsersAction):
+        if isinstance(action.choices, dict):  # the sub-commands: name -> parser
             for sub in action.choices.values():
                 found |= _long_options(sub)
     return found
