@@ -79,6 +79,9 @@ def _read_inputs(options: TriageOptions, stdin: TextIO) -> TriageReport:
     engine = Run()
     for item in options.inputs:
         if item == "-":
+            if stdin.isatty():  # a newcomer's `triage -` would otherwise wait without a word
+                print("reading a paste from the terminal: paste the log, then press Ctrl+D on "
+                      "a new line (Ctrl+C gives up)", file=sys.stderr)
             engine.read_stream("<stdin>", stdin.buffer if hasattr(stdin, "buffer") else
                                _encoded(stdin))
         elif Path(item).is_dir():

@@ -132,3 +132,26 @@ def test_the_lines_of_a_finding_are_cited_in_order(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert f"at: {log}:2, 3, 4, 5" in done.stdout
     assert done.stdout.startswith("Read 1 input, 5 lines, 0.6 KB.")
+
+
+def test_a_paste_from_a_terminal_says_how_to_end_it() -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "checks.cli", "triage", "-"], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(follower)
+    try:
+        os.write(leader, f"{OOM}\n\x04".encode())  # one Ctrl+D ends the paste
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        os.close(leader)
+    assert "paste the log, then press Ctrl+D" in err
+    assert "torch-npu.out-of-memory" in out and proc.returncode == 1
+
+
+def test_a_piped_paste_gets_no_terminal_hint() -> None:
+    done = triage("-", stdin=f"{OOM}\n")
+    assert done.returncode == 1 and "Ctrl+D" not in done.stderr
