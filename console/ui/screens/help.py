@@ -17,7 +17,7 @@ class HelpScreen(ModalScreen[None]):
     """A modal table of (key, description); Esc, q or ? closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Close"),
+        Binding("escape", "close", "Close", key_display="Esc"),
         Binding("q", "close", "Close", show=False),
         Binding("question_mark", "close", "Close", show=False),
     ]

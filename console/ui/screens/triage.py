@@ -59,9 +59,9 @@ class TriageScreen(Screen[None]):
     """`read_logs` runs in a thread (it reads files), never on the UI thread."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+r", "triage_paste", "Triage the paste"),
-        Binding("ctrl+l", "reread", "Read the logs again"),
+        Binding("escape", "close", "Back", key_display="Esc"),
+        Binding("ctrl+r", "triage_paste", "Triage the paste", key_display="Ctrl+R"),
+        Binding("ctrl+l", "reread", "Read the logs again", key_display="Ctrl+L"),
     ]
     # the app's actions this screen's keys replace: the app's Ctrl+R (record) has priority and
     # would otherwise take the key the paste box names (ConsoleApp.check_action)
