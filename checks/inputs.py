@@ -175,7 +175,8 @@ def host_info(ctx: Context, model: str | None, policy_source: str) -> HostInfo:
         shown = f"{recorded} (the model the recorded run judged)"
     elif not model and found is not None:
         shown = f"{found.value} (from {found.source})"
-    return HostInfo(ctx.host.description, python, policy_source, shown, ctx.target)
+    replay = getattr(ctx.host, "recording", None) is not None  # a SnapshotHost, or an overlay
+    return HostInfo(ctx.host.description, python, policy_source, shown, ctx.target, replay)
 
 
 def _read_statically(host: object) -> bool:

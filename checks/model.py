@@ -21,6 +21,16 @@ NO_BASELINE = "no --baseline FILE given"
 NO_ENDPOINT = "no --endpoint URL given"
 
 
+def no_model(ctx: Context) -> str:
+    """Why no model is judged: none named, or the one the target's command line names was not
+    found (so "no --model given" alone would hide the target's mistake)."""
+    named = ctx.target.serving.model
+    if named is None:
+        return NO_MODEL
+    return (f"{NO_MODEL}, and the target's model {named.value} ({named.source}) is neither a "
+            "directory on its machine nor in its Hugging Face cache")
+
+
 @dataclass(frozen=True)
 class Finding:
     """What a check function concludes; the runner adds identity and timing.
@@ -76,7 +86,7 @@ class Check:
     def missing_input(self, ctx: Context) -> str:
         """Why the check cannot apply for want of a declared input; "" when it can run."""
         if "model" in self.needs and ctx.model_dir is None:
-            return NO_MODEL
+            return no_model(ctx)
         if "baseline" in self.needs and ctx.baseline is None:
             return NO_BASELINE
         if "endpoint" in self.needs and ctx.endpoint is None:

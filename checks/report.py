@@ -31,6 +31,7 @@ class HostInfo:
     policy: str
     model: str | None = None
     target: Target = field(default_factory=shell_target)  # whose deployment was judged
+    replay: bool = False  # judged from a recording (--from), not a live machine
 
     def __post_init__(self) -> None:
         # a recording names its host and interpreter: cut once, for every output
@@ -46,11 +47,16 @@ class HostInfo:
                 "policy": self.policy, "model": self.model}
 
 
-def target_lines(target: Target) -> list[str]:
-    """The target as a report's header says it: what, how chosen, and what it gave."""
-    lines = [f"target: {target.label} — {target.chosen}"]
+def target_lines(target: Target, replay: bool = False) -> list[str]:
+    """The target as a report's header says it: what, how chosen, and what it gave. In a
+    replay the shell is the recorded one, and --pid/--env-file are refused."""
+    label = "the recorded shell" if replay and target.kind == "shell" else target.label
+    lines = [f"target: {label} — {target.chosen}"]
     proc = target.process
-    if target.kind == "shell":
+    if target.kind == "shell" and replay:
+        lines.append("  environment-based verdicts judge what the recording holds of its shell; "
+                     "to judge a service, record it with `ascend-doctor bundle --pid PID`")
+    elif target.kind == "shell":
         lines.append("  environment-based verdicts judge this shell's environment; name the "
                      "service with --pid PID or --env-file FILE")
     else:

@@ -290,11 +290,10 @@ def _finding(model: ModelDir, found: Coverage, gate: Fp8Gate | None,
         return warned("; ".join(p.text for p in verdict.warns), remedy, *listed, *evidence,
                       rules=rules)
     arch = model.config.model_type or "-"
-    return passed(f"{precision(model)} {arch} checkpoint, {shard_count(model)} shards complete"
-                  + (f", all {found.needed:,} tensors config.json needs" if found.counted
-                     else ""), *evidence)
+    return passed(f"{precision(model)} {arch} checkpoint, {_whole(model, found)}", *evidence)
 
 
 def _whole(model: ModelDir, found: Coverage) -> str:
     tensors = f", all {found.needed:,} tensors config.json needs" if found.counted else ""
-    return f"{shard_count(model)} shards complete{tensors}"
+    shards = shard_count(model)
+    return f"{shards} shard{'' if shards == 1 else 's'} complete{tensors}"

@@ -275,8 +275,9 @@ def local_path(host: Host, path: Path) -> str | None:
     resolved inside it). None for a recording: it holds the files a run read, not a directory
     another library could open (tokenizer.json is built from its recorded text instead)."""
     from probes.live import LiveHost
+    from probes.recording.overlay import ModelOverlay
 
-    inner: object = host
+    inner: object = host.answering(str(path)) if isinstance(host, ModelOverlay) else host
     while not isinstance(inner, LiveHost) and hasattr(inner, "inner"):
         inner = inner.inner
     if not isinstance(inner, LiveHost):

@@ -48,8 +48,10 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        from checks.cli.suggest import hint  # only on this error path: start-up
+
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}{hint(self, message)}\n")
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -59,8 +61,20 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
                         help="answer from a recording (directory or .tar.gz) instead of this host")
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter of the deployment whose packages are checked")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
+
+
+def _seconds(text: str) -> float:
+    """A timeout: a finite number of seconds above 0 (0 or less would time every command out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{one_line(cut(text, 40))!r} is not a number of "
+                                         "seconds above 0")
+    return value
 
 
 def _pid(text: str) -> int:
@@ -196,8 +210,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.set_defaults(command=None)
         try:
             return parser.parse_args(args)
-        except _NeedsCommands:
-            pass
+        except _NeedsCommands as exc:
+            if str(exc).startswith("unrecognized arguments: -"):  # a mistyped option, no command
+                build_parser().error(str(exc))
     return build_parser().parse_args(args)
 
 
@@ -217,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _main_parser(_Parser)
     # the commands are listed once, in the epilog: not again as a positional argument
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser,
+                                prog="ascend-doctor",  # not the custom usage above
                                 help=argparse.SUPPRESS)
     sub.add_parser("list", help="every check: id, category, what it looks at")
     explain = sub.add_parser("explain", help="render the playbook of a check or symptom")
@@ -326,7 +342,7 @@ def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
                         help="read every file under DIR instead of / (a mounted image, a copy)")
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter of the deployment whose packages are checked")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                         help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")

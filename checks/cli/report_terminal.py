@@ -39,7 +39,7 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
     """`endpoint_url`: the run's --endpoint, to say when it is not the target's server."""
     out = Writer(stream, color, width)
     out.line((f"ascend-doctor {TOOL_VERSION} — {host.description}", "bold"))
-    for number, text in enumerate(target_lines(host.target)):
+    for number, text in enumerate(target_lines(host.target, host.replay)):
         style = "bold" if number == 0 else ("yellow" if text.startswith("  !") else "dim")
         out.line((text, style))
     out.line((f"python: {host.python}   policy: {host.policy}"
@@ -54,7 +54,7 @@ def render_terminal(run: Run, host: HostInfo, stream: TextIO, verbose: bool = Fa
     hint = endpoint_hint(host.target, run.results, endpoint_url)
     if hint:
         out.line(("  ", ""), (hint, "dim"), hang=_DETAIL_INDENT)
-    fixes = fix_lines(run.results)
+    fixes = list(fix_lines(run.results))  # a generator is always true
     if fixes:
         stream.write("\n")
         for line in fixes:

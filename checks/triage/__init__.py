@@ -24,7 +24,7 @@ from pathlib import Path
 
 from checks.triage.engine import Run
 from checks.triage.model import Evidence, Finding, Limits, ReadSummary, Skipped, TriageReport
-from checks.triage.report import SCHEMA, to_json
+from checks.triage.report import SCHEMA, describe_read, to_json
 
 __all__ = [
     "SCHEMA",
@@ -34,6 +34,7 @@ __all__ = [
     "ReadSummary",
     "Skipped",
     "TriageReport",
+    "describe_read",
     "to_json",
     "triage_logs",
     "triage_paths",

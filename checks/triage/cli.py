@@ -19,7 +19,7 @@ from typing import BinaryIO, TextIO
 from checks.errors import EXIT_OK, EXIT_USAGE, EXIT_WARN, UsageError
 from checks.triage.engine import Run
 from checks.triage.model import Finding, TriageReport
-from checks.triage.report import to_json
+from checks.triage.report import describe_read, to_json
 from probes.textsafe import json_text, one_line
 
 EXIT_RECOGNISED = EXIT_WARN  # 1
@@ -79,6 +79,9 @@ def _read_inputs(options: TriageOptions, stdin: TextIO) -> TriageReport:
     engine = Run()
     for item in options.inputs:
         if item == "-":
+            if stdin.isatty():  # a newcomer's `triage -` would otherwise wait without a word
+                print("reading a paste from the terminal: paste the log, then press Ctrl+D on "
+                      "a new line (Ctrl+C gives up)", file=sys.stderr)
             engine.read_stream("<stdin>", stdin.buffer if hasattr(stdin, "buffer") else
                                _encoded(stdin))
         elif Path(item).is_dir():
@@ -128,11 +131,7 @@ def render(report: TriageReport) -> str:
 
 
 def _read_line(report: TriageReport) -> str:
-    read = report.read
-    span = (f", {read.first_time} .. {read.last_time}" if read.first_time and read.last_time
-            else "")
-    return (f"Read {len(read.files)} input(s), {read.lines:,} lines, "
-            f"{read.bytes / 1048576:.1f} MB{span}.")
+    return f"Read {describe_read(report.read)}."
 
 
 def _full(rank: int, finding: Finding) -> list[str]:
@@ -149,11 +148,12 @@ def _full(rank: int, finding: Finding) -> list[str]:
 
 def _places(finding: Finding) -> str:
     """file:line of the first hits, the file named once: `plog.log:2, 3, 4`."""
-    by_file: dict[str, list[str]] = {}
+    by_file: dict[str, list[int]] = {}
     for evidence in finding.evidence[:5]:
-        by_file.setdefault(evidence.file, []).append(str(evidence.line))
+        by_file.setdefault(evidence.file, []).append(evidence.line)
     more = f" (+{finding.count - len(finding.evidence)} more)" if finding.count > 5 else ""
-    return "; ".join(f"{name}:{', '.join(lines)}" for name, lines in by_file.items()) + more
+    return "; ".join(f"{name}:{', '.join(str(n) for n in sorted(lines))}"
+                     for name, lines in by_file.items()) + more
 
 
 def _brief(text: str) -> str:

@@ -145,13 +145,24 @@ def peekable(stream: BinaryIO) -> tuple[BinaryIO, bytes]:
         head = stream.read(BINARY_PROBE_BYTES)
     except (OSError, EOFError, zlib.error) as exc:
         raise OSError(f"cannot be decompressed: {exc}") from None
-    return _Prefixed(head, stream), head  # type: ignore[return-value]
+    return _Prefixed(head, stream, _is_terminal(stream)), head  # type: ignore[return-value]
+
+
+def _is_terminal(stream: BinaryIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 class _Prefixed(io.RawIOBase):
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+    def __init__(self, head: bytes, rest: BinaryIO, terminal: bool = False) -> None:
         self._head = head
         self._rest = rest
+        # a terminal's Ctrl+D ends one read, not the terminal: a short read from one is the end
+        # of the paste (else each read would wait for another Ctrl+D)
+        self._terminal = terminal
+        self._ended = terminal and len(head) < BINARY_PROBE_BYTES
 
     def readable(self) -> bool:
         return True
@@ -160,8 +171,12 @@ class _Prefixed(io.RawIOBase):
         if self._head:
             data, self._head = self._head[:size], self._head[size:]
             return data
+        if self._ended:
+            return b""
         try:
-            return self._rest.read(size)
+            data = self._rest.read(size)
+            self._ended = self._terminal and len(data) < size
+            return data
         except (EOFError, zlib.error, gzip.BadGzipFile):
             return b""  # a truncated gzip ends where its data ends
 

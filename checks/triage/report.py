@@ -9,6 +9,16 @@ from checks.triage.model import Evidence, Finding, ReadSummary, TriageReport
 SCHEMA = "ascend-triage/1"
 
 
+def describe_read(read: ReadSummary) -> str:
+    """`1 input, 6 lines, 0.9 KB, <first> .. <last>`: what a run read, for both faces."""
+    inputs = f"{len(read.files)} input" + ("" if len(read.files) == 1 else "s")
+    lines = f"{read.lines:,} line" + ("" if read.lines == 1 else "s")
+    size = (f"{read.bytes / 1048576:.1f} MB" if read.bytes >= 1048576
+            else f"{read.bytes / 1024:.1f} KB")
+    span = f", {read.first_time} .. {read.last_time}" if read.first_time and read.last_time else ""
+    return f"{inputs}, {lines}, {size}{span}"
+
+
 def to_json(report: TriageReport) -> dict[str, Any]:
     return {"schema": SCHEMA, "read": _read(report.read),
             "findings": [_finding(f) for f in report.findings],

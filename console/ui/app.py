@@ -431,6 +431,9 @@ class ConsoleApp(App[int]):
                                 self.action_toggle_record)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        if action in getattr(screen, "TAKES_OVER", ()):  # its own binding of the key runs
+            return False
         return not (action == "toggle_record" and self.options.read_only)
 
     async def action_quit(self) -> None:

@@ -68,7 +68,9 @@ _DEFAULT_PLACE = _DefaultPlace("(default place)")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        from checks.cli.suggest import hint  # only on this error path: start-up
+
+        raise UsageError(message + hint(self, message))
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -34,7 +34,8 @@ class ModelOverlay:
         # recording, path, manifest: what callers read of a SnapshotHost
         return getattr(self.recorded, name)
 
-    def _for(self, path: str) -> Host:
+    def answering(self, path: str) -> Host:
+        """The host that answers for `path`: this machine inside the model directory."""
         inside = path == self.model_dir or path.startswith(self.model_dir + "/")
         return self.local if inside else self.recorded
 
@@ -51,28 +52,28 @@ class ModelOverlay:
         return self.recorded.run(argv, timeout_s)
 
     def read_text(self, path: str) -> str:
-        return self._for(path).read_text(path)
+        return self.answering(path).read_text(path)
 
     def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
-        return self._for(path).read_bytes(path, offset, length)
+        return self.answering(path).read_bytes(path, offset, length)
 
     def list_dir(self, path: str) -> list[str]:
-        return self._for(path).list_dir(path)
+        return self.answering(path).list_dir(path)
 
     def file_size(self, path: str) -> int:
-        return self._for(path).file_size(path)
+        return self.answering(path).file_size(path)
 
     def disk_usage(self, path: str) -> DiskUsage:
-        return self._for(path).disk_usage(path)
+        return self.answering(path).disk_usage(path)
 
     def exists(self, path: str) -> bool:
-        return self._for(path).exists(path)
+        return self.answering(path).exists(path)
 
     def kind(self, path: str) -> PathKind:
-        return self._for(path).kind(path)
+        return self.answering(path).kind(path)
 
     def realpath(self, path: str) -> str:
-        return self._for(path).realpath(path)
+        return self.answering(path).realpath(path)
 
     def python_packages(self) -> PythonEnvironment:
         return self.recorded.python_packages()

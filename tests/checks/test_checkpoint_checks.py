@@ -696,3 +696,12 @@ def test_a_float_checkpoint_is_not_judged_as_msmodelslim(tmp_path: Path) -> None
     finding = checkpoint_format(ctx_for(model, target=vllm_target(model)))
     assert finding.status == "pass", finding
     assert not any("modelslim" in r for r in finding.rules)
+
+
+@pytest.mark.parametrize(("shards", "said"), [(1, "1 shard complete"), (2, "2 shards complete")])
+def test_the_shard_count_reads_as_english(tmp_path: Path, shards: int, said: str) -> None:
+    passing = checkpoint_format(ctx_for(write_tiny(tmp_path / "m", "block", shards=shards),
+                                        chips=["Ascend950PR"]))
+    assert passing.status == "pass" and f"checkpoint, {said}, all 33 tensors" in passing.summary
+    failing = checkpoint_format(ctx_for(tmp_path / "m", chips=["910B4"]))
+    assert f"checkpoint ({said}, all 33 tensors" in failing.summary

@@ -71,6 +71,18 @@ def test_bad_arguments_are_one_line_and_exit_3(argv: list[str],
     assert err.count("\n") == 1 and err.startswith("ascend-console: ")
 
 
+@pytest.mark.parametrize(("argv", "meant"), [
+    (["--mdoel", "/models/x"], "--model"),
+    (["--endpont", "http://127.0.0.1:8000/v1"], "--endpoint"),
+    (["--device", "npuu"], "npu"),
+])
+def test_a_typo_says_what_was_meant(argv: list[str], meant: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"(did you mean {meant}?)" in err
+
+
 def test_a_bad_policy_file_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = tmp_path / "policy.yaml"
     policy.write_text("- not a mapping\n")

@@ -38,7 +38,7 @@ async def test_findings_of_the_logs_and_enter_opens_the_playbook(tmp_path: Path)
         await pilot.pause()
         found = screen.query_one("#triage-findings", OptionList)
         assert found.option_count == 2 and found.has_focus
-        assert "2 finding(s)" in shown(screen, "#triage-summary")
+        assert "2 findings" in shown(screen, "#triage-summary")
         detail = shown(screen, "#triage-detail")
         assert detail.startswith("EZ1001") and "[bold]arg[/bold]" in detail
         await pilot.press("down")

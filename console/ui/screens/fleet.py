@@ -78,7 +78,7 @@ class FleetScreen(Screen[None]):
     """Nodes worst first; Enter drills into one, r reads now, Esc goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "back"),
+        Binding("escape", "close", "back", key_display="Esc"),
         Binding("r", "refresh", "read now"),
     ]
     DEFAULT_CSS = """
@@ -161,7 +161,8 @@ class FleetScreen(Screen[None]):
 class NodeScreen(Screen[None]):
     """One node's chips, worst first, with their temperature over the last half hour."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "back", key_display="Esc")]
     DEFAULT_CSS = """
     NodeScreen #node-summary { height: auto; padding: 0 1; }
     NodeScreen #node-chips { height: 1fr; }

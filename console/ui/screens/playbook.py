@@ -71,7 +71,7 @@ class PlaybookScreen(Screen[None]):
     """One playbook, looked up by id; an unknown id shows the closest ones instead."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "close", "Back", key_display="Esc"),
         Binding("q", "close", "Back", show=False),
     ]
     DEFAULT_CSS = """
@@ -111,7 +111,7 @@ class PlaybookBrowser(Screen[None]):
     """Type symptom words; the best-matching playbooks are listed; Enter opens one."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "close", "Back", key_display="Esc"),
         Binding("down", "focus_list", "Results", show=False),
     ]
     DEFAULT_CSS = """

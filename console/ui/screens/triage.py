@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from checks.triage import Finding, TriageReport, triage_text
+from checks.triage import Finding, TriageReport, describe_read, triage_text
 from console.ui import safe
 from console.ui.screens.playbook import PlaybookScreen
 
@@ -27,9 +27,9 @@ READING = "reading the target's logs…"
 
 def summary_text(report: TriageReport, origin: str) -> Text:
     read = report.read
-    span = f", {read.first_time} .. {read.last_time}" if read.first_time else ""
-    head = (f"Triage of {origin}: {len(read.files)} input(s), {read.lines:,} lines"
-            f"{span}; {len(report.findings)} finding(s)")
+    found = len(report.findings)
+    head = (f"Triage of {origin}: {describe_read(read)}; {found} finding"
+            + ("" if found == 1 else "s"))
     if not report.findings:
         closest = ", ".join(report.closest_playbooks) or "none"
         head += f"; nothing recognised, closest playbooks: {closest}"
@@ -59,10 +59,13 @@ class TriageScreen(Screen[None]):
     """`read_logs` runs in a thread (it reads files), never on the UI thread."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
-        Binding("ctrl+r", "triage_paste", "Triage the paste"),
-        Binding("ctrl+l", "reread", "Read the logs again"),
+        Binding("escape", "close", "Back", key_display="Esc"),
+        Binding("ctrl+r", "triage_paste", "Triage the paste", key_display="Ctrl+R"),
+        Binding("ctrl+l", "reread", "Read the logs again", key_display="Ctrl+L"),
     ]
+    # the app's actions this screen's keys replace: the app's Ctrl+R (record) has priority and
+    # would otherwise take the key the paste box names (ConsoleApp.check_action)
+    TAKES_OVER: ClassVar[frozenset[str]] = frozenset({"toggle_record"})
     DEFAULT_CSS = """
     TriageScreen #triage-summary { height: auto; max-height: 5; margin: 0 1; }
     TriageScreen #triage-findings { height: 1fr; margin: 0 1; }
@@ -98,6 +101,8 @@ class TriageScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "Triage"
+        # typed letters go to the paste box, not to the app's one-letter keys (q quits)
+        self.query_one("#triage-paste", TextArea).focus()
         self._read()
 
     @work(thread=True, exclusive=True, group="triage")

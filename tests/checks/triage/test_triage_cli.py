@@ -35,7 +35,7 @@ def test_nothing_recognised_exits_0_and_says_what_was_read(tmp_path: Path) -> No
     log.write_text("INFO 12-07 10:00:00 [api_server.py:1] started\nERROR tokenizer odd\n")
     done = triage(str(log))
     assert done.returncode == 0, done.stderr
-    assert "Read 1 input(s), 2 lines" in done.stdout
+    assert "Read 1 input, 2 lines, 0.1 KB" in done.stdout
     assert "Nothing recognised. Closest playbooks:" in done.stdout
 
 
@@ -115,3 +115,43 @@ def test_hostile_file_names_are_shown_not_obeyed(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     assert "evil\\x1b[2J\\u202e.log:1" in done.stdout
+
+
+def test_the_lines_of_a_finding_are_cited_in_order(tmp_path: Path) -> None:
+    # the hits of one finding come from several patterns; the citation reads top to bottom
+    prefix = "(Worker_DP1_TP3_EP11 pid=40211) ERROR 03-02 10:12:40 [multiproc_executor.py:654]"
+    log = tmp_path / "serve.log"
+    log.write_text("INFO 03-02 10:11:02 [worker.py:311] Loading weights took 41.20 seconds\n"
+                   f"{prefix} RuntimeError: call aclnnMoeDistributeDispatchV2 failed, error "
+                   "code is 561002\n"
+                   f"{prefix} EZ9999: Inner Error!\n"
+                   f"{prefix} EZ9999[PID: 40211] HCCL_BUFFSIZE is too SMALL, maxBs = 256, "
+                   "h = 4096, epWorldSize = 16,\n"
+                   f"{prefix}   NEEDED_HCCL_BUFFSIZE(...) = 1730MB, HCCL_BUFFSIZE=512MB.\n")
+    done = triage(str(log))
+    assert done.returncode == 1, done.stderr
+    assert f"at: {log}:2, 3, 4, 5" in done.stdout
+    assert done.stdout.startswith("Read 1 input, 5 lines, 0.6 KB.")
+
+
+def test_a_paste_from_a_terminal_says_how_to_end_it() -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "checks.cli", "triage", "-"], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    os.close(follower)
+    try:
+        os.write(leader, f"{OOM}\n\x04".encode())  # one Ctrl+D ends the paste
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        os.close(leader)
+    assert "paste the log, then press Ctrl+D" in err
+    assert "torch-npu.out-of-memory" in out and proc.returncode == 1
+
+
+def test_a_piped_paste_gets_no_terminal_hint() -> None:
+    done = triage("-", stdin=f"{OOM}\n")
+    assert done.returncode == 1 and "Ctrl+D" not in done.stderr
