@@ -54,8 +54,8 @@ __all__ = ["Judgement", "compat_data", "versions_parity"]
 # "policy": the status policy versions.unknown_is sets (warn by default).
 CHECK_RULES: dict[str, dict[str, str]] = {
     "versions.parity": {
-        "nothing-installed": "skip",  # versions_installed.skip_reason
-        "version-file-unusable": "warn",  # versions_installed._describe_file
+        "nothing-installed": "skip",  # versions_installed.nothing_installed
+        "version-file-unusable": "warn",  # versions_installed.read_installed
         "interpreter-not-judged": "warn",  # judge_interpreter
         "firmware-driver-fields": "warn",  # judge_driver_firmware (derived)
         "driver-hdk-table": "warn/fail",  # _driver_by_table, _by_minimum, _outside_declared

@@ -1,42 +1,60 @@
 """What the machine holds for versions.parity (the Ascend version files, the judged interpreter's
 stack packages), and the check's front (checks/registry.py): a machine holding none of it skips
-before the pairing tables and their judges (checks.builtin.versions) are imported, so the
-doctor's bare run on a machine without an Ascend stack never builds them."""
+before the pairing tables, their judges and their classes (checks.builtin.versions,
+versions_model) are imported, so the doctor's bare run on a machine without an Ascend stack
+never builds them."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from checks.builtin import facts
 from checks.builtin.facts import stack
-from checks.builtin.versions_model import Installed, Judgement
 from checks.context import Context
 from checks.model import Finding, skipped
 from probes.stack import Found, StackVersions
 
+if TYPE_CHECKING:
+    from checks.builtin.versions_model import Installed, Judgement
+    from probes.host import PythonEnvironment
+
 PACKAGES = ("torch", "torch_npu", "vllm", "vllm_ascend")
+ABSENT = ("missing", "not_recorded")
 
 
 def nothing_installed(ctx: Context) -> Finding | None:
     """The check's skip when the machine holds no Ascend stack; None when it holds some."""
-    j = Judgement()
-    inst = read_installed(ctx, j)
-    reason = skip_reason(stack(ctx), inst)
-    return None if reason is None else skipped(reason, *j.evidence, rules=("nothing-installed",))
+    s = stack(ctx)
+    if any(f.state not in ABSENT for f in _all_files(s)):
+        return None
+    py = facts.python(ctx)
+    packages, python_line = _packages(py)
+    if packages["torch_npu"] is not None or packages["vllm_ascend"] is not None:
+        return None
+    reason = ("the Ascend version files were not recorded"
+              if any(f.state == "not_recorded" for f in _all_files(s))
+              else "no Ascend driver, CANN toolkit or torch_npu found")
+    lines = [line for name, found, version in _described(s)
+             if (line := file_line(name, found, version)) is not None]
+    return skipped(reason, *lines, python_line, rules=("nothing-installed",))
 
 
-def _describe_file(name: str, found: Found[Any], version: str | None, j: Judgement) -> None:
+def _all_files(s: StackVersions) -> tuple[Found[Any], ...]:
+    return (s.driver, s.firmware, s.toolkit, s.version_cfg, s.nnal, s.mindie)
+
+
+def file_line(name: str, found: Found[Any], version: str | None) -> str | None:
+    """The evidence line of one version file; None for one that is there but unusable (a
+    warning, `version-file-unusable`, says it instead)."""
     if found.value is not None:
-        j.evidence.append(f"{name} {version or '(no version line)'} from {found.path}")
-    elif found.state in ("unreadable", "invalid"):
-        j.add("warn", f"{name} version file unusable: {found.error}",
-              f"Repair or reinstall the {name} package so its version file reads.",
-              rules=("version-file-unusable",))
-    elif found.state == "not_recorded":
-        j.evidence.append(f"{name}: not recorded")
-    else:
-        j.evidence.append(f"{name}: not found (tried {', '.join(found.tried[:3])}"
-                          f"{', ...' if len(found.tried) > 3 else ''})")
+        return f"{name} {version or '(no version line)'} from {found.path}"
+    if found.state in ("unreadable", "invalid"):
+        return None
+    if found.state == "not_recorded":
+        return f"{name}: not recorded"
+    return (f"{name}: not found (tried {', '.join(found.tried[:3])}"
+            f"{', ...' if len(found.tried) > 3 else ''})")
 
 
 def _cann_version(s: StackVersions) -> str | None:
@@ -45,47 +63,54 @@ def _cann_version(s: StackVersions) -> str | None:
     return s.version_cfg.value.running_version if s.version_cfg.value else None
 
 
-def _read_files(s: StackVersions, j: Judgement) -> tuple[str | None, str | None]:
+def _nnal_version(s: StackVersions) -> str | None:
+    return (s.nnal.value.version or s.nnal.value.full_version) if s.nnal.value else None
+
+
+def _described(s: StackVersions) -> list[tuple[str, Found[Any], str | None]]:
+    """The files the evidence describes, in order, with their versions (MindIE only when it is
+    there: it is optional)."""
     driver, fw = s.driver.value, s.firmware.value
-    _describe_file("driver", s.driver, driver.driver_version if driver else None, j)
-    _describe_file("firmware", s.firmware, fw.version if fw else None, j)
-    cann = _cann_version(s)
-    _describe_file("CANN toolkit", s.toolkit, cann, j)
-    if s.toolkit.value is None and cann:
-        j.evidence.append(f"CANN {cann} from {s.version_cfg.path}")
-    nnal = (s.nnal.value.version or s.nnal.value.full_version) if s.nnal.value else None
-    _describe_file("NNAL/ATB", s.nnal, nnal, j)
-    mindie = s.mindie.value.version if s.mindie.value else None
-    if s.mindie.value is not None:  # MindIE is optional: say nothing when it is absent
-        _describe_file("MindIE", s.mindie, mindie, j)
-    return cann, nnal
+    files: list[tuple[str, Found[Any], str | None]] = [
+        ("driver", s.driver, driver.driver_version if driver else None),
+        ("firmware", s.firmware, fw.version if fw else None),
+        ("CANN toolkit", s.toolkit, _cann_version(s)),
+        ("NNAL/ATB", s.nnal, _nnal_version(s))]
+    if s.mindie.value is not None:
+        files.append(("MindIE", s.mindie, s.mindie.value.version))
+    return files
+
+
+def _packages(py: PythonEnvironment) -> tuple[Mapping[str, str | None], str]:
+    """The stack packages of the judged interpreter, and the evidence line saying so."""
+    interpreter = py.interpreter or "the --python interpreter"
+    if py.error:
+        return (dict.fromkeys(PACKAGES),
+                f"python packages of {interpreter} not read: {py.error}")
+    packages = {name: py.version_of(name) for name in PACKAGES}
+    shown = ", ".join(f"{n} {v or 'not installed'}" for n, v in packages.items())
+    return packages, f"python {interpreter}: {shown}"
 
 
 def read_installed(ctx: Context, j: Judgement) -> Installed:
+    """The versions the machine holds; their evidence (and unusable files' warnings) go to j."""
+    from checks.builtin.versions_model import Installed
+
     s = stack(ctx)
-    cann, nnal = _read_files(s, j)
+    for name, found, version in _described(s):
+        line = file_line(name, found, version)
+        if line is None:
+            j.add("warn", f"{name} version file unusable: {found.error}",
+                  f"Repair or reinstall the {name} package so its version file reads.",
+                  rules=("version-file-unusable",))
+        else:
+            j.evidence.append(line)
+        if name == "CANN toolkit" and s.toolkit.value is None and version:
+            j.evidence.append(f"CANN {version} from {s.version_cfg.path}")
+    py = facts.python(ctx)
+    packages, python_line = _packages(py)
+    j.evidence.append(python_line)
     family = s.toolkit.value.family if s.toolkit.value else None
     mindie = s.mindie.value.version if s.mindie.value else None
-    py = facts.python(ctx)
-    interpreter = py.interpreter or "the --python interpreter"
-    if py.error:
-        j.evidence.append(f"python packages of {interpreter} not read: {py.error}")
-        packages: dict[str, str | None] = dict.fromkeys(PACKAGES)
-    else:
-        packages = {name: py.version_of(name) for name in PACKAGES}
-        shown = ", ".join(f"{n} {v or 'not installed'}" for n, v in packages.items())
-        j.evidence.append(f"python {interpreter}: {shown}")
-    return Installed(s.driver.value, s.firmware.value, cann, family, nnal, mindie, packages,
-                     interpreter, py.error)
-
-
-def skip_reason(s: StackVersions, inst: Installed) -> str | None:
-    """Why there is nothing to judge, or None when some part of the stack is present."""
-    files = (s.driver, s.firmware, s.toolkit, s.version_cfg, s.nnal, s.mindie)
-    if any(f.state not in ("missing", "not_recorded") for f in files):
-        return None
-    if inst.packages["torch_npu"] is not None or inst.packages["vllm_ascend"] is not None:
-        return None
-    if any(f.state == "not_recorded" for f in files):
-        return "the Ascend version files were not recorded"
-    return "no Ascend driver, CANN toolkit or torch_npu found"
+    return Installed(s.driver.value, s.firmware.value, _cann_version(s), family, _nnal_version(s),
+                     mindie, packages, py.interpreter or "the --python interpreter", py.error)
