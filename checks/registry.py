@@ -109,7 +109,7 @@ BUILTIN: tuple[Check, ...] = (
     _check("devices.nodes", "NPU device nodes", "devices",
            "/dev/davinci<N> and the shared nodes the NPU family needs (davinci_manager, "
            "devmm_svm, hisi_hdc; family from PCI ids or npu-smi chip names)",
-           "devices:device_nodes"),
+           "devices:device_nodes", front="dev_nodes:not_an_npu_machine"),
     _check("checkpoint.fp8-scales", "FP8 weight scales", "checkpoint",
            "every FP8 weight's scale as its format keeps it (block weight_scale_inv grid, "
            "per-channel or per-tensor weight_scale, input_scale): present, shape, dtype, "

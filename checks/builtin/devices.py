@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checks.builtin import facts
+from checks.builtin.dev_nodes import not_an_npu_machine
 from checks.context import Context
-from checks.model import Finding, failed, passed, skipped, warned
+from checks.model import Finding, failed, passed, warned
 from probes.environment import DeviceNode, DeviceNodes
 from probes.errors import HostError, NotRecorded
 
@@ -146,17 +147,11 @@ def _missing(nodes: DeviceNodes, names: tuple[str, ...]) -> list[str]:
 
 
 def device_nodes(ctx: Context) -> Finding:
-    try:
-        nodes = facts.device_nodes(ctx)
-    except NotRecorded:
-        return skipped("the /dev listing was not recorded", rules=("dev-unreadable",))
-    except HostError as exc:
-        return skipped(f"cannot list /dev: {exc.reason}", rules=("dev-unreadable",))
-    reading = facts.npu(ctx)
+    early = not_an_npu_machine(ctx)
+    if early is not None:
+        return early
+    nodes = facts.device_nodes(ctx)
     chips = facts.chip_count(ctx)
-    if not nodes.davinci and reading.is_error:
-        return skipped("no /dev/davinci* nodes and no usable npu-smi: not an NPU machine",
-                       reading.document.get("error", ""), rules=("not-an-npu-machine",))
     found = families(ctx)
     rule = combined_rule(found)
     evidence = [*facts.files_seen(ctx), found.source, *([rule.note] if rule.note else []),

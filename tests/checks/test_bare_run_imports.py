@@ -14,7 +14,7 @@ TABLES = ("checks.builtin.serving_rows", "checks.builtin.serving_inputs",
           "checks.builtin.serving_support", "checks.builtin.serving_flags",
           "checks.builtin.versions", "checks.builtin.compat", "checks.builtin.toolchain",
           "checks.data", "checks.builtin.npu", "checks.health_codes", "checks.thermal_codes",
-          "checks.builtin.pcie", "checks.builtin.versions_model")
+          "checks.builtin.pcie", "checks.builtin.versions_model", "checks.builtin.devices")
 
 CODE = """
 import contextlib, io, json, sys
