@@ -124,8 +124,9 @@ def coverage(ranks: Sequence[Rank]) -> str:
     shown = ", ".join(f"{r.pid} {r.role}" for r in rest[:SHOWN_RANKS])
     more = f" and {len(rest) - SHOWN_RANKS} more" if len(rest) > SHOWN_RANKS else ""
     blank = [r for r in rest if not r.readable]
-    line = (f"covers process {head.pid} and the {len(rest)} processes it started ({shown}"
-            f"{more})")
+    started = "the process it started" if len(rest) == 1 else \
+        f"the {len(rest)} processes it started"
+    line = f"covers process {head.pid} and {started} ({shown}{more})"
     if blank:
         line += (f"; {len(blank)} of them could not be read ({_reasons(blank)}): judged by "
                  f"the environment they were started from, {head.pid}'s, which the server "

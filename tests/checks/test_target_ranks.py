@@ -125,3 +125,11 @@ def test_cann_environment_flags_a_rank_with_another_environment(
     assert "ranks-disagree" in result["rules"]
     assert f"ranks disagree: process {odd_worker}" in result["summary"]
     assert "ASCEND_GLOBAL_LOG_LEVEL" in result["summary"]
+
+
+def test_one_started_process_is_said_in_the_singular() -> None:
+    from probes.target.parts import Rank
+    from probes.target.ranks import coverage
+
+    line = coverage([Rank(10, "vllm serve", "read"), Rank(11, "EngineCore", "read")])
+    assert line.startswith("covers process 10 and the process it started (11 EngineCore")
