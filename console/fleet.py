@@ -37,6 +37,7 @@ from probes.prometheus_api import (
     instant,
     range_query,
 )
+from probes.words import counted
 
 if TYPE_CHECKING:
     import httpx
@@ -255,9 +256,9 @@ def _doctor_finding(doctor: Doctor | None) -> tuple[Level, str]:
         return "ok", ""
     failed = doctor.counts.get("fail", 0) + doctor.counts.get("error", 0)
     if failed:
-        return "fail", f"doctor: {failed} check(s) failed"
+        return "fail", f"doctor: {counted(failed, 'check')} failed"
     if doctor.counts.get("warn", 0):
-        return "warn", f"doctor: {doctor.counts['warn']} warning(s)"
+        return "warn", f"doctor: {counted(doctor.counts['warn'], 'warning')}"
     return "ok", ""
 
 

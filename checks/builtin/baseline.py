@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from checks.builtin import facts
 from checks.context import Context
 from checks.model import NO_BASELINE, Finding, Status, failed, passed, skipped, warned
+from probes.words import counted
 
 if TYPE_CHECKING:
     from checks.baseline import Category, Drift
@@ -73,9 +74,9 @@ def baseline_drift(ctx: Context) -> Finding:
                        rules=("nothing-compared",))
     if not judged:
         note = f" ({len(drifts)} accepted by policy)" if drifts else ""
-        partial = f"; {len(unknown)} item(s) not compared" if unknown else ""
+        partial = f"; {counted(len(unknown), 'item')} not compared" if unknown else ""
         return passed(f"matches the {origin}{note}{partial}", *evidence, origin)
-    summary = (f"{len(judged)} difference(s) from the {origin}: "
+    summary = (f"{counted(len(judged), 'difference')} from the {origin}: "
                + "; ".join(d.line() for d in judged[:SHOWN_IN_SUMMARY])
                + ("; ..." if len(judged) > SHOWN_IN_SUMMARY else ""))
     rules = tuple(dict.fromkeys(f"{d.category}-drift" for d in judged))

@@ -18,6 +18,7 @@ from checks.context import Context
 from checks.model import Finding, failed, passed, warned
 from probes.environment import DeviceNode, DeviceNodes
 from probes.errors import HostError, NotRecorded
+from probes.words import counted
 
 MANAGER = "davinci_manager"
 COMMON = ("devmm_svm", "hisi_hdc")
@@ -101,7 +102,7 @@ def _from_pci(ctx: Context) -> Families | None:
     names = sorted(set(found.values()))
     return Families(tuple(sorted({_PCI_FAMILY_RULE[n] for n in names})),
                     f"NPU family {', '.join(names)} from the PCI device ids of "
-                    f"{len(found)} function(s)")
+                    f"{counted(len(found), 'function')}")
 
 
 def _from_npu_smi(ctx: Context) -> Families | None:
@@ -177,5 +178,5 @@ def device_nodes(ctx: Context) -> Finding:
         return warned(f"missing {', '.join(absent)} ({rule.note})", docker_hint(rule),
                       *evidence, rules=("missing-usual-node",))
     shared = ", ".join(rule.required)
-    summary = f"{len(nodes.davinci)} davinci node(s) and {shared} present ({rule.name})"
+    summary = f"{counted(len(nodes.davinci), 'davinci node')} and {shared} present ({rule.name})"
     return passed(summary, *evidence)

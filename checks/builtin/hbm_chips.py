@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from checks.builtin.hbm_plan import MB
 from checks.context import Context
+from probes.words import counted
 
 if TYPE_CHECKING:
     from probes.npu_smi import ChipRow, NpuInfo
@@ -98,7 +99,8 @@ def group(ctx: Context, info: NpuInfo, visible: list[ChipRow],
                                       for u in ctx.target.npus)]
     if held:
         return ([budget(c, info, own) for c in held],
-                f"the {len(held)} chip(s) the target holds")
+                f"the {counted(len(held), 'chip')} the target holds")
     ranked = sorted((budget(c, info, own) for c in visible), key=lambda b: -b.budget_bytes)
-    return ranked[:size], (f"the {min(size, len(ranked))} of {len(visible)} visible chip(s) "
+    return ranked[:size], (f"the {min(size, len(ranked))} of "
+                           f"{counted(len(visible), 'visible chip')} "
                            "with the most free HBM")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from checks.builtin.hbm_engine import default_source, engine_default, model_max_context
 from checks.context import Context
 from probes.model.safetensors_header import FP8_DTYPES
+from probes.words import counted
 
 if TYPE_CHECKING:
     from probes.model.config import ConfigFacts
@@ -245,7 +246,8 @@ def from_headers(model: ModelDir) -> Weights:
     text = ", ".join(f"{d} {mb(n)}" for d, n in sorted(by_dtype.items(), key=lambda i: -i[1]))
     experts = sum(t.nbytes for name, t in model.tensors.items() if is_expert_tensor(name))
     return Weights(sum(by_dtype.values()), sum(by_dtype.get(d, 0) for d in FP8_DTYPES),
-                   f"the safetensors headers of {len(model.shards)} shard(s) in {model.path}",
+                   f"the safetensors headers of {counted(len(model.shards), 'shard')} in "
+                   f"{model.path}",
                    True, "safetensors headers", text, experts)
 
 

@@ -24,6 +24,7 @@ from checks.builtin.hbm_plan import (
 )
 from checks.context import Context
 from checks.model import Finding, failed, passed, warned
+from probes.words import counted
 
 if TYPE_CHECKING:
     from probes.model.config import ConfigFacts
@@ -185,7 +186,7 @@ def _weight_lines(model: Model, settings: Deployment, plan: Plan) -> list[str]:
         f" ({weights.by_dtype})" if weights.by_dtype else "") + f", from {weights.source}"
     lines = [stored,
              f"tensor parallel {settings.tp.value} ({settings.tp.source}) x pipeline parallel "
-             f"{settings.pp.value}: weights split over {settings.weight_chips} chip(s), "
+             f"{settings.pp.value}: weights split over {counted(settings.weight_chips, 'chip')}, "
              f"{mb(plan.weight_bytes)} per chip"]
     if settings.dp.value > 1:
         here = "" if settings.dp_local is None else \

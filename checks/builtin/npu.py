@@ -27,6 +27,7 @@ from checks.thermal_codes import (
 )
 from probes.errors import ParseError
 from probes.inventory import run_npu_smi
+from probes.words import counted, verb
 
 if TYPE_CHECKING:
     from checks.thermal import ChipReading, ThermalVerdict
@@ -120,7 +121,9 @@ def npu_health(ctx: Context) -> Finding:
     evidence = [f"{_chip_name(c)}: {c.health or 'NA'}" for c in info.chips]
     evidence += [f"npu-smi warning: {w}" for w in info.warnings]
     if not bad:
-        return passed(f"{len(info.chips)} chip(s) report OK", *evidence)
+        count = len(info.chips)
+        return passed(f"{counted(count, 'chip')} {verb(count, 'reports', 'report')} OK",
+                      *evidence)
     for chip in bad:
         evidence += [f"{_chip_name(chip)} -t health: {line}"
                      for line in health_read(ctx, chip).lines]
@@ -153,8 +156,9 @@ def npu_temperature(ctx: Context) -> Finding:
     verdicts = judge_temperatures(readings, thermal_limits(ctx.policy))
     level = worst([v.level for v in verdicts])
     if level == "unknown":
-        return skipped(f"npu-smi printed no temperature for any of the {len(verdicts)} chip(s) "
-                       "and no thermal alarm was found", *evidence,
+        chips = counted(len(verdicts), "chip")
+        return skipped(f"npu-smi printed no temperature for any of the {chips} and no thermal "
+                       "alarm was found", *evidence,
                        rules=(RULE_NO_TEMPERATURE,))
     bad = [v for v in verdicts if v.level in ("warn", "fail")]
     blind = [v for v in verdicts if v.level == "unknown"]

@@ -29,6 +29,7 @@ from checks.builtin.pci_functions import NO_ASCEND_FUNCTION, no_ascend_function,
 from checks.context import Context
 from checks.model import Finding, passed, skipped, warned
 from probes.errors import HostError, NotRecorded
+from probes.words import counted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -229,7 +230,8 @@ def read_roce(ctx: Context) -> PortsRead:
     ports = read_ports(ctx.host, port_ids(info.chips), ctx.timeout_s)
     problems = [problem for port in ports for problem in _port_problems(port)]
     unread = [p for p in ports if p.link is None or p.net_health is None]
-    unjudged = (f"{len(unread)} of {len(ports)} NPU port(s) not read ({unread[0].unread})"
+    unjudged = (f"{len(unread)} of {counted(len(ports), 'NPU port')} not read "
+                f"({unread[0].unread})"
                 if unread else None)
     starting = sum(1 for p in ports if (p.net_health or "").lower() == "init")
     return PortsRead(problems, [_port_line(p) for p in ports], unjudged,
@@ -286,10 +288,11 @@ def pcie_contention(ctx: Context) -> Finding:
         return warned("; ".join([why for _, why in problems] + pinned.problems + unjudged),
                       remedy, *evidence, rules=rules)
     starting = f" ({roce.starting} still Init)" if roce.starting else ""
-    ports = ([f"{roce.judged} NPU port(s) link UP and net health Success{starting}"]
+    ports = ([f"{counted(roce.judged, 'NPU port')} link UP and net health Success{starting}"]
              if roce.judged else [])
-    return passed("; ".join([f"{len(npus)} NPU function(s) at the best link width and speed "
-                             "both ends allow, no shared uplink, AER counters within policy",
+    return passed("; ".join([f"{counted(len(npus), 'NPU function')} at the best link width and "
+                             "speed both ends allow, no shared uplink, AER counters within "
+                             "policy",
                              *ports, *unjudged]), *evidence)
 
 

@@ -64,6 +64,7 @@ from probes.target.find import Observed
 from probes.target.model import Target, shell_target
 from probes.target.model import to_json as target_json
 from probes.textsafe import one_line
+from probes.words import counted
 
 BUNDLE_SCHEMA = "ascend-bundle/1"
 KIB = 1024
@@ -228,7 +229,7 @@ def record(observed: Observed, policy: Policy, request: doctor.Request, options:
             redacted, recording=dataclasses.replace(redacted.recording, target=target))
         report = redacted.redactor.value(to_json(run, info), "report.json")
         report["target"] = {k: v for k, v in target.items() if k != "run_model"}
-        detail.append(f"{len(redacted.redactions)} place(s)" if redacted.redactions
+        detail.append(counted(len(redacted.redactions), "place") if redacted.redactions
                       else "nothing secret-looking found")
     return redacted, run, report, plog, metrics
 
@@ -482,6 +483,7 @@ def _metrics_line(result: BundleResult) -> str:
         return f"{found.note}: {found.newest}" if found.newest else (found.note or "none")
     size = _size(result.members.get(result.metrics_member, 0))
     if found.directory:
-        return (f"{result.metrics_member} ({size}), the newest of {found.found} recording(s) "
+        return (f"{result.metrics_member} ({size}), the newest of "
+                f"{counted(found.found, 'recording')} "
                 f"in {found.directory}: {found.source}")
     return f"{result.metrics_member} ({size}) from --metrics {found.source}"

@@ -46,6 +46,7 @@ from probes.recording.model import (
     RecordedError,
     Recording,
 )
+from probes.words import counted
 
 __all__ = ["REDACTED", "WITHHELD", "Pseudonyms", "RedactedRecording", "Redaction", "Redactor",
            "is_secret_name", "redact_env", "redact_recording", "summarise"]
@@ -387,8 +388,8 @@ def summarise(redactions: Iterable[Redaction]) -> list[str]:
     for kind, places in by_kind.items():
         if kind in ("secret-env", "withheld-env"):
             names = ", ".join(p.removeprefix("env ") for p in places)
-            lines.append(f"{kind}: {len(places)} variable(s): {names}")
+            lines.append(f"{kind}: {counted(len(places), 'variable')}: {names}")
         else:
             shown = "; ".join(places[:3]) + ("; ..." if len(places) > 3 else "")
-            lines.append(f"{kind}: {len(places)} place(s): {shown}")
+            lines.append(f"{kind}: {counted(len(places), 'place')}: {shown}")
     return lines

@@ -11,6 +11,7 @@ from console.snapshots import Alert
 from console.ui import safe
 from console.ui.messages import Replayed, ReplayEnded
 from console.ui.wiring import Wiring
+from probes.words import counted, verb
 
 
 class RecordingController:
@@ -95,7 +96,9 @@ class RecordingController:
         if message.error:
             safe.notify(self.app, message.error, title="replay", severity="error", timeout=30)
         elif message.skipped_rows:
-            safe.notify(self.app, f"end of the recording; {message.skipped_rows} damaged row(s) "
-                        "were skipped", title="replay", severity="warning")
+            rows = message.skipped_rows
+            safe.notify(self.app, f"end of the recording; {counted(rows, 'damaged row')} "
+                        f"{verb(rows, 'was', 'were')} skipped", title="replay",
+                        severity="warning")
         else:
             safe.notify(self.app, "end of the recording", title="replay")

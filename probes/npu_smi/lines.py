@@ -22,6 +22,7 @@ from probes.npu_smi.model_lines import (
 )
 from probes.npu_smi.noise import is_noise
 from probes.npu_smi.text import is_placeholder, not_a_number, to_float, to_int, to_text
+from probes.words import counted
 
 # ----------------------------------------------------------------------------- -m (mapping)
 
@@ -115,7 +116,7 @@ def parse_list(text: str) -> NpuList:
         raise ParseError(LIST_WHAT, "no 'Total Count', 'Card Count' or 'NPU ID' line found")
     npus = tuple(entry for entry in map(_list_entry, state.entries) if entry is not None)
     if state.total_count is not None and state.total_count != len(npus):
-        state.warnings.append(f"count says {state.total_count}, {len(npus)} NPU(s) listed")
+        state.warnings.append(f"count says {state.total_count}, {counted(len(npus), 'NPU')} listed")
     return NpuList(total_count=state.total_count, npus=npus, warnings=tuple(state.warnings))
 
 

@@ -36,6 +36,7 @@ from probes.npu_smi.text import (
     to_text,
     value_tokens,
 )
+from probes.words import counted
 
 WHAT = "npu-smi info"
 
@@ -242,7 +243,8 @@ def _assign_row(state: _State, row: _RowText, labels: Labels) -> dict[str, str]:
         cell = row.cells[index] if index < len(row.cells) else ""
         values.update(_assign_cell(state, row.line_no, cell_labels, cell))
     if len(row.cells) > len(labels):
-        state.warn(row.line_no, f"{len(row.cells) - len(labels)} cell(s) more than the header")
+        state.warn(row.line_no, f"{counted(len(row.cells) - len(labels), 'cell')} more than the "
+                   "header")
     return values
 
 
@@ -254,7 +256,8 @@ def _assign_cell(state: _State, line_no: int, labels: tuple[str, ...], cell: str
         # a name is the rest of the cell; today's names have no spaces, masked copies may
         tokens = [*tokens[: len(labels) - 1], " ".join(tokens[len(labels) - 1 :])]
     if len(tokens) != len(labels):
-        state.warn(line_no, f"{len(tokens)} value(s) under label(s) {' '.join(labels)}")
+        state.warn(line_no, f"{counted(len(tokens), 'value')} under "
+                   f"{'the label' if len(labels) == 1 else 'the labels'} {' '.join(labels)}")
     return dict(zip(labels, tokens, strict=False))
 
 

@@ -75,7 +75,7 @@ def test_a3_container_without_the_variable_uses_every_device_it_was_given(
     line = chips_line(finding)
     assert "of 2 x Ascend910" in line and "with ASCEND_RT_VISIBLE_DEVICES unset" in line
     # tensor parallel 1: the freer of Phy-ID 1 (2876 MB used) and Phy-ID 3 (10568 MB used)
-    assert "the 1 of 2 visible chip(s)" in line and "tightest NPU 0 chip 1:" in line
+    assert "the 1 of 2 visible chips" in line and "tightest NPU 0 chip 1:" in line
 
 
 def test_a2_container_with_some_devices_is_not_judged_per_chip(tmp_path: Path) -> None:

@@ -200,7 +200,7 @@ def test_fits_passes_with_sources_in_the_summary(tmp_path: Path) -> None:
     assert "weights from safetensors headers" in finding.summary
     assert "per chip 0.31 MB weights + 32 MB KV + 4,096 MB reserve of 30,115 MB" in finding.summary
     assert "largest 26,643,072 tokens" in finding.summary
-    assert "the 1 of 8 visible chip(s) with the most free HBM" in text
+    assert "the 1 of 8 visible chips with the most free HBM" in text
     assert "30,115 MB free now (2,653 / 32,768 MB used, 2,653 MB of it held by no process)" \
         in text  # NPU 7 of corpus 014
     assert "weights as stored" in text and "BF16" in text
@@ -402,7 +402,7 @@ def test_a_healthy_running_server_is_judged_against_total_hbm(tmp_path: Path) ->
     assert "8 x xxx (held by the target: judged against what was free before it started) at " \
         "tensor parallel 8 (command line)" in finding.summary
     text = text_of(finding)
-    assert "the 8 chip(s) the target holds" in text
+    assert "the 8 chips the target holds" in text
     assert "32,768 MB total less 0 MB no process holds and 0 MB other processes hold" in text
     assert "0.9 of the 32,768 MB the runtime sees (--gpu-memory-utilization unset: vllm's " \
         "default 0.9" in text

@@ -97,7 +97,7 @@ def test_real_character_devices_pass(fake_root: FakeRoot) -> None:
         pytest.skip("mknod needs root")
     finding = device_nodes(ctx_for(fake_root))
     assert finding.status == "pass", finding
-    assert "8 davinci node(s)" in finding.summary
+    assert "8 davinci nodes" in finding.summary
 
 
 def char_nodes(root: FakeRoot, names: list[str]) -> None:
@@ -121,7 +121,7 @@ def test_ascend_950_needs_no_devmm_svm(fake_root: FakeRoot) -> None:
     finding = device_nodes(ctx_for(fake_root))
     assert finding.status == "pass", finding
     assert "(Ascend 950)" in finding.summary and "devmm_svm" not in finding.summary
-    assert "NPU family Ascend 950 from the PCI device ids of 2 function(s)" in finding.evidence
+    assert "NPU family Ascend 950 from the PCI device ids of 2 functions" in finding.evidence
 
 
 def test_ascend_950_without_hisi_hdc_fails(fake_root: FakeRoot) -> None:
@@ -142,7 +142,7 @@ def test_a2_by_pci_id_still_needs_devmm_svm(fake_root: FakeRoot) -> None:
     finding = device_nodes(ctx_for(fake_root))
     assert finding.status == "fail"
     assert finding.summary == "missing /dev/devmm_svm (Ascend 910/910B/910_93)"
-    assert "NPU family Ascend 910B (A2) from the PCI device ids of 2 function(s)" in \
+    assert "NPU family Ascend 910B (A2) from the PCI device ids of 2 functions" in \
         finding.evidence
 
 
@@ -336,7 +336,7 @@ def test_ports_up_and_healthy_pass_and_say_how_many_were_read(fake_root: FakeRoo
     multi_node_a2(fake_root)
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "pass" and finding.rules == ()
-    assert "8 NPU port(s) link UP and net health Success" in finding.summary
+    assert "8 NPU ports link UP and net health Success" in finding.summary
     assert "NPU port 7: link UP, net health Success" in finding.evidence
 
 
@@ -357,7 +357,7 @@ def test_ports_still_initialising_count_healthy_and_are_named(fake_root: FakeRoo
     multi_node_a2(fake_root, health="net-health-init.txt")
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "pass" and finding.rules == ()
-    assert "8 NPU port(s) link UP and net health Success (8 still Init)" in finding.summary
+    assert "8 NPU ports link UP and net health Success (8 still Init)" in finding.summary
 
 
 def test_a_net_health_word_we_have_no_meaning_for_warns_as_printed(fake_root: FakeRoot) -> None:
@@ -395,7 +395,7 @@ def test_ports_that_cannot_be_read_are_said_unjudged_never_passed(fake_root: Fak
     finding = pcie_contention(ctx_for(fake_root))
     assert finding.status == "pass"  # the PCIe part was judged
     assert "link UP" not in finding.summary
-    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU ports not read" in finding.summary
     assert "hccn_tool not found" in finding.summary
 
 
@@ -418,5 +418,5 @@ def test_a_recording_without_the_ports_leaves_them_unjudged(fake_root: FakeRoot,
     assert pcie_contention(live).rules == ("roce-link-down",)
     finding = pcie_contention(Context(replay, load_policy()))
     assert finding.status == "pass" and "link UP" not in finding.summary
-    assert "RoCE ports not judged: 8 of 8 NPU port(s) not read" in finding.summary
+    assert "RoCE ports not judged: 8 of 8 NPU ports not read" in finding.summary
     assert "was not recorded" in finding.summary

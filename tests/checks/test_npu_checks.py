@@ -39,7 +39,7 @@ def machine(fake_root: FakeRoot, info: str | Path, health: Path | str | None = N
 def test_healthy_a2_passes(fake_root: FakeRoot) -> None:
     ctx = machine(fake_root, corpus("014"))
     health = npu_health(ctx)
-    assert health.status == "pass" and "8 chip(s) report OK" in health.summary
+    assert health.status == "pass" and "8 chips report OK" in health.summary
     temp = npu_temperature(ctx)
     assert temp.status == "pass" and health.rules == temp.rules == ()
     assert "hottest chip 39 °C" in temp.summary
@@ -205,7 +205,7 @@ def test_no_temperature_on_any_chip_skips(fake_root: FakeRoot) -> None:
     for info in (_table({n: "NA" for n in range(8)}), _without_temperature_column()):
         finding = npu_temperature(machine(fake_root, info))
         assert finding.status == "skip" and finding.rules == ("no-temperature",), finding
-        assert "no temperature for any of the 8 chip(s)" in finding.summary
+        assert "no temperature for any of the 8 chips" in finding.summary
 
 
 def test_a_blind_chip_is_named_beside_a_worse_finding(fake_root: FakeRoot) -> None:

@@ -79,7 +79,7 @@ def test_env_keeps_names_and_lists_them() -> None:
     redactor = Redactor()
     env = redact_env({"HF_TOKEN": "abc", "HOME": "/root", "EMPTY_SECRET": ""}, redactor)
     assert env == {"HF_TOKEN": REDACTED, "HOME": "/root", "EMPTY_SECRET": ""}
-    assert summarise(redactor.redactions) == ["secret-env: 1 variable(s): HF_TOKEN"]
+    assert summarise(redactor.redactions) == ["secret-env: 1 variable: HF_TOKEN"]
 
 
 def test_hostnames_and_addresses_are_replaced_consistently() -> None:

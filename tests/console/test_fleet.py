@@ -110,7 +110,7 @@ def test_doctor_results_join_the_node_through_node_exporters_instance() -> None:
     doctor.append(series("ascend_doctor_last_run_timestamp_seconds", "10.0.0.5", None, 880.0,
                          instance="10.0.0.5:9100"))
     [node] = fleet.build_fleet(chip_fields(nodes), [], doctor, LIMITS, 1000.0).nodes
-    assert node.level == "fail" and node.reasons == ("doctor: 2 check(s) failed",)
+    assert node.level == "fail" and node.reasons == ("doctor: 2 checks failed",)
     assert node.doctor is not None
     assert node.doctor.line(1000.0) == "doctor: 2 fail, 1 warn, 2 min ago"
 
@@ -193,7 +193,7 @@ def test_the_fleet_through_a_real_prometheus(
         assert node_b.chips[0].npu_id == 3 and node_b.hottest_c == 88.0
         assert first.nodes[0].chips[0].npu_id == 5
         assert first.nodes[2].doctor is not None
-        assert first.nodes[2].reasons == ("doctor: 1 warning(s)",)
+        assert first.nodes[2].reasons == ("doctor: 1 warning",)
         history = reader.history(node_b)
         assert history and history[3] and history[3][-1] == 88.0
 

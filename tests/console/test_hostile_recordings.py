@@ -243,7 +243,7 @@ async def test_the_console_replays_a_damaged_recording_and_shows_the_count(
             assert time.monotonic() < deadline, "no notice of the skipped rows"
             await pilot.pause(0.05)
         notice = next(n.message for n in app._notifications if "damaged row" in n.message)
-        assert "2 damaged row(s) were skipped" in notice
+        assert "2 damaged rows were skipped" in notice
         assert app.telemetry.replay_time == T0 + 4  # the good rows were all shown
 
 

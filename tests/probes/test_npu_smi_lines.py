@@ -177,7 +177,7 @@ def test_list_count_mismatch_and_unknown_key_warn() -> None:
     listing = parse_list(text + "\tBoard Type : x\n")
     assert len(listing.npus) == 2
     assert listing.warnings == ("line 13: unexpected key 'Board Type'",
-                                "count says 3, 2 NPU(s) listed")
+                                "count says 3, 2 NPUs listed")
 
 
 def test_list_not_a_list_raises() -> None:
