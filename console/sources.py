@@ -61,7 +61,8 @@ def _add_fields(history: History, keys: Sequence[str], snapshot: Any) -> None:
 
 
 class _Feed:
-    """The defaults: one feed, sampled by every timer tick, nothing read beside the snapshot."""
+    """The defaults: one feed, sampled by every timer tick, nothing read beside the snapshot,
+    recorded field by field, its history_keys kept as history."""
 
     timed: ClassVar[bool] = True
     feed = ""
@@ -75,6 +76,16 @@ class _Feed:
     @staticmethod
     def feed_of(snapshot: Any) -> str:
         return ""
+
+    @staticmethod
+    def encode(snapshot: Any) -> dict[str, Any]:
+        """A flat snapshot's fields as they are."""
+        return as_dict(snapshot)
+
+    @classmethod
+    def add_history(cls, history: History, snapshot: Any) -> None:
+        """The snapshot's fields named in history_keys."""
+        _add_fields(history, getattr(cls, "history_keys", ()), snapshot)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,19 +238,11 @@ class ServingEndpoint(_Feed):
         return serving.sample(self.setup.http(), self.tracker, self.setup.clock)
 
     @staticmethod
-    def encode(snapshot: Any) -> dict[str, Any]:
-        return as_dict(snapshot)
-
-    @staticmethod
     def decode(doc: Mapping[str, Any], columns: Columns) -> ServingSnapshot:
         fields = known_fields(ServingSnapshot, doc)
         fields["not_exported"] = texts(fields.get("not_exported"))
         fields["read_from"] = tuple(tuple(p) for p in fields.get("read_from") or ())
         return ServingSnapshot(**fields)
-
-    @staticmethod
-    def add_history(history: History, snapshot: Any) -> None:
-        _add_fields(history, ServingEndpoint.history_keys, snapshot)
 
     @staticmethod
     def alerts(shown: Sequence[Shown], judging: Judging) -> list[Alert]:
@@ -284,18 +287,10 @@ class Engine(_Feed):
         return None if backend is None else backend.engine_snapshot(self.setup.clock())
 
     @staticmethod
-    def encode(snapshot: Any) -> dict[str, Any]:
-        return as_dict(snapshot)
-
-    @staticmethod
     def decode(doc: Mapping[str, Any], columns: Columns) -> EngineSnapshot:
         fields = known_fields(EngineSnapshot, doc)
         fields["fused_ops"] = texts(fields.get("fused_ops"))
         return EngineSnapshot(**fields)
-
-    @staticmethod
-    def add_history(history: History, snapshot: Any) -> None:
-        _add_fields(history, Engine.history_keys, snapshot)
 
     @staticmethod
     def alerts(shown: Sequence[Shown], judging: Judging) -> list[Alert]:
@@ -331,20 +326,12 @@ class HostMachine(_Feed):
         return telemetry.sample_host(self.setup.log_dir(), self.setup.clock)
 
     @staticmethod
-    def encode(snapshot: Any) -> dict[str, Any]:
-        return as_dict(snapshot)
-
-    @staticmethod
     def decode(doc: Mapping[str, Any], columns: Columns) -> HostSnapshot:
         fields = known_fields(HostSnapshot, doc)
         cores = fields.get("cpu_cores_percent")
         fields["cpu_cores_percent"] = (tuple(float(c) for c in cores)
                                        if isinstance(cores, list) else ())
         return HostSnapshot(**fields)
-
-    @staticmethod
-    def add_history(history: History, snapshot: Any) -> None:
-        _add_fields(history, HostMachine.history_keys, snapshot)
 
     @staticmethod
     def alerts(shown: Sequence[Shown], judging: Judging) -> list[Alert]:

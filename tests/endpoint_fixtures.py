@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+from loopback_fixtures import loopback_server
 
 Reply = tuple[str, bytes]  # content type, body
 
@@ -46,10 +47,5 @@ def stub_server(routes: Mapping[str, Reply]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Handler) as url:
+        yield url

@@ -15,7 +15,8 @@ from typing import Any, TypeGuard
 
 from checks import data
 from checks.builtin import facts
-from checks.builtin.serving_engine import CONFIG_ENV, WATCHED_ENV, nothing_to_lint
+from checks.builtin.serving import flags_front
+from checks.builtin.serving_engine import CONFIG_ENV, WATCHED_ENV
 from checks.builtin.serving_inputs import Deployment, deployment
 from checks.builtin.serving_rows import (
     Condition,
@@ -51,9 +52,9 @@ class Outcome:
 
 
 def serving_flags(ctx: Context) -> Finding:
-    nothing = nothing_to_lint(ctx)
-    if nothing is not None:
-        return skipped(nothing, rules=("no-engine",))
+    early = flags_front(ctx)
+    if early is not None:
+        return early
     d = deployment(ctx)
     if d.env_problem:
         return skipped(f"the environment could not be read: {d.env_problem}",

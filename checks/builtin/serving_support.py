@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from checks import data
 from checks.builtin.compat import dev_base, dev_build_words
+from checks.builtin.serving import support_front
 from checks.builtin.serving_inputs import FAMILY_WORDS, Deployment, deployment
 from checks.builtin.serving_rows import (
     KnownIssueRow,
@@ -61,6 +62,9 @@ class Verdict:
 
 
 def serving_support(ctx: Context) -> Finding:
+    early = support_front(ctx)
+    if early is not None:
+        return early
     found = deployment(ctx)
     missing = _missing_input(found)
     if missing is not None:
@@ -75,8 +79,6 @@ def serving_support(ctx: Context) -> Finding:
 
 
 def _missing_input(d: Deployment) -> Finding | None:
-    if not d.engine.name:
-        return skipped(f"no serving engine to judge: {d.engine.why_none}", rules=("no-engine",))
     if not d.chip_names:
         return skipped(f"chips not judged: {d.chips_problem}", _engine_line(d),
                        rules=("no-npu",))

@@ -55,10 +55,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", metavar="DIR",
-                        help="read every file under DIR instead of / (a mounted image, a copy)")
+    _add_root(parser)
     parser.add_argument("--from", dest="from_path", metavar="RECORDING",
                         help="answer from a recording (directory or .tar.gz) instead of this host")
+    _add_python_and_timeout(parser)
+
+
+def _add_root(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", metavar="DIR",
+                        help="read every file under DIR instead of / (a mounted image, a copy)")
+
+
+def _add_python_and_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", metavar="PATH",
                         help="interpreter of the deployment whose packages are checked")
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
@@ -338,12 +346,8 @@ def _add_bench_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
 
 def _add_live_host_options(parser: argparse.ArgumentParser) -> None:
     """--root/--python/--timeout: what a recording is made of (no --from: it records)."""
-    parser.add_argument("--root", metavar="DIR",
-                        help="read every file under DIR instead of / (a mounted image, a copy)")
-    parser.add_argument("--python", metavar="PATH",
-                        help="interpreter of the deployment whose packages are checked")
-    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
-                        help=f"timeout of each command in seconds (default {DEFAULT_TIMEOUT_S:g})")
+    _add_root(parser)
+    _add_python_and_timeout(parser)
     parser.add_argument("--model", metavar="DIR",
                         help="model directory (config.json, safetensors shards, tokenizer)")
     _add_target_options(parser)
