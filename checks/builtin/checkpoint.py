@@ -197,10 +197,7 @@ def checkpoint_format(ctx: Context) -> Finding:
         return skipped(f"the model directory was not recorded ({exc.path})",
                        rules=("not-recorded",))
     except (CheckpointError, HostError) as exc:
-        return failed(f"cannot read the checkpoint: {exc}",
-                      "point --model at a Hugging Face model directory with config.json and "
-                      "safetensors shards, and download what is missing or broken",
-                      rules=("unreadable",))
+        return _unreadable(ctx, str(ctx.model_dir), exc)
     from checks.builtin.tensor_coverage import coverage
 
     found = coverage(model)
@@ -214,6 +211,21 @@ def checkpoint_format(ctx: Context) -> Finding:
     slim = _modelslim(ctx, model, verdict)
     _architecture(model, verdict)
     return _finding(model, found, gate, verdict, slim)
+
+
+def _unreadable(ctx: Context, directory: str, exc: Exception) -> Finding:
+    """The shards cannot be read; what config.json, the msModelSlim description and the
+    command line say is still judged."""
+    from checks.builtin.modelslim import without_weights
+
+    slim = without_weights(ctx, directory)
+    said = [*slim.fails, *slim.warns]
+    rules = ("unreadable", *dict.fromkeys(rule for rule, _ in said))
+    remedy = "; ".join(["point --model at a Hugging Face model directory with config.json and "
+                        "safetensors shards, and download what is missing or broken",
+                        *slim.remedies])
+    return failed("; ".join([f"cannot read the checkpoint: {exc}", *(t for _, t in said)]),
+                  remedy, *slim.evidence, rules=rules)
 
 
 def _modelslim(ctx: Context, model: ModelDir, verdict: Verdict) -> tuple[str, ...]:

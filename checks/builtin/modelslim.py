@@ -24,7 +24,7 @@ from probes.host import normalise_dist_name
 
 if TYPE_CHECKING:
     from probes.model.quant import ModelSlimDescription
-    from probes.model.reader import ModelDir
+    from probes.model.reader import ConfigFacts, ModelDir
 
 FLOAT_DTYPES = ("BF16", "F16", "F32")
 INT_DTYPES = ("I8", "U8", "I4", "U4")  # msModelSlim stores int8 (and packed int4) weights
@@ -54,12 +54,12 @@ def int_weights(model: ModelDir) -> list[str]:
     return [n for n, t in model.tensors.items() if n.endswith(".weight") and t.dtype in INT_DTYPES]
 
 
-def _read(ctx: Context, model: ModelDir) -> ModelSlimDescription | str | None:
+def _read(ctx: Context, directory: str) -> ModelSlimDescription | str | None:
     """The description, why it cannot be read, or None when there is none."""
     from probes.model.quant import MODELSLIM_DESCRIPTION, parse_modelslim_description
     from probes.model.reader import CheckpointError, join, read_json
 
-    path = join(model.path, MODELSLIM_DESCRIPTION)
+    path = join(directory, MODELSLIM_DESCRIPTION)
     try:
         if not ctx.host.exists(path):
             return None
@@ -92,7 +92,7 @@ def _other_json(ctx: Context, model: ModelDir) -> str:
 def modelslim(ctx: Context, model: ModelDir) -> SlimVerdict:
     """The msModelSlim rules for this checkpoint (nothing when it is not one)."""
     verdict = SlimVerdict()
-    found = _read(ctx, model)
+    found = _read(ctx, model.path)
     given, where = _quant_flag(ctx)
     method = model.config.quant.method if model.config.quantization else None
     ints = int_weights(model)
@@ -105,7 +105,27 @@ def modelslim(ctx: Context, model: ModelDir) -> SlimVerdict:
                                 "copy it from where the checkpoint was quantised")
         return verdict
     _with_description(model, found, verdict)
-    _config_and_flag(ctx, model, found, verdict, given, where, method)
+    _config_and_flag(ctx, model.config, found, verdict, given, where, method)
+    return verdict
+
+
+def without_weights(ctx: Context, directory: str) -> SlimVerdict:
+    """Where the shards cannot be read: config.json, the description and the command line
+    still can, and `--quantization ascend` missing is still a reason the start fails."""
+    from probes.model.quant import ModelSlimDescription
+    from probes.model.reader import CheckpointError, read_config
+
+    verdict = SlimVerdict()
+    found = _read(ctx, directory)
+    if not isinstance(found, ModelSlimDescription):
+        return verdict
+    try:
+        config = read_config(ctx.host, directory)
+    except (CheckpointError, HostError):
+        return verdict
+    given, where = _quant_flag(ctx)
+    method = config.quant.method if config.quantization else None
+    _config_and_flag(ctx, config, found, verdict, given, where, method)
     return verdict
 
 
@@ -182,7 +202,7 @@ def _mismatches(model: ModelDir, described: Mapping[str, str], complete: bool) -
     return out
 
 
-def _config_and_flag(ctx: Context, model: ModelDir, found: ModelSlimDescription,
+def _config_and_flag(ctx: Context, config: ConfigFacts, found: ModelSlimDescription,
                      verdict: SlimVerdict, given: str | None, where: str,
                      method: str | None) -> None:
     if method and method != ASCEND:
@@ -194,7 +214,7 @@ def _config_and_flag(ctx: Context, model: ModelDir, found: ModelSlimDescription,
     if ctx.target.serving.server != "vllm" or not found.quantized:
         return
     if given is None:
-        _without_flag(ctx, model, verdict)
+        _without_flag(ctx, config, verdict)
     elif given != ASCEND:
         verdict.fails.append(("modelslim-flag-missing", f"{where}: an msModelSlim checkpoint "
                               "needs --quantization ascend"))
@@ -224,9 +244,9 @@ def auto_detects(ctx: Context) -> bool | None:
     return "def maybe_auto_detect_quantization" in text
 
 
-def _without_flag(ctx: Context, model: ModelDir, verdict: SlimVerdict) -> None:
+def _without_flag(ctx: Context, config: ConfigFacts, verdict: SlimVerdict) -> None:
     """No --quantization: fine where vllm-ascend detects the checkpoint itself."""
-    quant = model.config.quantization
+    quant = config.quantization
     if quant is not None and not quant.get("quant_method"):
         verdict.evidence.append("no --quantization: config.json's quantization_config has no "
                                 "quant_method, which vllm-ascend takes as `ascend` "

@@ -33,7 +33,8 @@ JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-conf
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
 POOLING_TASKS = ("embed", "embedding", "score", "reward", "classify")
-MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads")  # `model.<name>` in flag rules
+# `model.<name>` in flag rules
+MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture")
 
 
 @dataclass(frozen=True)

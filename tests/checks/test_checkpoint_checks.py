@@ -660,6 +660,36 @@ def test_vllm_without_quantization_ascend(tmp_path: Path, auto_detect: bool | No
         assert "--quantization ascend" in finding.remedy
 
 
+def without_shards(model: Path) -> Path:
+    for shard in model.glob("*.safetensors*"):
+        shard.unlink()
+    return model
+
+
+@pytest.mark.parametrize(("flags", "rules"), [
+    ((), ("unreadable", "modelslim-flag-missing")),
+    (("--quantization", "ascend"), ("unreadable",)),
+])
+def test_a_description_is_judged_when_the_shards_cannot_be_read(
+        tmp_path: Path, flags: tuple[str, ...], rules: tuple[str, ...]) -> None:
+    """No weights to read (not downloaded, or not mounted where the doctor runs): config.json,
+    the msModelSlim description and the command line still tell a W8A8 checkpoint served
+    without --quantization ascend."""
+    model = without_shards(slim_model(tmp_path, slim_description(slim_tensors())))
+    ctx = with_vllm_ascend(ctx_for(model, target=vllm_target(model, *flags)),
+                           tmp_path / "site", False)
+    finding = checkpoint_format(ctx)
+    assert finding.status == "fail" and finding.rules == rules, finding
+    assert finding.summary.startswith("cannot read the checkpoint")
+    assert ("--quantization ascend" in finding.remedy) == (not flags)
+
+
+def test_a_float_checkpoint_without_shards_is_only_unreadable(tmp_path: Path) -> None:
+    model = without_shards(slim_model(tmp_path))
+    finding = checkpoint_format(ctx_for(model, target=vllm_target(model)))
+    assert finding.status == "fail" and finding.rules == ("unreadable",)
+
+
 def test_another_quantization_method_fails(tmp_path: Path) -> None:
     model = slim_model(tmp_path, slim_description(slim_tensors()))
     other = checkpoint_format(ctx_for(model, target=vllm_target(model, "-q", "awq")))

@@ -309,3 +309,38 @@ def test_a_config_without_a_head_count_is_not_judged(tmp_path: Path) -> None:
     assert "tp-does-not-divide-heads" not in finding.rules
     assert any("not judged: tp-does-not-divide-heads: config.json gives no "
                "model.num_attention_heads" in e for e in finding.evidence)
+
+
+OVERRIDES = ('{"architectures": ["Qwen3ForSequenceClassification"], '
+             '"classifier_from_token": ["no", "yes"], "is_original_qwen3_reranker": true}')
+
+
+@pytest.mark.parametrize("spelling", ["--task", "--task="])
+def test_an_original_qwen3_reranker_scored_without_overrides_warns(tmp_path: Path,
+                                                                  spelling: str) -> None:
+    """The Qwen3-Reranker tutorial of vLLM-Ascend: the original checkpoint (Qwen3ForCausalLM)
+    is routed to Qwen3ForSequenceClassification with --hf-overrides when scored."""
+    args = ["--task=score"] if spelling.endswith("=") else ["--task", "score"]
+    finding = flags(tmp_path, args, release="0.12.0rc1", config=QWEN3,
+                    env={"VLLM_ASCEND_ENABLE_NZ": "0"})
+    assert finding.status == "warn", finding.summary
+    assert finding.rules == ("qwen3-reranker-score-without-overrides",)
+
+
+@pytest.mark.parametrize("args", [
+    ["--task", "score", "--hf_overrides", OVERRIDES],  # the tutorial's line, either spelling
+    ["--task", "score", "--hf-overrides", OVERRIDES],
+    [],  # the same checkpoint served for generation
+])
+def test_a_qwen3_reranker_served_as_the_tutorial_says_is_quiet(tmp_path: Path,
+                                                              args: list[str]) -> None:
+    finding = flags(tmp_path, args, release="0.12.0rc1", config=QWEN3,
+                    env={"VLLM_ASCEND_ENABLE_NZ": "0"})
+    assert "qwen3-reranker-score-without-overrides" not in finding.rules, finding.summary
+
+
+def test_a_converted_reranker_scored_without_overrides_is_quiet(tmp_path: Path) -> None:
+    converted = {**QWEN3, "architectures": ["Qwen3ForSequenceClassification"]}
+    finding = flags(tmp_path, ["--task", "score"], release="0.12.0rc1", config=converted,
+                    env={"VLLM_ASCEND_ENABLE_NZ": "0"})
+    assert "qwen3-reranker-score-without-overrides" not in finding.rules, finding.summary
