@@ -211,7 +211,7 @@ def _config_and_flag(ctx: Context, config: ConfigFacts, found: ModelSlimDescript
                               "takes over the msModelSlim description"))
         verdict.remedies.append("remove quantization_config from config.json (msModelSlim's "
                                 "description carries the quantisation)")
-    if ctx.target.serving.server != "vllm" or not found.quantized:
+    if ctx.target.serving.server != "vllm" or not _declares_quantisation(found):
         return
     if given is None:
         _without_flag(ctx, config, verdict)
@@ -221,6 +221,13 @@ def _config_and_flag(ctx: Context, config: ConfigFacts, found: ModelSlimDescript
         verdict.remedies.append("serve it with --quantization ascend")
     else:
         verdict.evidence.append(f"{where}: the msModelSlim loader")
+
+
+def _declares_quantisation(found: ModelSlimDescription) -> bool:
+    """A tensor described as quantised, or a whole-checkpoint type other than FLOAT (a
+    description whose per-tensor entries were not read still says what it is)."""
+    overall = (found.model_quant_type or "").upper()
+    return bool(found.quantized) or overall not in ("", "FLOAT")
 
 
 AUTO_DETECT = ("vllm-project/vllm-ascend#6645, vllm-project/vllm-ascend#7111: "

@@ -684,6 +684,13 @@ def test_a_description_is_judged_when_the_shards_cannot_be_read(
     assert ("--quantization ascend" in finding.remedy) == (not flags)
 
 
+def test_the_overall_type_alone_is_enough_to_ask_for_the_flag(tmp_path: Path) -> None:
+    model = without_shards(slim_model(tmp_path, {"model_quant_type": "W8A8"}))
+    ctx = with_vllm_ascend(ctx_for(model, target=vllm_target(model)), tmp_path / "site", None)
+    finding = checkpoint_format(ctx)
+    assert finding.rules == ("unreadable", "modelslim-flag-missing"), finding
+
+
 def test_a_float_checkpoint_without_shards_is_only_unreadable(tmp_path: Path) -> None:
     model = without_shards(slim_model(tmp_path))
     finding = checkpoint_format(ctx_for(model, target=vllm_target(model)))
