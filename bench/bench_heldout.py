@@ -13,8 +13,10 @@ on the doctor's PATH that replays a recorded output of their chip (`tests/corpus
   not warn or fail with those rules for the same reason (a clause of its summary that it also
   gave the incident): another known issue of the twin's release is not the incident's cause.
 
-Both are also counted loosely (the check warns or fails at all, whatever the rule), because a
-"not in our data" warning says something without naming the cause.
+"Strictly" counts an incident caught only when its twin is clean too: a rule that fires on
+both is not the incident's cause. Both are also counted loosely (the check warns or fails at
+all, whatever the rule), because a "not in our data" warning says something without naming
+the cause.
 
 Incidents whose deployment cannot be rebuilt (runtime-only bugs, a deployment the thread
 does not state) carry `not_rebuildable: <why>` and leave the denominator. `batch` says when an
@@ -370,10 +372,15 @@ def report(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
 
 def _totals(outcomes: Sequence[Outcome], excluded: Sequence[Incident]) -> str:
     caught = sum(o.caught for o in outcomes)
+    strict = sum(o.caught and o.twin_clean for o in outcomes)
     alarms = sum(not o.twin_clean for o in outcomes)
-    share = f"{100 * caught / len(outcomes):.0f}%" if outcomes else "n/a"
-    return (f"caught {caught}/{len(outcomes)} rebuildable ({share}); twin false alarms "
+    return (f"caught {caught}/{len(outcomes)} rebuildable ({_share(caught, outcomes)}), "
+            f"strictly (twin clean) {strict} ({_share(strict, outcomes)}); twin false alarms "
             f"{alarms}/{len(outcomes)}; not rebuildable {len(excluded)}")
+
+
+def _share(count: int, outcomes: Sequence[Outcome]) -> str:
+    return f"{100 * count / len(outcomes):.0f}%" if outcomes else "n/a"
 
 
 def _as_json(outcome: Outcome) -> dict[str, Any]:
