@@ -46,6 +46,8 @@ class KnownIssueRow:
     chips: tuple[str, ...] = ()
     features: tuple[str, ...] = ()  # all of them in use for it to apply
     fixed_in: str = ""
+    # model types the issue spares (a release note that names the models it validated)
+    except_models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

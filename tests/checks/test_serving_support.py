@@ -468,3 +468,120 @@ def test_a_quantization_type_on_950_before_its_release_fails(tmp_path: Path) -> 
     assert before.status == "fail"
     assert "feature quantization:ascend:W8A8_DYNAMIC" in before.summary
     assert "W8A8_DYNAMIC" not in after.summary and "W8A8_DYNAMIC" not in on_a2.summary
+
+
+# -- the release notes v0.13.0rc2 .. v0.26.0rc1 (issue 25, sixth pass) ---------------------------
+
+
+def model(model_type: str, architecture: str) -> dict[str, Any]:
+    return {"architectures": [architecture], "model_type": model_type, "torch_dtype": "bfloat16"}
+
+
+NEW_MODELS = [  # (config, the last release before the note, the release the note adds it in)
+    (model("longcat_flash", "LongcatFlashForCausalLM"), "0.13.0rc1", "0.13.0rc2"),
+    (model("minimax_m2", "MiniMaxM2ForCausalLM"), "0.12.0rc1", "0.13.0"),
+    (model("deepseek_v4", "DeepseekV4ForCausalLM"), "0.19.1rc1", "0.20.2rc1"),
+    (model("gemma4", "Gemma4ForConditionalGeneration"), "0.22.1rc1", "0.23.0rc1"),
+]
+
+
+@pytest.mark.parametrize("config, before, since", NEW_MODELS,
+                         ids=[m[0]["model_type"] for m in NEW_MODELS])
+def test_a_model_a_release_note_adds_fails_before_it_and_passes_from_it(
+        tmp_path: Path, config: dict[str, Any], before: str, since: str) -> None:
+    early = support(tmp_path / "a", ["-tp", "8"], release=before, config=config)
+    added = support(tmp_path / "b", ["-tp", "8"], release=since, config=config)
+    assert early.status == "fail" and early.rules == ("unsupported",), early.summary
+    assert f"does not support model type {config['model_type']}" in early.summary
+    assert "unsupported" not in added.rules and "not in our data" not in added.summary
+
+
+DEEPSEEK_V3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+
+
+def test_deepseek_on_950_waits_for_v0_18_0rc1(tmp_path: Path) -> None:
+    """v0.18.0rc1: DeepSeek models supported on A5 (950); v0.17.0rc1 has the chip, not them."""
+    early = support(tmp_path / "a", ["-tp", "16"], release="0.17.0rc1", config=DEEPSEEK_V3,
+                    chip="A5_950")
+    added = support(tmp_path / "b", ["-tp", "16"], release="0.18.0rc1", config=DEEPSEEK_V3,
+                    chip="A5_950")
+    on_a2 = support(tmp_path / "c", ["-tp", "16"], release="0.17.0rc1", config=DEEPSEEK_V3)
+    assert early.status == "fail" and "deepseek-v3-950-before-0180rc1" in " ".join(early.evidence)
+    assert "unsupported" not in added.rules and "unsupported" not in on_a2.rules
+
+
+def test_310p_in_the_v0_13_line_fails_and_v0_14_0rc1_brings_it_back(tmp_path: Path) -> None:
+    """v0.14.0rc1: "310P support is back now"."""
+    gone = support(tmp_path / "a", ["--enforce-eager"], release="0.13.0", config=QWEN3,
+                   chip="310P")
+    back = support(tmp_path / "b", ["--enforce-eager"], release="0.14.0rc1", config=QWEN3,
+                   chip="310P")
+    assert gone.status == "fail" and "chip family 310P" in gone.summary
+    assert "chip family 310P" not in back.summary
+
+
+TORCHAIR = ["--additional-config", '{"torchair_graph_config": {"enabled": true}}']
+
+
+def test_torchair_graph_after_its_removal_fails_and_before_it_is_not_judged(
+        tmp_path: Path) -> None:
+    """v0.12.0rc1 removes torchair graph mode (announced in v0.11.0)."""
+    removed = support(tmp_path / "a", TORCHAIR, release="0.13.0", config=DEEPSEEK_V3)
+    before = support(tmp_path / "b", TORCHAIR, release="0.11.0", config=DEEPSEEK_V3)
+    assert removed.status == "fail" and "feature graph:torchair" in removed.summary
+    assert "graph:torchair" not in before.summary
+
+
+QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
+
+
+def test_lora_on_qwen3_5_dense_before_v0_20_2rc1_fails(tmp_path: Path) -> None:
+    """v0.20.2rc1: "Added LoRA support for Qwen3.5 dense models"; Qwen3 LoRA is older."""
+    early = support(tmp_path / "a", ["--enable-lora"], release="0.18.0", config=QWEN3_5)
+    qwen3 = support(tmp_path / "b", ["--enable-lora"], release="0.18.0", config=QWEN3)
+    added = support(tmp_path / "c", ["--enable-lora"], release="0.20.2rc1", config=QWEN3_5)
+    assert early.status == "fail" and "feature lora" in early.summary
+    assert "feature lora" not in qwen3.summary and "feature lora" not in added.summary
+
+
+def test_the_pooling_runner_on_310p_is_refused_up_to_v0_20_2rc1(tmp_path: Path) -> None:
+    """v0.20.2rc1 known issues (#9593): 310P still refuses runner_type 'pooling'; main
+    supports it after that release."""
+    args = ["--runner", "pooling", "--enforce-eager"]
+    late = support(tmp_path / "a", args, release="0.20.2rc1", config=QWEN3, chip="310P")
+    after = support(tmp_path / "b", args, release="0.21.0rc1", config=QWEN3, chip="310P")
+    assert late.status == "fail" and "feature pooling" in late.summary
+    assert "feature pooling" not in after.summary
+
+
+def test_a_release_that_validates_few_models_warns_for_the_others(tmp_path: Path) -> None:
+    """v0.26.0rc1's release page: model-restricted; GLM-5.2 and DeepSeek V4 validated."""
+    other = support(tmp_path / "a", ["-tp", "4"], release="0.26.0rc1", config=QWEN3_MOE)
+    named = support(tmp_path / "b", ["-tp", "16"], release="0.26.0rc1",
+                    config=model("deepseek_v4", "DeepseekV4ForCausalLM"))
+    assert "known-issue" in other.rules and "model-restricted release" in other.summary
+    assert not any(e.startswith("known issue model-restricted") for e in named.evidence)
+
+
+KV = ["--kv-transfer-config", '{"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_both"}']
+NEW_KNOWN = [  # (release, model, shape, its healthy twin, the row)
+    ("0.12.0rc1", QWEN3, ["--speculative-config", '{"method": "suffix"}'], ["-tp", "1"],
+     "suffix-broken-0120rc1"),
+    ("0.17.0rc1", QWEN3_5, ["--enable-prefix-caching", "-tp", "2"], ["-tp", "2"],
+     "hybrid-prefix-cache-block"),
+    ("0.18.0rc1", model("minimax_m2", "MiniMaxM2ForCausalLM"), ["-tp", "8", *KV], ["-tp", "8"],
+     "minimax-pd-accuracy"),
+    ("0.23.0", QWEN3_5, ["--enable-lora", "-tp", "4"], ["-tp", "4"], "qwen3-5-lora-sgmv-expand"),
+]
+
+
+@pytest.mark.parametrize("release, config, shape, twin, row", NEW_KNOWN,
+                         ids=[k[4] for k in NEW_KNOWN])
+def test_a_new_known_issue_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, release: str, config: dict[str, Any], shape: list[str],
+        twin: list[str], row: str) -> None:
+    hit = support(tmp_path / "a", shape, release=release, config=config)
+    quiet = support(tmp_path / "b", twin, release=release, config=config)
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
