@@ -97,6 +97,10 @@ def test_310p_in_v0_10_0rc1_is_experimental_and_the_v0_11_line_is_not_supported(
     assert later.status == "fail" and later.rules == ("unsupported",)
     assert "chip family 310P" in later.summary
     assert any("vllm-ascend-310p-011x" in e for e in later.evidence)
+    between = support(tmp_path / "c", ["--enforce-eager"], release="0.10.2rc1", config=dense,
+                      chip="310P")
+    assert between.status == "fail" and between.rules == ("unsupported",)
+    assert any("vllm-ascend-310p-0101-0102" in e for e in between.evidence)
 
 
 def test_graph_mode_on_310p_in_v0_14_warns(tmp_path: Path) -> None:
