@@ -22,6 +22,7 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from probes.errors import PathMissing, PathUnreadable
@@ -127,6 +128,43 @@ def read_regular(path: str, offset: int = 0, length: int | None = None, *,
     if length is None and len(data) > max_bytes:
         raise PathUnreadable(shown, f"larger than {max_bytes:,} bytes: not read")
     return data
+
+
+def read_ranges(path: str, ranges: Sequence[tuple[int, int]], *,
+                deadline_s: float = READ_DEADLINE_S, owner: Owner | None = None,
+                root: str = "/", shown: str = "") -> list[bytes]:
+    """Each `(offset, length)` of the regular file at `path`, through one descriptor: what
+    read_regular gives for each range (a range past the end of the file comes back short,
+    or empty), for one stat, open and owner check instead of one per range. The deadline
+    holds for all the ranges together.
+
+    Raises ValueError for a negative offset or length, PathMissing or PathUnreadable as
+    read_regular does (a range over MAX_RANGE_BYTES, not a regular file, refused to `owner`,
+    past the deadline).
+    """
+    shown = shown or path
+    for offset, length in ranges:
+        if offset < 0 or length < 0:
+            raise ValueError(f"{shown}: the range ({offset}, {length}): offset and length "
+                             "must be >= 0")
+        if length > MAX_RANGE_BYTES:
+            raise PathUnreadable(shown, f"asks for {length:,} bytes, more than the "
+                                        f"{MAX_RANGE_BYTES:,} a read may take")
+    try:
+        _refuse_type(shown, os.stat(path).st_mode)
+        if owner is not None:
+            check_owner(path, root, owner, shown)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _error(shown, exc) from None
+    try:
+        _refuse_type(shown, os.fstat(fd).st_mode)
+        deadline = time.monotonic() + deadline_s
+        return [_read_fd(fd, offset, length, deadline, shown) for offset, length in ranges]
+    except OSError as exc:
+        raise _error(shown, exc) from None
+    finally:
+        os.close(fd)
 
 
 def _read_fd(fd: int, offset: int, limit: int, deadline: float, shown: str) -> bytes:

@@ -145,3 +145,14 @@ class Host(Protocol):
         ...
 
     def python_packages(self) -> PythonEnvironment: ...
+
+
+def read_ranges(host: Host, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """`host.read_bytes(path, offset, length)` for each range, in order: through the host's
+    own `read_ranges` when it has one (a LiveHost opens the file once for all of them), else
+    one read_bytes each (a recording records, and a replay answers, range by range). Raises
+    HostError, or ValueError for a negative offset or length."""
+    batched = getattr(host, "read_ranges", None)
+    if batched is not None:
+        return list(batched(path, ranges))
+    return [host.read_bytes(path, offset, length) for offset, length in ranges]

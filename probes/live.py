@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from probes.bounded import MAX_READ_BYTES, Owner, check_owner, read_regular
+from probes.bounded import MAX_READ_BYTES, Owner, check_owner, read_ranges, read_regular
 from probes.errors import HostError, PathMissing, PathUnreadable
 from probes.host import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -120,6 +120,11 @@ class LiveHost:
             raise ValueError(f"{path}: offset and length must be >= 0")
         return read_regular(self.host_path(path), offset, length, max_bytes=self.max_read_bytes,
                             owner=self.owner, root=self.root, shown=path)
+
+    def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """read_bytes of each `(offset, length)`, the file opened once (probes.bounded)."""
+        return read_ranges(self.host_path(path), ranges, owner=self.owner, root=self.root,
+                           shown=path)
 
     def file_size(self, path: str) -> int:
         try:

@@ -27,7 +27,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from checks.builtin.checkpoint import is_fp8, model_or_skip
@@ -256,18 +256,49 @@ class Tally:
     values: int = 0
     dtypes: Counter[str] | None = None
     unchecked: int = 0  # scales of present weights that live in a missing/unreadable shard
+    raw: dict[str, bytes] = field(default_factory=dict)  # scales read ahead (_read_ahead)
 
 
 def _broken(model: ModelDir) -> set[str]:
     return set(model.missing_shards) | set(model.unreadable_shards)
 
 
+# Scales read together: one open of each shard per batch on a live machine, instead of one
+# per scale (480 for a small MoE); a bounded batch keeps the bytes held at once bounded.
+READ_AHEAD_WEIGHTS = 256
+
+
+def _scale_names(weight: TensorInfo, where: ScaleLayout) -> list[str]:
+    names = [where.scale_name(weight.name)]
+    if where.input_scales:
+        names.append(weight.name.removesuffix("weight") + "input_scale")
+    return names
+
+
+def _read_ahead(ctx: Context, model: ModelDir, weights: Sequence[TensorInfo],
+                where: ScaleLayout) -> dict[str, bytes]:
+    """The bytes of the scales of `weights`, read together (probes.model.reader.read_raw);
+    {} when the batch cannot be read: each scale is then read alone, as without a batch, and
+    its own error is said."""
+    from probes.errors import HostError
+    from probes.model.reader import read_raw
+
+    names = [n for w in weights for n in _scale_names(w, where)
+             if n in model.tensors and model.shard(model.tensors[n].shard) is not None]
+    try:
+        return read_raw(ctx.host, model, names)
+    except (HostError, KeyError, ValueError):
+        return {}
+
+
 def _read_values(ctx: Context, model: ModelDir, scale: TensorInfo, limits: Limits,
                  tally: Tally) -> None:
-    from probes.model.reader import CheckpointError, load_floats
+    from probes.model.reader import CheckpointError, floats_of, load_floats
 
+    raw = tally.raw.get(scale.name)
     try:
-        values = load_floats(ctx.host, model, scale.name)
+        values = (load_floats(ctx.host, model, scale.name) if raw is None
+                  else floats_of(model, scale.name, raw))
     except CheckpointError as exc:  # a truncated shard; checkpoint.format names it too
         tally.problems.append(ScaleProblem(scale.name, "fail", 1, f"unreadable ({exc})",
                                            "scale-unreadable"))
@@ -283,10 +314,7 @@ def check_weight(ctx: Context, model: ModelDir, weight: TensorInfo, where: Scale
         tally.problems.append(ScaleProblem(weight.name, "warn", 1, "stored as FP8 but listed "
                                            "in modules_to_not_convert (a loader keeps it as "
                                            "is)", "listed-not-converted"))
-    names = [where.scale_name(weight.name)]
-    if where.input_scales:
-        names.append(weight.name.removesuffix("weight") + "input_scale")
-    for index, name in enumerate(names):
+    for index, name in enumerate(_scale_names(weight, where)):
         scale = model.tensors.get(name)
         if scale is None and model.weight_map.get(name) in _broken(model):
             tally.unchecked += 1
@@ -319,8 +347,12 @@ def fp8_scales(ctx: Context) -> Finding:
     low, high, why = scale_range(ctx, model, weights[0].dtype)
     limits = Limits(low, high, float(ctx.policy.get("checkpoint", "fp8_scale_outlier_ratio")))
     tally = Tally([], dtypes=Counter())
-    for weight in weights:
-        check_weight(ctx, model, weight, where, limits, tally)
+    for start in range(0, len(weights), READ_AHEAD_WEIGHTS):
+        batch = weights[start:start + READ_AHEAD_WEIGHTS]
+        tally.raw = _read_ahead(ctx, model, batch, where)
+        for weight in batch:
+            check_weight(ctx, model, weight, where, limits, tally)
+    tally.raw = {}
     return _scale_finding(model, tally, where, (low, high, why))
 
 

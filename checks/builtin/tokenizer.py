@@ -30,12 +30,10 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checks.builtin import facts
 from checks.builtin.tokenizer_load import (
     Loaded,
     TokenizerFiles,
@@ -172,19 +170,48 @@ def observe(files: TokenizerFiles, host: Host) -> Observed:
     # the renderings need only the files: their child (a fresh interpreter importing jinja2)
     # runs while this process builds the tokenizer, which holds the GIL; so the build waits
     # until the child has been started
-    spawned = threading.Event()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat template") as pool:
-        rendering = pool.submit(render_all, files, spawned.set)
-        while not spawned.wait(0.005) and not rendering.done():
-            pass
-        loaded = load_files(files, host)
-        vocab_size = config_vocab_size(files.model_config)
-        vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
-        renders = rendering.result()
+    rendering = _Rendering(files)
+    rendering.wait_started()
+    loaded = load_files(files, host)
+    vocab_size = config_vocab_size(files.model_config)
+    vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
+    renders = rendering.result()
     return Observed(loaded.library, files, vocabulary,
                     observe_ids(loaded, renders.probe),
                     observe_serving(loaded, renders.turn, renders.thinking, renders.replaced),
                     tuple(loaded.encode(PROBE_PLAIN)))
+
+
+class _Rendering:
+    """render_all on a thread of its own (a plain thread: concurrent.futures and the logging
+    it imports would be loaded before the fork, on the run's critical path)."""
+
+    def __init__(self, files: TokenizerFiles) -> None:
+        self._started = threading.Event()
+        self._renders: Renders | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(files,), name="chat template",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, files: TokenizerFiles) -> None:
+        try:
+            self._renders = render_all(files, self._started.set)
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+        finally:
+            self._started.set()
+
+    def wait_started(self) -> None:
+        """Return once the renderer's child runs (or rendering ended without one)."""
+        self._started.wait()
+
+    def result(self) -> Renders:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._renders is not None
+        return self._renders
 
 
 def prefetch(ctx: Context) -> None:
@@ -237,6 +264,8 @@ class LibraryNote:
 
 def library_note(ctx: Context, library: str) -> LibraryNote:
     """`library`: the one that loaded the tokenizer, with its version."""
+    from checks.builtin import facts  # not before prefetch's fork: the child never uses it
+
     used_name, _, used_version = library.partition(" ")
     shown = f"loaded with the doctor's {library}"
     try:
@@ -361,6 +390,8 @@ def _judged_lines(ctx: Context, effective: Effective) -> list[str]:
 
 
 def tokenizer_dtype(ctx: Context) -> Finding:
+    from checks.builtin import facts
+
     try:
         effective = effective_of(ctx)
         seen_all = observed(ctx)
@@ -377,6 +408,8 @@ def library_drift(ctx: Context) -> list[str]:
     """transformers/tokenizers of the deployment's interpreter against the --baseline's."""
     if ctx.baseline is None:
         return []
+    from checks.builtin import facts
+
     try:
         now = facts.python(ctx)
     except NotRecorded:

@@ -114,9 +114,10 @@ class TokenizerFiles:
     generation_config: Mapping[str, Any] = field(default_factory=dict)
     # the model directory's own template, when --chat-template replaced it (the thinking rule)
     replaced_template: str | None = None
-    # tokenizer.json's text as the run's host read it (a bundle records it, a replay loads it);
+    # tokenizer.json as the run's host read it (a bundle records it, a replay loads it), left
+    # undecoded until the tokenizer is built (in prefetch's child, off the run's main thread);
     # None: absent, or over the host's read cap, then opened where it lies on this machine
-    tokenizer_json: str | None = field(default=None, repr=False, compare=False)
+    tokenizer_json: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def has_vocabulary(self) -> bool:
@@ -179,7 +180,7 @@ def tokenizer_files(directory: Path, host: Host,
                           tokenizer_json=_tokenizer_json(host, directory, present))
 
 
-def _tokenizer_json(host: Host, directory: Path, present: tuple[str, ...]) -> str | None:
+def _tokenizer_json(host: Host, directory: Path, present: tuple[str, ...]) -> bytes | None:
     """tokenizer.json read through the run's host, so that a bundle being recorded keeps it
     and its replay builds the same tokenizer; None when absent, not a regular file, not
     recorded, or over the host's read cap."""
@@ -187,8 +188,8 @@ def _tokenizer_json(host: Host, directory: Path, present: tuple[str, ...]) -> st
     if "tokenizer.json" not in present or regular_file(host, path, MAX_TOKENIZER_JSON_BYTES):
         return None
     try:
-        return host.read_bytes(str(path)).decode("utf-8")
-    except (HostError, ValueError):  # NotRecorded is a HostError
+        return host.read_bytes(str(path))
+    except HostError:  # NotRecorded is a HostError
         return None
 
 
@@ -324,9 +325,10 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise TokenizerUnavailable(f"the tokenizers library is not installed ({exc})") from exc
+    text = _decoded(files.tokenizer_json)
     try:
-        if files.tokenizer_json is not None:
-            tokenizer = Tokenizer.from_str(files.tokenizer_json)
+        if text is not None:
+            tokenizer = Tokenizer.from_str(text)
         else:
             tokenizer = Tokenizer.from_file(_opened(host, path))
     except TokenizerUnavailable:
@@ -336,6 +338,15 @@ def _load_fast(files: TokenizerFiles, host: Host) -> Loaded:
             f"cannot load a tokenizer from {path}: {type(exc).__name__}: {one_line(str(exc))}",
             status="warn", detail=one_line(str(exc))) from exc
     return FastFile(tokenizer, files, _version(tokenizers))
+
+
+def _decoded(data: bytes | None) -> str | None:
+    """tokenizer.json's text; None when it is not UTF-8 (then opened where it lies, and the
+    library says what is wrong with it)."""
+    try:
+        return None if data is None else data.decode("utf-8")
+    except ValueError:
+        return None
 
 
 def _load_transformers(files: TokenizerFiles, host: Host) -> Loaded:

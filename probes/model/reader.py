@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from probes.errors import HostError, NotRecorded
-from probes.host import Host
+from probes.host import Host, read_ranges
 from probes.model.config import ConfigFacts, FieldProblem, QuantFormat, parse_config
 from probes.model.formats import TOKENIZER_FILES
 from probes.model.safetensors_header import (
@@ -373,10 +373,40 @@ def load_floats(host: Host, model: ModelDir, name: str) -> list[float]:
     """A float tensor's values (F64, F32, F16, BF16) as Python floats, flat, without numpy
     (probes.model.float_values). Raises KeyError when it is not there, ValueError for another
     dtype, CheckpointError when its bytes are cut short."""
+    entry, header_size = _located(model, name)
+    shard_path = model.file(entry.shard)
+    raw = host.read_bytes(shard_path, _data_start(header_size, entry), entry.nbytes)
+    return _floats(shard_path, entry, raw)
+
+
+def read_raw(host: Host, model: ModelDir, names: Sequence[str]) -> dict[str, bytes]:
+    """The stored bytes of each named tensor, as load_floats reads them, shard by shard
+    (probes.host.read_ranges: a live machine opens each shard once, not once per tensor).
+    A tensor cut short by its shard's end comes back short: floats_of says so. Raises
+    KeyError for a name that is not there, HostError when a shard cannot be read."""
+    wanted: dict[str, list[tuple[str, TensorInfo, int]]] = {}
+    for name in names:
+        entry, header_size = _located(model, name)
+        wanted.setdefault(entry.shard, []).append((name, entry, header_size))
+    out: dict[str, bytes] = {}
+    for shard, tensors in wanted.items():
+        ranges = [(_data_start(size, entry), entry.nbytes) for _, entry, size in tensors]
+        for (name, _, _), raw in zip(tensors, read_ranges(host, model.file(shard), ranges),
+                                   strict=True):
+            out[name] = raw
+    return out
+
+
+def floats_of(model: ModelDir, name: str, raw: bytes) -> list[float]:
+    """load_floats of bytes read_raw read. Raises as load_floats does."""
+    entry = model.tensors[name]
+    return _floats(model.file(entry.shard), entry, raw)
+
+
+def _floats(shard_path: str, entry: TensorInfo, raw: bytes) -> list[float]:
     from probes.model.float_values import floats
 
-    entry, header_size = _located(model, name)
-    return floats(_tensor_bytes(host, model.file(entry.shard), header_size, entry), entry.dtype)
+    return floats(_whole(shard_path, entry, raw), entry.dtype)
 
 
 def _located(model: ModelDir, name: str) -> tuple[TensorInfo, int]:
@@ -387,9 +417,17 @@ def _located(model: ModelDir, name: str) -> tuple[TensorInfo, int]:
     return entry, shard.header_size
 
 
+def _data_start(header_size: int, entry: TensorInfo) -> int:
+    return 8 + header_size + entry.offset_begin
+
+
 def _tensor_bytes(host: Host, shard_path: str, header_size: int, entry: TensorInfo) -> bytes:
-    begin = 8 + header_size + entry.offset_begin
-    raw = host.read_bytes(shard_path, begin, entry.nbytes)
+    raw = host.read_bytes(shard_path, _data_start(header_size, entry), entry.nbytes)
+    return _whole(shard_path, entry, raw)
+
+
+def _whole(shard_path: str, entry: TensorInfo, raw: bytes) -> bytes:
+    """`raw`, unless the shard ended before the tensor did."""
     if len(raw) < entry.nbytes:
         raise CheckpointError(f"{shard_path}: tensor {shown(entry.name)} truncated "
                               f"({len(raw)} of {entry.nbytes} bytes)")

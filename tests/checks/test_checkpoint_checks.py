@@ -742,3 +742,40 @@ def test_the_shard_count_reads_as_english(tmp_path: Path, shards: int, said: str
     assert passing.status == "pass" and f"checkpoint, {said}, all 33 tensors" in passing.summary
     failing = checkpoint_format(ctx_for(tmp_path / "m", chips=["910B4"]))
     assert f"checkpoint ({said}, all 33 tensors" in failing.summary
+
+
+class _CountingHost(LiveHost):
+    """A live host that counts its reads: a batch (read_ranges) or one range (read_bytes)."""
+
+    def __init__(self, batched: bool) -> None:
+        super().__init__(root="/", env={})
+        self.batches: list[int] = []
+        self.singles = 0
+        if not batched:  # a host with read_bytes only, as a recording is
+            self.read_ranges = None  # type: ignore[assignment,method-assign]
+
+    def read_ranges(self, path: str, ranges: Any) -> list[bytes]:
+        self.batches.append(len(ranges))
+        return super().read_ranges(path, ranges)
+
+    def read_bytes(self, path: str, offset: int = 0, length: int | None = None) -> bytes:
+        self.singles += 1
+        return super().read_bytes(path, offset, length)
+
+
+@pytest.mark.parametrize("cut", [0, 100])
+def test_fp8_scales_reads_each_shard_once_and_judges_alike(healthy: Path, cut: int) -> None:
+    if cut:  # the last tensor of the second shard loses its tail
+        shard = healthy / SHARD2
+        shard.write_bytes(shard.read_bytes()[:-cut])
+    findings = []
+    for batched in (True, False):
+        host = _CountingHost(batched)
+        ctx = Context(host, load_policy(None), model_dir=healthy)
+        findings.append(fp8_scales(ctx))
+        if batched:  # two shards: one batch each, no scale read alone
+            assert len(host.batches) == 2 and sum(host.batches) > 2
+            scale_reads = host.singles
+        else:
+            assert host.singles > scale_reads + 2  # one read per scale
+    assert findings[0] == findings[1]

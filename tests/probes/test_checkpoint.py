@@ -10,10 +10,13 @@ import pytest
 from probes.live import LiveHost
 from probes.model.reader import (
     CheckpointError,
+    floats_of,
+    load_floats,
     load_tensor,
     parse_config,
     read_header,
     read_model_dir,
+    read_raw,
 )
 from probes.model.tensor_decode import E4M3_TABLE, decode, decode_bf16
 from tests.fp8_fixtures import (
@@ -177,3 +180,49 @@ def test_offsets_that_disagree_with_shape(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     model = read_model_dir(HOST, str(tmp_path))
     assert "tensor w spans 8 bytes" in model.header_errors[0]
+
+
+SCALES = ("model.layers.0.self_attn.q_proj.weight_scale_inv",
+          "model.layers.1.self_attn.o_proj.weight_scale_inv")
+
+
+def test_read_raw_gives_what_load_floats_reads(tmp_path: Path) -> None:
+    model = read_model_dir(HOST, str(write_model(tmp_path / "m", fp8_model_tensors())))
+    names = [n for n in model.tensors if n.endswith("_scale_inv")]
+    assert len({model.tensors[n].shard for n in names}) == 2  # both shards, in one call
+    raw = read_raw(HOST, model, names)
+    assert set(raw) == set(names)
+    for name in names:
+        assert floats_of(model, name, raw[name]) == load_floats(HOST, model, name)
+
+
+def test_read_raw_of_a_cut_shard_says_which_tensor_is_short(tmp_path: Path) -> None:
+    model_path = write_model(tmp_path / "m", fp8_model_tensors(scale_dtype="F32"))
+    model = read_model_dir(HOST, str(model_path))
+    last = max(model.tensors.values(), key=lambda t: (t.shard, t.offset_begin))
+    shard = model_path / last.shard
+    shard.write_bytes(shard.read_bytes()[:-2])  # the shard's last tensor loses two bytes
+    raw = read_raw(HOST, model, [last.name])
+    with pytest.raises(CheckpointError, match=rf"{last.name} truncated "
+                                              rf"\({last.nbytes - 2} of {last.nbytes} bytes\)"):
+        floats_of(model, last.name, raw[last.name])
+    with pytest.raises(CheckpointError, match="truncated"):  # as load_floats says it
+        load_floats(HOST, model, last.name)
+
+
+def test_read_raw_past_the_end_of_a_shard(tmp_path: Path) -> None:
+    model_path = write_model(tmp_path / "m", fp8_model_tensors())
+    model = read_model_dir(HOST, str(model_path))
+    name = SCALES[0]
+    shard = model_path / model.tensors[name].shard
+    shard.write_bytes(shard.read_bytes()[:64])  # every tensor now lies beyond the end
+    raw = read_raw(HOST, model, [name])
+    assert raw[name] == b""
+    with pytest.raises(CheckpointError, match=rf"\(0 of {model.tensors[name].nbytes} bytes\)"):
+        floats_of(model, name, raw[name])
+
+
+def test_read_raw_of_an_unknown_tensor_is_a_key_error(tmp_path: Path) -> None:
+    model = read_model_dir(HOST, str(write_model(tmp_path / "m", fp8_model_tensors())))
+    with pytest.raises(KeyError, match=r"no\.such\.tensor"):
+        read_raw(HOST, model, [SCALES[0], "no.such.tensor"])
