@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from checks.builtin.checkpoint import is_fp8, model_or_skip
 from checks.context import Context
 from checks.model import Finding, failed, passed, skipped, warned
+from probes.errors import HostError
 from probes.model.safetensors_header import FP8_DTYPES, shown
 
 if TYPE_CHECKING:
@@ -280,7 +281,6 @@ def _read_ahead(ctx: Context, model: ModelDir, weights: Sequence[TensorInfo],
     """The bytes of the scales of `weights`, read together (probes.model.reader.read_raw);
     {} when the batch cannot be read: each scale is then read alone, as without a batch, and
     its own error is said."""
-    from probes.errors import HostError
     from probes.model.reader import read_raw
 
     names = [n for w in weights for n in _scale_names(w, where)
