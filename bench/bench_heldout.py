@@ -8,7 +8,10 @@ on the doctor's PATH that replays a recorded output of their chip (`tests/corpus
 `ascend-doctor --pid PID --json` then runs as a subprocess, and the incident is scored:
 
 - caught: the check whose rule explains the cause warns or fails, with one of the rules the
-  incident names (none named: any warning or failure of that check);
+  incident names (none named: any warning or failure of that check); where a review after a
+  measure read a clause of the check's summary as another cause (a different known issue of
+  the same release, a stand-in's artefact), `expect.unrelated` lists it and a catch needs a
+  clause besides those (and besides "not in our data");
 - twin clean: on the healthy twin (the same deployment with the cause fixed) that check does
   not warn or fail with those rules for the same reason (a clause of its summary that it also
   gave the incident): another known issue of the twin's release is not the incident's cause.
@@ -54,6 +57,7 @@ DOCTOR_TIMEOUT_S = 180
 SERVER_BODY = "import time\nprint('ready', flush=True)\ntime.sleep(600)\n"
 PYTHON_NAMES = frozenset({"python", "python3"})
 FLAGGED = frozenset({"warn", "fail"})
+NOT_IN_DATA = "not in our data"
 INCIDENT_FIELDS = ("id", "url", "cause", "basis", "class", "expect")
 DEPLOYMENT_FIELDS = frozenset({"argv", "env", "npu_smi", "model", "packages", "site_files",
                                "stated"})
@@ -88,6 +92,9 @@ class Incident:
     not_rebuildable: str | None
     path: Path
     batch: int = 1
+    # clauses of the check's summary a reviewer read, after a measure, as not the incident's
+    # cause (another known issue of the same release, a stand-in's artefact): `expect.unrelated`
+    unrelated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,8 +155,12 @@ def load_incident(path: Path) -> Incident:
     batch = raw.get("batch", 1)
     if not isinstance(batch, int):
         raise HeldoutError(f"{path}: batch must be a whole number (the collection it came in)")
+    unrelated = expect.get("unrelated", [])
+    if not isinstance(unrelated, list) or not all(isinstance(u, str) and u for u in unrelated):
+        raise HeldoutError(f"{path}: expect.unrelated must be a list of summary clauses")
     return Incident(str(raw["id"]), str(raw["url"]), str(raw["cause"]), expect["check"],
-                    tuple(expect.get("rules") or ()), deployment, twin, reason, path, batch)
+                    tuple(expect.get("rules") or ()), deployment, twin, reason, path, batch,
+                    tuple(unrelated))
 
 
 def _deployment(path: Path, raw: object, base: Deployment | None) -> Deployment:
@@ -306,18 +317,33 @@ def observe(deployment: Deployment, python: str) -> dict[str, Verdict]:
 # -- scoring -----------------------------------------------------------------------------------
 
 
-def flags_cause(verdict: Verdict | None, rules: Sequence[str]) -> bool:
-    """The check warns or fails for the incident's reason: one of its rules (any, if none)."""
+def flags_cause(verdict: Verdict | None, rules: Sequence[str],
+                unrelated: Sequence[str] = ()) -> bool:
+    """The check warns or fails for the incident's reason: one of its rules (any, if none),
+    and one clause of its summary that a review did not read as another cause."""
     if verdict is None or verdict.status not in FLAGGED:
         return False
-    return not rules or bool(set(rules) & set(verdict.rules))
-
-
-def same_reason(incident: Verdict | None, twin: Verdict | None, rules: Sequence[str]) -> bool:
-    """The twin is flagged with the incident's rules and says one thing it said of the
-    incident (the check joins its reasons with "; ")."""
-    if incident is None or twin is None or not flags_cause(twin, rules):
+    if rules and not set(rules) & set(verdict.rules):
         return False
+    return not unrelated or bool(_own_clauses(verdict, unrelated))
+
+
+def _own_clauses(verdict: Verdict, unrelated: Sequence[str]) -> set[str]:
+    """The clauses of the summary that name a reason: not "not in our data", not reviewed as
+    unrelated."""
+    return {c for c in verdict.summary.split("; ")
+            if NOT_IN_DATA not in c and not any(u in c for u in unrelated)}
+
+
+def same_reason(incident: Verdict | None, twin: Verdict | None, rules: Sequence[str],
+                unrelated: Sequence[str] = ()) -> bool:
+    """The twin is flagged with the incident's rules and says one thing it said of the
+    incident (the check joins its reasons with "; "), other than what a review read as
+    unrelated."""
+    if incident is None or twin is None or not flags_cause(twin, rules, unrelated):
+        return False
+    if unrelated:
+        return bool(_own_clauses(twin, unrelated) & _own_clauses(incident, unrelated))
     return bool(set(twin.summary.split("; ")) & set(incident.summary.split("; ")))
 
 
@@ -328,9 +354,9 @@ def score(incident: Incident, python: str) -> Outcome:
     twin_seen = observe(incident.twin, python)
     check = incident.check
     return Outcome(incident, seen, twin_seen,
-                   caught=flags_cause(seen.get(check), incident.rules),
+                   caught=flags_cause(seen.get(check), incident.rules, incident.unrelated),
                    twin_clean=not same_reason(seen.get(check), twin_seen.get(check),
-                                              incident.rules))
+                                              incident.rules, incident.unrelated))
 
 
 # -- the report --------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from bench.bench_heldout import (
     load_incident,
     load_incidents,
     observe,
+    same_reason,
     score,
 )
 from checks.registry import all_checks
@@ -98,6 +99,39 @@ def test_a_cause_is_flagged_only_by_its_own_rules() -> None:
     assert not flags_cause(Verdict("pass", (), ""), ())
     assert flags_cause(Verdict("warn", ("anything",), ""), ())  # no rule named: any flag
     assert not flags_cause(None, ())
+
+
+LEAK = "known issue of vllm-ascend 0.11.0rc1: memory may leak after long serving"
+START = "known issue of vllm-ascend 0.11.0rc1: this model fails at start"
+
+
+def test_a_clause_reviewed_as_another_cause_does_not_catch() -> None:
+    """`expect.unrelated`: a review read the leak warning as not the incident's cause."""
+    leak_only = Verdict("warn", ("known-issue",), LEAK)
+    both = Verdict("warn", ("known-issue",), f"{LEAK}; {START}")
+    unknown = Verdict("warn", ("known-issue", "not-in-our-data"),
+                      f"feature x on vllm-ascend 0.11.0rc1: not in our data; {LEAK}")
+    assert flags_cause(leak_only, ("known-issue",))  # without a review it counts
+    assert not flags_cause(leak_only, ("known-issue",), ("memory may leak",))
+    assert flags_cause(both, ("known-issue",), ("memory may leak",))
+    assert not flags_cause(unknown, ("known-issue",), ("memory may leak",))
+
+
+def test_a_twin_warned_only_for_the_reviewed_clause_is_clean() -> None:
+    incident = Verdict("warn", ("known-issue",), f"{LEAK}; {START}")
+    twin_leak = Verdict("warn", ("known-issue",), LEAK)
+    twin_same = Verdict("warn", ("known-issue",), START)
+    assert same_reason(incident, twin_leak, ("known-issue",))  # unreviewed: a false alarm
+    assert not same_reason(incident, twin_leak, ("known-issue",), ("memory may leak",))
+    assert same_reason(incident, twin_same, ("known-issue",), ("memory may leak",))
+
+
+def test_every_reviewed_clause_is_a_list_of_text(tmp_path: Path) -> None:
+    source = next(i for i in INCIDENTS if i.deployment is not None).path.read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(source.replace("expect:\n", "expect:\n  unrelated: leak\n", 1))
+    with pytest.raises(HeldoutError, match=r"expect\.unrelated must be a list"):
+        load_incident(bad)
 
 
 def test_the_doctor_sees_the_users_release_chip_and_model(python: str) -> None:
