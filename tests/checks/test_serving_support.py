@@ -486,6 +486,9 @@ NEW_MODELS = [  # (config, the last release before the note, the release the not
     (model("minimax_m2", "MiniMaxM2ForCausalLM"), "0.12.0rc1", "0.13.0"),
     (model("deepseek_v4", "DeepseekV4ForCausalLM"), "0.19.1rc1", "0.20.2rc1"),
     (model("gemma4", "Gemma4ForConditionalGeneration"), "0.22.1rc1", "0.23.0rc1"),
+    # the GLM-5 tutorial and vllm-project/vllm-ascend#7449 (Kimi-K2.5): first in v0.17.0rc1
+    (model("glm_moe_dsa", "GlmMoeDsaForCausalLM"), "0.16.0rc1", "0.17.0rc1"),
+    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.16.0rc1", "0.17.0rc1"),
 ]
 
 
@@ -654,3 +657,13 @@ def test_a_known_issue_of_one_msmodelslim_type_spares_the_others(tmp_path: Path)
     assert "known-issue" in hit.rules and "161002" in hit.summary
     assert any(e.startswith(row) for e in hit.evidence), hit.evidence
     assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+def test_glm5_on_950_waits_for_v0_23_0rc1(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#12452 (GLM-5 tutorial): on Ascend 950 from v0.23.0rc1, while
+    A2/A3 run it from v0.17.0rc1."""
+    early = support(tmp_path / "a", EP16, release="0.22.1rc1", config=GLM5, chip="A5_950")
+    on_a3 = support(tmp_path / "b", EP16, release="0.22.1rc1", config=GLM5, chip="A3")
+    added = support(tmp_path / "c", EP16, release="0.23.0rc1", config=GLM5, chip="A5_950")
+    assert early.status == "fail" and "glm5-950-before-0230rc1" in " ".join(early.evidence)
+    assert "unsupported" not in on_a3.rules and "unsupported" not in added.rules
