@@ -486,6 +486,9 @@ NEW_MODELS = [  # (config, the last release before the note, the release the not
     (model("minimax_m2", "MiniMaxM2ForCausalLM"), "0.12.0rc1", "0.13.0"),
     (model("deepseek_v4", "DeepseekV4ForCausalLM"), "0.19.1rc1", "0.20.2rc1"),
     (model("gemma4", "Gemma4ForConditionalGeneration"), "0.22.1rc1", "0.23.0rc1"),
+    # the GLM-5 tutorial and vllm-project/vllm-ascend#7449 (Kimi-K2.5): first in v0.17.0rc1
+    (model("glm_moe_dsa", "GlmMoeDsaForCausalLM"), "0.16.0rc1", "0.17.0rc1"),
+    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.16.0rc1", "0.17.0rc1"),
 ]
 
 
@@ -589,3 +592,78 @@ def test_a_new_known_issue_fires_on_its_shape_and_not_on_its_twin(
     assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
     assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
     assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
+
+
+# -- issue 25, second pass: rows scoped by chip, by release pair and by msModelSlim type --------
+
+FULL_DECODE = ["--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}']
+PIECEWISE = ["--compilation-config", '{"cudagraph_mode": "PIECEWISE"}']
+GLM5 = model("glm_moe_dsa", "GlmMoeDsaForCausalLM")
+DSV4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
+EP16 = ["-tp", "16", "--enable-expert-parallel"]
+Shape = tuple[str, dict[str, Any], list[str], str]  # release, config.json, command line, chip
+SECOND_PASS: list[tuple[Shape, Shape, str]] = [  # (the incident's shape, its twin, the row)
+    # v0.21.0rc1 notes (#9503): EP with the full decode graph; PIECEWISE is the workaround
+    (("0.19.1rc1", GLM5, [*EP16, *FULL_DECODE], "A3"),
+     ("0.19.1rc1", GLM5, [*EP16, *PIECEWISE], "A3"), "glm5-ep-full-decode-graph"),
+    # #15985: DeepSeek V4 PD hang on A3; the same layout on A2 is not named
+    (("0.26.0rc1", DSV4, [*EP16, *KV], "A3"), ("0.26.0rc1", DSV4, [*EP16, *KV], "A2"),
+     "dsv4-pd-hang-a3-0260rc1"),
+    # v0.23.0rc1 notes (#12339): Ascend 950 only
+    (("0.23.0rc1", QWEN3_5_MOE, ["-tp", "16", *KV], "A5_950"),
+     ("0.23.0rc1", QWEN3_5_MOE, ["-tp", "16", *KV], "A3"), "qwen35-950-pd-flapping-0230rc1"),
+    # v0.23.0rc1 notes (#12359): any model with a KV connector; without one it is quiet
+    (("0.23.0rc1", QWEN3, ["-tp", "2", *KV], "A2"), ("0.23.0rc1", QWEN3, ["-tp", "2"], "A2"),
+     "kv-transfer-reformat-precision-0230rc1"),
+    # #8213 with the v0.18.0 checklist: fails on v0.17.0rc1, solved in v0.18.0
+    (("0.17.0rc1", model("minimax_m2", "MiniMaxM2ForCausalLM"), ["-tp", "8"], "A3"),
+     ("0.18.0", model("minimax_m2", "MiniMaxM2ForCausalLM"), ["-tp", "8"], "A3"),
+     "minimax-m27-start-0170rc1-0180rc1"),
+    # #6853 with the v0.16.0rc1 checklist
+    (("0.14.0rc1", model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"), ["-tp", "4"], "A2"),
+     ("0.16.0rc1", model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"), ["-tp", "4"], "A2"),
+     "qwen25-vl-processor-0140rc1"),
+    # #6398: fails on v0.14.0rc1, the reporter's rollback to v0.13.0rc1 ran
+    (("0.14.0rc1", model("deepseek_v32", "DeepseekV32ForCausalLM"), EP16, "A2"),
+     ("0.13.0rc1", model("deepseek_v32", "DeepseekV32ForCausalLM"), EP16, "A2"),
+     "dsv32-a2-multinode-dispatch-0140rc1"),
+    # #6949 in the v0.16.0rc1 checklist: the Mooncake connector on v0.15.0rc1
+    (("0.15.0rc1", QWEN3, ["-tp", "2", *KV], "A2"), ("0.16.0rc1", QWEN3, ["-tp", "2", *KV], "A2"),
+     "mooncake-connector-start-0150rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", SECOND_PASS, ids=[k[2] for k in SECOND_PASS])
+def test_a_second_pass_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """The twin differs in one thing the thread or note names: the chip, the release that
+    fixed it (or the one the reporter rolled back to), or the feature."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+def test_a_known_issue_of_one_msmodelslim_type_spares_the_others(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#7443 (v0.17.0rc1, DeepSeek-V3.1 W8A8 dynamic: the float16
+    weight scale fails aclnnQuantMatmulWeightNz with 161002): the row names the type
+    W8A8_DYNAMIC, so a static W8A8 checkpoint of the same model is not flagged by it."""
+    dsv3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+    dynamic = {"quant_model_description.json": {"model_quant_type": "W8A8_DYNAMIC"}}
+    hit = support_with(tmp_path / "a", EP16, "0.17.0rc1", dsv3, dynamic)
+    quiet = support_with(tmp_path / "b", EP16, "0.17.0rc1", dsv3, MODELSLIM_W8A8)
+    row = "known issue w8a8-dynamic-fp16-scale-0170rc1"
+    assert "known-issue" in hit.rules and "161002" in hit.summary
+    assert any(e.startswith(row) for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+def test_glm5_on_950_waits_for_v0_23_0rc1(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#12452 (GLM-5 tutorial): on Ascend 950 from v0.23.0rc1, while
+    A2/A3 run it from v0.17.0rc1."""
+    early = support(tmp_path / "a", EP16, release="0.22.1rc1", config=GLM5, chip="A5_950")
+    on_a3 = support(tmp_path / "b", EP16, release="0.22.1rc1", config=GLM5, chip="A3")
+    added = support(tmp_path / "c", EP16, release="0.23.0rc1", config=GLM5, chip="A5_950")
+    assert early.status == "fail" and "glm5-950-before-0230rc1" in " ".join(early.evidence)
+    assert "unsupported" not in on_a3.rules and "unsupported" not in added.rules
