@@ -81,6 +81,10 @@ class Started:
         self._error = error
         self._done = proc is None
 
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
     def fds(self) -> tuple[int, ...]:
         """This process's ends of the child's pipes (a forked process closes its copies:
         holding them would keep the child's stdin open and make it a pipe holder)."""
