@@ -140,7 +140,8 @@ def main(argv: list[str]) -> int:
     runs_n = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else RUNS
     runs = rows()
     rich_s: list[float] = []
-    doctor_s = [{name: [] for name in (*runs, *TARGET_ROWS)} for _ in trees]
+    doctor_s: list[dict[str, list[float]]] = [{name: [] for name in (*runs, *TARGET_ROWS)}
+                                              for _ in trees]
     heavy: list[set[str]] = [set() for _ in trees]
     for tree in trees:  # warm-up: writes bytecode, fills the page cache
         for args in runs.values():
