@@ -131,13 +131,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             tokenizer_early.discard()
 
 
+TOKENIZER_CHECKS = ("tokenizer.dtype", "tokenizer.token-ids")  # they render the chat template
+
+
 def _start_renderer_early(args: argparse.Namespace) -> bool:
     """A run with --model whose tokenizer checks may run: the chat-template renderer's
     child (checks.builtin.tokenizer_early) starts now, so that its interpreter loads on the
     idle core while this one imports the checks. True when it was started."""
-    only = getattr(args, "only", None) or []
-    if args.command is not None or not getattr(args, "model", None) or \
-            (only and not any(name.startswith("tokenizer.") for name in only)):
+    if args.command is not None or not getattr(args, "model", None):
+        return False
+    wanted = set(TOKENIZER_CHECKS)
+    if args.only:
+        wanted &= set(args.only)
+    if not wanted - set(args.skip):
         return False
     from checks.builtin import tokenizer_early
 

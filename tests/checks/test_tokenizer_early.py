@@ -141,7 +141,8 @@ def test_the_command_line_starts_it_only_for_a_model(healthy: Path,
     started: list[bool] = []
     monkeypatch.setattr(tokenizer_early, "start", lambda: started.append(True))
     cli.main(["--root", "/nonexistent-root-for-test", "--only", "tokenizer.dtype"])
-    cli.main(["--model", str(healthy), "--only", "checkpoint.config"])
+    cli.main(["--model", str(healthy), "--only", "checkpoint.format"])
+    cli.main(["--model", str(healthy), "--skip", "tokenizer.dtype,tokenizer.token-ids"])
     assert started == []
     cli.main(["--model", str(healthy), "--only", "tokenizer.dtype", "--json"])
     assert started == [True]
