@@ -43,30 +43,86 @@ def spawn(
     Returns within timeout_s + 1.5 * KILL_GRACE_S even when grandchildren hold the pipes
     or the child is stuck in a driver call.
     """
+    started = start(argv, env, executable)
+    if on_start is not None:
+        on_start()
+    return started.finish(timeout_s, max_output_bytes)
+
+
+def start(argv: Sequence[str], env: Mapping[str, str], executable: str | None = None,
+          with_input: bool = False) -> Started:
+    """Start `argv` without a shell, in a process group of its own; `Started.finish` bounds
+    and collects it, `Started.discard` ends it unread. With `with_input`, its stdin is a pipe
+    that `finish` writes, so a child may start (import what it needs) before its work is
+    known. Whoever calls this must call one of the two: the child is theirs to reap."""
     argv = tuple(argv)
-    started_s = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             executable=executable,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if with_input else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env),
             start_new_session=True,  # its own process group, so a timeout can kill it all
         )
     except OSError as exc:
-        if on_start is not None:
-            on_start()
-        return CommandResult(argv=argv, outcome="error", error=one_line(exc))
-    if on_start is not None:
-        on_start()
-    output = _Output(proc, max_output_bytes)
-    try:
-        ending = _run(proc, output, started_s + timeout_s)
-    finally:
-        output.close()
-    return _result(proc, argv, ending, output, timeout_s, time.monotonic() - started_s)
+        return Started(argv, None, one_line(exc))
+    return Started(argv, proc)
+
+
+class Started:
+    """A child `start` began: finished (bounded, read, reaped) or discarded exactly once."""
+
+    def __init__(self, argv: tuple[str, ...], proc: subprocess.Popen[bytes] | None,
+                 error: str = "") -> None:
+        self.argv = argv
+        self._proc = proc
+        self._error = error
+        self._done = proc is None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def fds(self) -> tuple[int, ...]:
+        """This process's ends of the child's pipes (a forked process closes its copies:
+        holding them would keep the child's stdin open and make it a pipe holder)."""
+        if self._proc is None or self._done:
+            return ()
+        pipes = (self._proc.stdin, self._proc.stdout, self._proc.stderr)
+        return tuple(p.fileno() for p in pipes if p is not None and not p.closed)
+
+    def finish(self, timeout_s: float, max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+               data: bytes = b"") -> CommandResult:
+        """Write `data` to its stdin (with_input), then read its output until it exits, the
+        timeout (counted from now) passes or the output reaches the cap, which kill its
+        process group. Returns within timeout_s + 1.5 * KILL_GRACE_S."""
+        if self._proc is None:
+            return CommandResult(argv=self.argv, outcome="error", error=self._error)
+        if self._done:
+            raise RuntimeError("this child was already finished or discarded")
+        self._done = True
+        proc, started_s = self._proc, time.monotonic()
+        output = _Output(proc, max_output_bytes, data)
+        try:
+            ending = _run(proc, output, started_s + timeout_s)
+        finally:
+            output.close()
+        return _result(proc, self.argv, ending, output, timeout_s,
+                       time.monotonic() - started_s)
+
+    def discard(self) -> None:
+        """End the child unread (its work was not needed) and reap it."""
+        if self._proc is None or self._done:
+            return
+        self._done = True
+        _kill_group(self._proc)
+        for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        _reap(self._proc)
 
 
 def _run(proc: subprocess.Popen[bytes], output: _Output, deadline_s: float) -> Ending:
@@ -99,7 +155,8 @@ def _result(proc: subprocess.Popen[bytes], argv: tuple[str, ...], ending: Ending
 class _Output:
     """stdout and stderr of a process, read as they come, together at most `limit_bytes`."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], limit_bytes: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], limit_bytes: int,
+                 data: bytes = b"") -> None:
         self.limit_bytes = limit_bytes
         self.stdout = bytearray()
         self.stderr = bytearray()
@@ -110,6 +167,11 @@ class _Output:
         for pipe, sink in ((proc.stdout, self.stdout), (proc.stderr, self.stderr)):
             if pipe is not None:
                 self._selector.register(pipe, selectors.EVENT_READ, sink)
+        self._input = memoryview(data)
+        if proc.stdin is not None:  # written as the child reads it, within the deadline
+            self._pipes.append(proc.stdin)
+            os.set_blocking(proc.stdin.fileno(), False)
+            self._selector.register(proc.stdin, selectors.EVENT_WRITE, None)
 
     def read_until(self, deadline_s: float) -> Ending:
         """Read until both pipes close, the deadline passes, or the limit is reached."""
@@ -124,6 +186,9 @@ class _Output:
         return "output_limit" if self.full else "closed"
 
     def _read(self, key: selectors.SelectorKey) -> None:
+        if key.data is None:
+            self._write(key)
+            return
         try:
             data = os.read(key.fd, _READ_BYTES)
         except OSError:
@@ -135,6 +200,18 @@ class _Output:
         sink: bytearray = key.data
         sink += data[: max(0, room)]
         self.full = self.full or len(data) > room
+
+    def _write(self, key: selectors.SelectorKey) -> None:
+        try:
+            self._input = self._input[os.write(key.fd, self._input[:_READ_BYTES]):]
+        except BlockingIOError:
+            return
+        except OSError:  # the child went away without reading: its output says why
+            self._input = self._input[:0]
+        if not self._input:  # all written: closing it is the child's end of input
+            self._selector.unregister(key.fileobj)
+            with contextlib.suppress(OSError):
+                key.fileobj.close()  # type: ignore[union-attr]
 
     def close(self) -> None:
         # Something outside the group (it called setsid) may still hold the pipes: they are

@@ -27,8 +27,13 @@ functions of what was observed, so every fault can be tested without a faulty to
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
 import posixpath
+import select
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,6 +59,7 @@ if TYPE_CHECKING:
     from checks.builtin.tokenizer_served import Served, TemplateOverride
     from checks.builtin.tokenizer_serving import ServingObservation, Thinking
     from probes.model.chat_template import Rendered
+    from probes.spawn import Started
 
 PROBE_TEXT = "Hello world"  # encoded to see whether the vocabulary loaded at all
 PROBE_MESSAGES = ({"role": "system", "content": "你是一个有用的助手。"},
@@ -165,18 +171,23 @@ class Observed:
 def observe(files: TokenizerFiles, host: Host) -> Observed:
     """Load the tokenizer those files make and put every probe to it. Raises
     TokenizerUnavailable."""
-    from checks.builtin.tokenizer_serving import observe_serving
+    from checks.builtin import tokenizer_early
 
     # the renderings need only the files: their child (a fresh interpreter importing jinja2)
     # runs while this process builds the tokenizer, which holds the GIL; so the build waits
     # until the child has been started
-    rendering = _Rendering(files)
+    rendering = _Rendering(files, tokenizer_early.take())
     rendering.wait_started()
     loaded = load_files(files, host)
-    vocab_size = config_vocab_size(files.model_config)
+    return _observed(loaded, rendering.result())
+
+
+def _observed(loaded: Loaded, renders: Renders) -> Observed:
+    from checks.builtin.tokenizer_serving import observe_serving
+
+    vocab_size = config_vocab_size(loaded.files.model_config)
     vocabulary = vocabulary_problem(loaded, vocab_size, len(loaded.encode(PROBE_TEXT)))
-    renders = rendering.result()
-    return Observed(loaded.library, files, vocabulary,
+    return Observed(loaded.library, loaded.files, vocabulary,
                     observe_ids(loaded, renders.probe),
                     observe_serving(loaded, renders.turn, renders.thinking, renders.replaced),
                     tuple(loaded.encode(PROBE_PLAIN)))
@@ -186,17 +197,17 @@ class _Rendering:
     """render_all on a thread of its own (a plain thread: concurrent.futures and the logging
     it imports would be loaded before the fork, on the run's critical path)."""
 
-    def __init__(self, files: TokenizerFiles) -> None:
+    def __init__(self, files: TokenizerFiles, started: Started | None = None) -> None:
         self._started = threading.Event()
         self._renders: Renders | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(files,), name="chat template",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(files, started),
+                                        name="chat template", daemon=True)
         self._thread.start()
 
-    def _run(self, files: TokenizerFiles) -> None:
+    def _run(self, files: TokenizerFiles, started: Started | None) -> None:
         try:
-            self._renders = render_all(files, self._started.set)
+            self._renders = render_all(files, self._started.set, started)
         except BaseException as exc:  # handed to the caller in result()
             self._error = exc
         finally:
@@ -223,7 +234,93 @@ def prefetch(ctx: Context) -> None:
     except TokenizerUnavailable:
         return
     if files.present and can_fork():
-        ctx.fact(FORKED_FACT, lambda: Forked(lambda: observe(files, ctx.host)).start())
+        ctx.fact(FORKED_FACT, lambda: _fork(files, ctx.host))
+
+
+def _fork(files: TokenizerFiles, host: Host) -> Forked[Observed]:
+    """The observation forked; the chat template is rendered by this process's renderer
+    child (this process started it, so this process waits for it: a thread here finishes it
+    and relays the renderings to the forked child through a pipe)."""
+    from checks.builtin import tokenizer_early
+
+    parent = os.getpid()
+    read_fd, write_fd = os.pipe()
+    ours = (write_fd, *tokenizer_early.waiting_fds())
+
+    def compute() -> Observed:
+        if os.getpid() == parent:  # not forked after all: made in-process when asked for
+            return observe(files, host)
+        return _observe_forked(files, host, read_fd, ours)
+
+    forked = Forked(compute).start()
+    os.close(read_fd)
+    if not forked.forked:
+        os.close(write_fd)
+        return forked
+    relay = threading.Thread(target=_relay, args=(files, tokenizer_early.take(), write_fd),
+                             name="chat template", daemon=True)
+    relay.start()
+    return forked
+
+
+def _relay(files: TokenizerFiles, started: Started | None, write_fd: int) -> None:
+    """render_all, its renderings (or its exception) pickled down `write_fd`."""
+    try:
+        try:
+            reply = pickle.dumps((True, render_all(files, started=started)))
+        except Exception as exc:  # raised in the forked child, as observe would raise it
+            try:
+                reply = pickle.dumps((False, exc))
+            except Exception:
+                reply = pickle.dumps((False, TokenizerUnavailable(
+                    f"the chat template was not rendered: {type(exc).__name__}: "
+                    f"{one_line(str(exc))}", status="warn")))
+        with os.fdopen(write_fd, "wb", closefd=False) as pipe:
+            pipe.write(reply)
+    except OSError:  # the forked child is gone (its timeout): nobody reads the renderings
+        pass
+    finally:
+        os.close(write_fd)
+
+
+# How long the forked child waits for the renderings: past the renderer's own limits (its
+# wall time grows with the renderings, at most a few dozen seconds), and the run ends the
+# child at the check timeout before this anyway.
+RELAY_WAIT_S = 120.0
+
+
+def _observe_forked(files: TokenizerFiles, host: Host, read_fd: int,
+                    parents: tuple[int, ...]) -> Observed:
+    """In the forked child: build the tokenizer while the parent renders, then take the
+    renderings from the pipe."""
+    for fd in parents:  # the parent's ends: its renderer's pipes, the relay's write end
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    loaded = load_files(files, host)
+    ok, value = _read_relay(read_fd, time.monotonic() + RELAY_WAIT_S)
+    if not ok:
+        raise value
+    return _observed(loaded, value)
+
+
+def _read_relay(read_fd: int, deadline_s: float) -> tuple[bool, Any]:
+    chunks: list[bytes] = []
+    while True:
+        left_s = deadline_s - time.monotonic()
+        if left_s <= 0 or not select.select([read_fd], [], [], left_s)[0]:
+            raise TokenizerUnavailable("the chat template's renderings did not arrive in time",
+                                       status="warn")
+        chunk = os.read(read_fd, 256 * 1024)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    try:
+        reply = pickle.loads(b"".join(chunks))
+    except Exception:
+        raise TokenizerUnavailable("the chat template's renderer ended without renderings",
+                                   status="warn") from None
+    return reply if isinstance(reply, tuple) else (False, TokenizerUnavailable(
+        "the chat template's renderer ended without renderings", status="warn"))
 
 
 def observed(ctx: Context) -> Observed:
@@ -489,18 +586,29 @@ class Renders:
     replaced: Thinking | None = None  # the same for the template --chat-template replaced
 
 
-def render_all(files: TokenizerFiles, on_start: Callable[[], None] | None = None) -> Renders:
+def render_all(files: TokenizerFiles, on_start: Callable[[], None] | None = None,
+               started: Started | None = None) -> Renders:
     """Every rendering of the chat template, in one budgeted child per template; `on_start`
-    is called once the first child runs (not at all without a template)."""
+    is called once the first child runs (not at all without a template). `started`: a
+    renderer child started early (chat_template.start_renderer), used for the first
+    template, or ended when there is none."""
     if not files.chat_template:
+        if started is not None:
+            started.discard()
         return Renders()
     from checks.builtin.tokenizer_serving import thinking_of, variable_sets
     from probes.model.chat_template import render_many_limited
 
     probe: dict[str, Any] = {"messages": [dict(m) for m in PROBE_MESSAGES],
                              "add_generation_prompt": True, **files.special_tokens()}
-    wanted = variable_sets(files, probe)
-    probe_r, turn, on, off = render_many_limited(files.chat_template, wanted, on_start=on_start)
+    try:
+        wanted = variable_sets(files, probe)
+    except BaseException:
+        if started is not None:
+            started.discard()
+        raise
+    probe_r, turn, on, off = render_many_limited(files.chat_template, wanted,
+                                                 on_start=on_start, started=started)
     replaced = None
     if files.replaced_template:
         own_on, own_off = render_many_limited(files.replaced_template, wanted[2:])

@@ -121,6 +121,37 @@ def _exit_quickly() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _exit_quickly()
     args = parse_args(argv)
+    early = _start_renderer_early(args)
+    try:
+        return _run(args)
+    finally:
+        if early:
+            from checks.builtin import tokenizer_early
+
+            tokenizer_early.discard()
+
+
+TOKENIZER_CHECKS = ("tokenizer.dtype", "tokenizer.token-ids")  # they render the chat template
+
+
+def _start_renderer_early(args: argparse.Namespace) -> bool:
+    """A run with --model whose tokenizer checks may run: the chat-template renderer's
+    child (checks.builtin.tokenizer_early) starts now, so that its interpreter loads on the
+    idle core while this one imports the checks. True when it was started."""
+    if args.command is not None or not getattr(args, "model", None):
+        return False
+    wanted = set(TOKENIZER_CHECKS)
+    if args.only:
+        wanted &= set(args.only)
+    if not wanted - set(args.skip):
+        return False
+    from checks.builtin import tokenizer_early
+
+    tokenizer_early.start()
+    return True
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return _dispatch(args)
     except (UsageError, ProbeError) as exc:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probes.limited import Limits
+    from probes.spawn import Started
 
 MAX_STEPS = 200_000
 MAX_CHARS = 1_000_000
@@ -210,14 +211,14 @@ def render_limited(template: str, variables: Mapping[str, Any],
     """`render` in a child process whose memory and CPU the kernel caps (probes.limited):
     what the step budget cannot see (one huge power, a string built by `%` or `format`) ends
     there, never in the caller. Never raises."""
-    from probes.limited import LimitedError, run_limited
+    from probes.limited import LimitedError, finish_limited
 
     if len(template) > MAX_TEMPLATE_CHARS:
         return Rendered(None, f"stopped: a template of {len(template):,} characters (more "
                               f"than {MAX_TEMPLATE_CHARS:,})", stopped=True)
     try:
-        answer = run_limited("probes.model.chat_template", "render_in_child",
-                             (template, dict(variables)), limits)
+        answer = finish_limited(start_renderer(), "render_in_child",
+                                (template, dict(variables)), limits)
     except LimitedError as exc:
         return Rendered(None, f"stopped: {exc}", stopped=True)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
@@ -225,15 +226,30 @@ def render_limited(template: str, variables: Mapping[str, Any],
     return _rendered(answer)
 
 
+def start_renderer() -> Started:
+    """A limited child (probes.limited) that has this file and Jinja's sandbox imported and
+    waits for its renderings: started early, it loads them while the caller is busy. This
+    file alone, not the `probes` package, and without `site` where Jinja is found. The
+    caller owns it: render_many_limited(started=...) or `.discard()` it."""
+    from probes.limited import start_limited
+
+    return start_limited(__file__, ("jinja2.sandbox", "jinja2.ext"),
+                         without_site=("jinja2", "markupsafe"))
+
+
 def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]],
                         limits: Limits | None = None,
-                        on_start: Callable[[], None] | None = None) -> list[Rendered]:
+                        on_start: Callable[[], None] | None = None,
+                        started: Started | None = None) -> list[Rendered]:
     """`render` of one template with each set of variables, all in one limited child (one
     process start for several renderings); each rendering has its own budget. Never raises.
-    `on_start`: called once the child runs (probes.spawn); not at all when none is started."""
-    from probes.limited import LimitedError, run_limited
+    `on_start`: called once the child runs (probes.spawn); not at all when none is started.
+    `started`: a child start_renderer began, used (or ended) here; else one is started."""
+    from probes.limited import LimitedError, finish_limited
 
     if len(template) > MAX_TEMPLATE_CHARS:
+        if started is not None:
+            started.discard()
         refused = Rendered(None, f"stopped: a template of {len(template):,} characters (more "
                                  f"than {MAX_TEMPLATE_CHARS:,})", stopped=True)
         return [refused for _ in variable_sets]
@@ -243,12 +259,17 @@ def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]
         more_s = MAX_SECONDS * (len(variable_sets) - 1)
         base = Limits()
         limits = Limits(cpu_s=base.cpu_s + int(more_s), wall_s=base.wall_s + more_s)
+    if started is None:
+        started = start_renderer()
+    if on_start is not None:
+        on_start()
     try:
-        answer = run_limited("probes.model.chat_template", "render_many_in_child",
-                             (template, [dict(v) for v in variable_sets]), limits, on_start)
+        answer = finish_limited(started, "render_many_in_child",
+                                (template, [dict(v) for v in variable_sets]), limits)
     except LimitedError as exc:
         return [Rendered(None, f"stopped: {exc}", stopped=True) for _ in variable_sets]
     except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        started.discard()
         return [Rendered(None, f"the template's variables cannot be passed on ({exc})")
                 for _ in variable_sets]
     answers = answer if isinstance(answer, list) else []
@@ -256,6 +277,15 @@ def render_many_limited(template: str, variable_sets: Sequence[Mapping[str, Any]
         return [Rendered(None, "stopped: the renderer gave no answer", stopped=True)
                 for _ in variable_sets]
     return [_rendered(one) for one in answers]
+
+
+def warm_up() -> None:
+    """Render a small template once, with a budget of its own: Jinja's lexer, parser and
+    code generator then start warm for the caller's template (probes.limited calls this
+    before the work arrives)."""
+    render("{% for m in messages %}{{ m.role ~ ':' }}{% if m.content %}{{ m.content | trim }}"
+           "{% endif %}{% endfor %}{{ x | tojson }}", {"messages": [{"role": "a", "content": "b"}],
+                                                     "x": [1]})
 
 
 def render_in_child(argument: tuple[str, dict[str, Any]]) -> dict[str, Any]:

@@ -40,3 +40,33 @@ def test_the_child_reports_its_limits() -> None:
     with pytest.raises(LimitedError, match=r"CPU|s$"):
         run_limited("probes.model.chat_template", "render_in_child",
                     ("{{ (((10 ** 256) ** 256) ** 256) ** 256 }}", {}), QUICK)
+
+
+def test_a_renderer_started_early_renders_its_work_later() -> None:
+    from probes.model.chat_template import render_many_limited, start_renderer
+
+    template = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+    started = start_renderer()
+    assert "-S" in started.argv  # jinja2 is a plain folder here: no `site` in the child
+    rendered = render_many_limited(template, [VARS, VARS], started=started)
+    assert rendered == [render(template, VARS)] * 2
+
+
+def test_an_early_renderer_keeps_its_limits() -> None:
+    from probes.model.chat_template import render_many_limited, start_renderer
+
+    quick = Limits(memory_bytes=256 << 20, cpu_s=1, wall_s=30.0)
+    rendered = render_many_limited("{{ (((10 ** 256) ** 256) ** 256) ** 256 }}", [VARS], quick,
+                                   started=start_renderer())
+    assert rendered[0].stopped and rendered[0].error == "stopped: more than 1 s of CPU"
+
+
+def test_a_refused_template_ends_the_early_renderer() -> None:
+    import os
+
+    from probes.model.chat_template import render_many_limited, start_renderer
+
+    started = start_renderer()
+    rendered = render_many_limited("x" * (MAX_TEMPLATE_CHARS + 1), [VARS], started=started)
+    assert rendered[0].stopped and started.pid is not None
+    assert not os.path.exists(f"/proc/{started.pid}")

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from probes.spawn import spawn
+from probes.spawn import spawn, start
 
 ENV = dict(os.environ)
 ENDLESS = "import sys\nwhile True: sys.{}.write('x' * 65536)"
@@ -109,3 +109,47 @@ def test_on_start_is_called_when_the_child_cannot_start(tmp_path: Path) -> None:
     seen: list[bool] = []
     result = spawn([str(tmp_path / "missing")], 5, {}, on_start=lambda: seen.append(True))
     assert result.outcome == "error" and seen == [True]
+
+
+# -- started early, finished later ----------------------------------------------------------
+
+ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"
+
+
+def test_input_given_at_finish_reaches_the_child() -> None:
+    data = b"0123456789abcdef" * 65536  # 1 MiB: more than a pipe holds at once
+    started = start([sys.executable, "-c", ECHO], ENV, with_input=True)
+    result = started.finish(60, 4 * 1024 * 1024, data)
+    assert result.outcome == "exited" and result.exit_code == 0
+    assert result.stdout == data.decode()
+
+
+def test_a_child_that_never_reads_its_input_still_times_out() -> None:
+    started = start([sys.executable, "-c", "import time; time.sleep(60)"], ENV,
+                    with_input=True)
+    result = started.finish(0.5, data=b"x" * (4 * 1024 * 1024))
+    assert result.outcome == "timeout"
+
+
+def test_a_child_that_exits_before_reading_its_input_is_no_error() -> None:
+    started = start([sys.executable, "-c", "print('bye')"], ENV, with_input=True)
+    time.sleep(0.2)
+    result = started.finish(30, data=b"x" * (4 * 1024 * 1024))
+    assert (result.outcome, result.exit_code, result.stdout) == ("exited", 0, "bye\n")
+
+
+def test_a_discarded_child_is_ended_and_reaped() -> None:
+    started = start([sys.executable, "-c", "import time; time.sleep(60)"], ENV,
+                    with_input=True)
+    pid = started.pid
+    assert pid is not None and _alive(pid)
+    started.discard()
+    started.discard()  # once is enough; again does nothing
+    assert not os.path.exists(f"/proc/{pid}")  # neither running nor a zombie
+
+
+def test_a_child_that_cannot_start_finishes_as_an_error(tmp_path: Path) -> None:
+    started = start([str(tmp_path / "missing")], {}, with_input=True)
+    result = started.finish(5, data=b"work")
+    assert result.outcome == "error" and "missing" in (result.error or "")
+    started.discard()
