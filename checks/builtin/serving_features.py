@@ -22,10 +22,9 @@ Names (a row or rule may name any of them):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from probes.target.argv import JsonFlag
+from probes.target.argv import JsonFlag, at_path, has_switch, value_of
 
 # vllm-project/vllm vllm/config/compilation.py @ ee525ce4fc8c (CUDAGraphMode)
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")
@@ -36,8 +35,6 @@ KV_POOL_CONNECTORS = ("AscendStoreConnector",)
 def command_features(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
                      env: Mapping[str, str]) -> list[str]:
     """The features read from a vLLM command line (non-empty `args`) and its environment."""
-    from probes.target.argv import has_switch, value_of
-
     found: list[str] = []
     if has_switch(args, "--enable-expert-parallel"):
         found.append("expert-parallel")
@@ -66,8 +63,6 @@ def switches(args: tuple[str, ...]) -> list[str]:
     https://docs.vllm.ai/en/v0.10.1.1/models/pooling_models.html,
     https://docs.vllm.ai/en/v0.8.3/_sources/models/pooling_models.md). Prefix caching is
     read only when switched on: its default depends on the vLLM release and the runner."""
-    from probes.target.argv import has_switch, value_of
-
     found = []
     runner = (value_of(args, "--runner") or "").lower()
     task = (value_of(args, "--task") or "").lower()
@@ -84,8 +79,6 @@ def speculative(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[st
     """`speculative:<method>` from --speculative-config's `method` (`mtp` kept as its own
     name); plain `speculative` from the older --speculative-model/--num-speculative-tokens
     (vllm-project/vllm vllm/engine/arg_utils.py @ 001999d2f360)."""
-    from probes.target.argv import at_path, value_of
-
     method = at_path(json_value(flags, "--speculative-config"), "method")
     if isinstance(method, str) and method.strip():
         name = method.strip().lower()
@@ -103,8 +96,6 @@ def graph(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
     scheduler from --additional-config (`torchair_graph_config.enabled`,
     `ascend_scheduler_config.enabled`:
     https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/configuration/additional_config.html)."""
-    from probes.target.argv import at_path, has_switch
-
     compilation = json_value(flags, "--compilation-config")
     mode = at_path(compilation, "cudagraph_mode")
     mode = mode.strip().lower() if isinstance(mode, str) else ""
@@ -126,8 +117,6 @@ def graph(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
 def kv_cache(args: tuple[str, ...]) -> list[str]:
     """`kv-cache:<dtype>` from --kv-cache-dtype (vllm-project/vllm vllm/engine/arg_utils.py @
     99d7eb5d6a51; `auto`, the default, follows the model's dtype and is no feature)."""
-    from probes.target.argv import value_of
-
     dtype = (value_of(args, "--kv-cache-dtype") or "").strip().lower()
     if not dtype or dtype == "auto":
         return []
@@ -146,8 +135,6 @@ def context_parallel(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
     `enable_context_parallel`
     (https://docs.vllm.ai/projects/ascend/en/v0.23.0rc1/user_guide/configuration/additional_config.html,
     migration table)."""
-    from probes.target.argv import at_path
-
     found = []
     for kind, names in (("prefill", ("--prefill-context-parallel-size", "-pcp")),
                         ("decode", ("--decode-context-parallel-size", "-dcp"))):
@@ -164,8 +151,6 @@ def flashcomm(flags: Mapping[str, JsonFlag], env: Mapping[str, str]) -> list[str
     VLLM_ASCEND_FLASHCOMM2_PARALLEL_SIZE or `enable_flashcomm2_parallel_size` above 0
     (https://docs.vllm.ai/projects/ascend/en/v0.23.0rc1/user_guide/configuration/additional_config.html,
     migration table)."""
-    from probes.target.argv import at_path
-
     extra = json_value(flags, "--additional-config")
     found = []
     if _env_on(env, "VLLM_ASCEND_ENABLE_FLASHCOMM1") or \
@@ -186,8 +171,6 @@ def eplb(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
     EPLB (`expert_map_path`), read at the top of --additional-config or under its
     `eplb_config`
     (https://docs.vllm.ai/projects/ascend/en/latest/user_guide/feature_guide/expert_parallelism_load_balancer.html)."""
-    from probes.target.argv import at_path, has_switch
-
     extra = json_value(flags, "--additional-config")
     configured = any(at_path(extra, f"{prefix}dynamic_eplb") is True or
                      at_path(extra, f"{prefix}expert_map_path") is not None
@@ -201,8 +184,6 @@ def kv_connectors(flags: Mapping[str, JsonFlag]) -> list[str]:
     MultiConnector, each of `kv_connector_extra_config.connectors`; `kv-pool` when one is
     vLLM-Ascend's KV cache pool connector
     (https://docs.vllm.ai/projects/ascend/en/latest/user_guide/feature_guide/kv_cache_pool_ascend_store.html)."""
-    from probes.target.argv import at_path
-
     config = json_value(flags, "--kv-transfer-config")
     inner = at_path(config, "kv_connector_extra_config.connectors")
     parts = [config] + (list(inner) if isinstance(inner, list) else [])
@@ -219,8 +200,6 @@ def json_value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | 
 
 
 def _above_one(args: tuple[str, ...], names: tuple[str, ...]) -> bool:
-    from probes.target.argv import value_of
-
     return (_int(value_of(args, *names)) or 0) > 1
 
 
