@@ -42,7 +42,8 @@ JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-conf
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
 # `model.<name>` in flag rules
-MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture", "multimodal")
+MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture", "multimodal",
+               "max_position_embeddings")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class ModelFacts:
     quant_type: str = ""  # msModelSlim model_quant_type (W8A8, W8A8SC, ...)
     num_attention_heads: int | None = None
     multimodal: bool | None = None  # a vision/audio tower in config.json (see `is_multimodal`)
+    max_position_embeddings: int | None = None  # the context length vLLM defaults to
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,8 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
     return ModelFacts(config.model_type or None, config.architecture, quantized,
                       f"{path}/config.json", quant_method=method, quant_type=quant_type,
                       num_attention_heads=config.num_attention_heads,
-                      multimodal=is_multimodal(config.raw, config.architecture))
+                      multimodal=is_multimodal(config.raw, config.architecture),
+                      max_position_embeddings=config.max_position_embeddings)
 
 
 def is_multimodal(raw: Mapping[str, Any], architecture: str) -> bool:

@@ -417,23 +417,67 @@ def test_w8a8sc_with_sharded_state_or_a_w8a8s_checkpoint_is_quiet(
     assert finding.status == "pass", finding.summary
 
 
+QWEN3_40K = {**QWEN3, "max_position_embeddings": 40960}
+
+
 def test_no_max_model_len_on_310p_warns(tmp_path: Path) -> None:
     """vllm-ascend 310P guide (docs/source/tutorials/hardwares/310p.md @ 00b03f831a24): do not
-    omit --max-model-len on 310P: the attention mask is max_model_len squared."""
-    finding = flags(tmp_path, ["-tp", "1"], release="0.18.0rc1", config=QWEN3, chip="310P")
+    omit --max-model-len on 310P: the attention mask is max_model_len squared, and Qwen3's
+    config.json allows 40960 tokens."""
+    finding = flags(tmp_path, ["-tp", "1"], release="0.18.0rc1", config=QWEN3_40K, chip="310P")
     assert finding.status == "warn" and finding.rules == ("max-model-len-unset-310p",)
 
 
-@pytest.mark.parametrize(("args", "chip", "release"), [
-    (["-tp", "1", *MODEL_LEN], "310P", "0.18.0rc1"),
-    (["-tp", "1", "--max_model_len=20480"], "310P", "0.18.0rc1"),
-    (["-tp", "1"], "A2", "0.18.0rc1"),  # other chips size the mask otherwise
-    (["-tp", "1"], "310P", "0.15.0rc1"),  # before the release the guide speaks of
+@pytest.mark.parametrize(("args", "chip", "release", "config"), [
+    (["-tp", "1", *MODEL_LEN], "310P", "0.18.0rc1", QWEN3_40K),
+    (["-tp", "1", "--max_model_len=20480"], "310P", "0.18.0rc1", QWEN3_40K),
+    (["-tp", "1"], "310P", "0.18.0rc1", {**QWEN3, "max_position_embeddings": 8192}),
+    (["-tp", "1"], "A2", "0.18.0rc1", QWEN3_40K),  # other chips size the mask otherwise
+    (["-tp", "1"], "310P", "0.15.0rc1", QWEN3_40K),  # before the release the guide speaks of
 ])
-def test_a_max_model_len_or_another_chip_or_release_is_quiet(
-        tmp_path: Path, args: list[str], chip: str, release: str) -> None:
-    finding = flags(tmp_path, args, release=release, config=QWEN3, chip=chip)
+def test_a_max_model_len_a_short_model_or_another_chip_or_release_is_quiet(
+        tmp_path: Path, args: list[str], chip: str, release: str,
+        config: dict[str, Any]) -> None:
+    finding = flags(tmp_path, args, release=release, config=config, chip=chip)
     assert "max-model-len-unset-310p" not in finding.rules, finding.summary
+
+
+def test_a_model_without_a_context_length_is_not_judged_on_310p(tmp_path: Path) -> None:
+    """A family the model reader knows gets Transformers' default context length (Qwen3:
+    32768); an unknown one without max_position_embeddings is not judged."""
+    unknown = {"architectures": ["NovelForCausalLM"], "model_type": "novel"}
+    finding = flags(tmp_path, ["-tp", "1"], release="0.18.0rc1", config=unknown, chip="310P")
+    assert finding.status == "pass"
+    assert "not judged: max-model-len-unset-310p: config.json gives no " \
+        "model.max_position_embeddings" in finding.evidence
+
+
+QWEN3_5_MOE_A3B = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+                   "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
+MTP = ["--speculative-config", '{"method": "qwen3_5_mtp", "num_speculative_tokens": 1}']
+FC1 = {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}
+
+
+def test_flashcomm1_with_mtp_on_qwen3_5_moe_on_a2_in_v0_18_0rc1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#7996: Qwen3.5-35B-A3B with MTP and
+    VLLM_ASCEND_ENABLE_FLASHCOMM1=1 on 2 x 910B, v0.18.0rc1, stops in profile_run; fixed by
+    #7683 (the MTP layer's shared expert on A2) and #8004 on the v0.18.0 branch."""
+    args = ["-tp", "2", "--enable-expert-parallel", *MTP]
+    finding = flags(tmp_path, args, release="0.18.0rc1", config=QWEN3_5_MOE_A3B, env=FC1)
+    assert finding.status == "fail" and finding.rules == ("flashcomm1-mtp-qwen3-5-moe-a2",)
+    assert any("#7996" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize(("args", "env", "release", "chip"), [
+    (["-tp", "2", *MTP], {}, "0.18.0rc1", "A2"),  # FlashComm1 off
+    (["-tp", "2"], FC1, "0.18.0rc1", "A2"),  # no MTP
+    (["-tp", "2", *MTP], FC1, "0.18.0rc1", "A3"),  # the shape error is A2's
+    (["-tp", "2", *MTP], FC1, "0.18.0", "A2"),  # the release with the fix
+])
+def test_flashcomm1_without_mtp_or_off_a2_or_fixed_is_quiet(
+        tmp_path: Path, args: list[str], env: dict[str, str], release: str, chip: str) -> None:
+    finding = flags(tmp_path, args, release=release, config=QWEN3_5_MOE_A3B, env=env, chip=chip)
+    assert "flashcomm1-mtp-qwen3-5-moe-a2" not in finding.rules, finding.summary
 
 
 # -- the features the flag rules and the support rows read -------------------------------------
