@@ -19,7 +19,8 @@ kv-connector:<name>, kv-pool, pd-disaggregation, pooling, lora, prefix-caching, 
 
 A flag rule reads them as facts (`Deployment.fact`): `feature.NAME` is "true" when the feature
 is on and absent otherwise; `model.multimodal` says whether config.json describes a model with a
-vision or audio tower.
+vision or audio tower, `model.moe` whether it routes to experts; `parallel.tensor_parallel_size`
+(and data_/pipeline_) is the size the command line gives, else vLLM's default of 1.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
 # `model.<name>` in flag rules
 MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture", "multimodal",
-               "max_position_embeddings")
+               "max_position_embeddings", "moe")
+# `parallel.<name>` in flag rules: the size the command line gives, else vLLM's default of 1
+# (https://docs.vllm.ai/en/latest/cli/serve.html)
+PARALLEL_FLAGS = {"tensor_parallel_size": ("--tensor-parallel-size", "-tp"),
+                  "data_parallel_size": ("--data-parallel-size", "-dp"),
+                  "pipeline_parallel_size": ("--pipeline-parallel-size", "-pp")}
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class ModelFacts:
     num_attention_heads: int | None = None
     multimodal: bool | None = None  # a vision/audio tower in config.json (see `is_multimodal`)
     max_position_embeddings: int | None = None  # the context length vLLM defaults to
+    moe: bool | None = None  # routed experts in config.json (see `is_moe`)
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,8 @@ class Deployment:
             return None
         from probes.target.argv import at_path, has_switch, value_of
 
+        if kind == "parallel" and rest in PARALLEL_FLAGS:
+            return value_of(self.args, *PARALLEL_FLAGS[rest]) or "1"
         if kind == "arg":  # a flag's value; "true" for a switch (no value follows it)
             names = rest.split("|")  # `arg.--tensor-parallel-size|-tp`: either spelling
             value = value_of(self.args, *names)
@@ -196,7 +205,15 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
                       f"{path}/config.json", quant_method=method, quant_type=quant_type,
                       num_attention_heads=config.num_attention_heads,
                       multimodal=is_multimodal(config.raw, config.architecture),
-                      max_position_embeddings=config.max_position_embeddings)
+                      max_position_embeddings=config.max_position_embeddings,
+                      moe=is_moe(config.raw, config.num_experts))
+
+
+def is_moe(raw: Mapping[str, Any], num_experts: int | None) -> bool:
+    """Routed experts: the reader's num_experts (num_experts / num_local_experts, also under
+    text_config) or DeepSeek's n_routed_experts, above one."""
+    routed = raw.get("n_routed_experts")
+    return (num_experts or 0) > 1 or (isinstance(routed, int) and routed > 1)
 
 
 def is_multimodal(raw: Mapping[str, Any], architecture: str) -> bool:

@@ -556,3 +556,42 @@ def test_a_feature_and_the_model_s_towers_are_facts_of_the_deployment(tmp_path: 
         assert d.fact("model.multimodal") is True
     with served(tmp_path / "b", [], config=QWEN3) as ctx:
         assert deployment(ctx).fact("model.multimodal") is False
+
+
+@pytest.mark.parametrize("args", [[], ["-tp", "1"], ["--tensor-parallel-size=1"]])
+def test_flashcomm1_on_a_single_tensor_parallel_rank_warns(tmp_path: Path,
+                                                          args: list[str]) -> None:
+    """vLLM-Ascend's sequence-parallelism guide (v0.30.0): FlashComm1 needs
+    tensor_parallel_size > 1; vLLM's default size is 1."""
+    finding = flags(tmp_path, args, release="0.18.0", config=QWEN3, env=FC1)
+    assert finding.status == "warn", finding.summary
+    assert finding.rules == ("flashcomm1-without-tensor-parallel",)
+
+
+def test_flashcomm1_on_a_moe_model_without_expert_parallel_warns(tmp_path: Path) -> None:
+    """The same guide: FlashComm1 on a MoE model needs --enable-expert-parallel."""
+    moe = {**QWEN3_MOE, "num_experts": 128}
+    extra = '{"enable_flashcomm1": true}'
+    without = flags(tmp_path / "a", ["-tp", "4", "--additional-config", extra],
+                    release="0.18.0", config=moe)
+    with_ep = flags(tmp_path / "b", ["-tp", "4", "--enable-expert-parallel",
+                                     "--additional-config", extra], release="0.18.0", config=moe)
+    dense = flags(tmp_path / "c", ["-tp", "4", "--additional-config", extra],
+                  release="0.18.0", config=QWEN3)
+    assert without.status == "warn"
+    assert without.rules == ("flashcomm1-moe-without-expert-parallel",)
+    assert with_ep.status == "pass" and dense.status == "pass", dense.summary
+
+
+def test_parallel_sizes_default_to_one_and_moe_is_read_from_the_experts(tmp_path: Path) -> None:
+    from checks.builtin.serving_inputs import deployment
+
+    deepseek = {**DEEPSEEK_V3, "n_routed_experts": 256}
+    with served(tmp_path / "a", ["-dp", "2"], config=deepseek) as ctx:
+        d = deployment(ctx)
+        assert d.fact("parallel.tensor_parallel_size") == "1"
+        assert d.fact("parallel.data_parallel_size") == "2" and d.fact("model.moe") is True
+    with served(tmp_path / "b", ["-tp", "8"], config=QWEN3) as ctx:
+        d = deployment(ctx)
+        assert d.fact("parallel.tensor_parallel_size") == "8" and d.fact("model.moe") is False
+
