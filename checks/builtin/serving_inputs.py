@@ -11,7 +11,16 @@ quantization guide docs/source/user_guide/feature_guide/quantization.md @ 1e6dd1
 The engine release comes from the judged interpreter's `vllm_ascend` package (facts.python) or
 MindIE's version.info (probes.stack, as versions.parity reads them); the model from config.json
 through the one model reader (probes.model.reader.read_config); the chips from npu-smi (facts.npu)
-placed in families by `fp8_gate.chip_family`; the features from the target's command line.
+placed in families by `fp8_gate.chip_family`; the features from the target's command line and
+environment (checks.builtin.serving_features names each: quantization:<m>, expert-parallel,
+data-parallel, pipeline-parallel, speculative:<method>, mtp, graph, graph:<cudagraph mode>,
+graph:torchair, kv-cache:<dtype>, context-parallel, flashcomm1, flashcomm2, eplb,
+kv-connector:<name>, kv-pool, pd-disaggregation, pooling, lora, prefix-caching, ...).
+
+A flag rule reads them as facts (`Deployment.fact`): `feature.NAME` is "true" when the feature
+is on and absent otherwise; `model.multimodal` says whether config.json describes a model with a
+vision or audio tower, `model.moe` whether it routes to experts; `parallel.tensor_parallel_size`
+(and data_/pipeline_) is the size the command line gives, else vLLM's default of 1.
 """
 
 from __future__ import annotations
@@ -29,12 +38,18 @@ from probes.errors import HostError, NotRecorded
 if TYPE_CHECKING:
     from probes.target.argv import JsonFlag
 
-JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config")
+JSON_FLAGS = ("--additional-config", "--compilation-config", "--speculative-config",
+              "--kv-transfer-config")
 FAMILY_WORDS = {"A2": "910B/A2", "A3": "A3", "310P": "310P", "A5_950": "950",
                 "A1_910": "910 (first generation)", "310B": "310B", "310": "310"}
-POOLING_TASKS = ("embed", "embedding", "score", "reward", "classify")
 # `model.<name>` in flag rules
-MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture")
+MODEL_FACTS = ("quantized", "quant_type", "num_attention_heads", "architecture", "multimodal",
+               "max_position_embeddings", "moe")
+# `parallel.<name>` in flag rules: the size the command line gives, else vLLM's default of 1
+# (https://docs.vllm.ai/en/latest/cli/serve.html)
+PARALLEL_FLAGS = {"tensor_parallel_size": ("--tensor-parallel-size", "-tp"),
+                  "data_parallel_size": ("--data-parallel-size", "-dp"),
+                  "pipeline_parallel_size": ("--pipeline-parallel-size", "-pp")}
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,9 @@ class ModelFacts:
     quant_method: str = ""  # the checkpoint's own method ("" when not quantized or unknown)
     quant_type: str = ""  # msModelSlim model_quant_type (W8A8, W8A8SC, ...)
     num_attention_heads: int | None = None
+    multimodal: bool | None = None  # a vision/audio tower in config.json (see `is_multimodal`)
+    max_position_embeddings: int | None = None  # the context length vLLM defaults to
+    moe: bool | None = None  # routed experts in config.json (see `is_moe`)
 
 
 @dataclass(frozen=True)
@@ -80,12 +98,16 @@ class Deployment:
         kind, _, rest = name.partition(".")
         if kind == "env":
             return self.env.get(rest)
+        if kind == "feature":  # "true" when the deployment turns the feature on, else absent
+            return "true" if rest in self.features else None
         if kind == "model" and rest in MODEL_FACTS:
             return getattr(self.model, rest)
         if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
             return None
         from probes.target.argv import at_path, has_switch, value_of
 
+        if kind == "parallel" and rest in PARALLEL_FLAGS:
+            return value_of(self.args, *PARALLEL_FLAGS[rest]) or "1"
         if kind == "arg":  # a flag's value; "true" for a switch (no value follows it)
             names = rest.split("|")  # `arg.--tensor-parallel-size|-tp`: either spelling
             value = value_of(self.args, *names)
@@ -113,8 +135,9 @@ def read_deployment(ctx: Context) -> Deployment:
     model = read_model(ctx, args)
     py = facts.python(ctx)
     transformers = "" if py.error else (py.version_of("transformers") or "")
+    found = features(args, flags, ctx, model, env)
     return Deployment(engine(ctx), model, families, tuple(names), chips_problem, args,
-                      env, env_problem, flags, features(args, flags, ctx, model), transformers)
+                      env, env_problem, flags, found, transformers)
 
 
 def _args(ctx: Context) -> tuple[str, ...]:
@@ -180,7 +203,27 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
     quantized = bool(config.quantization) or bool(method) or quantization(args) is not None
     return ModelFacts(config.model_type or None, config.architecture, quantized,
                       f"{path}/config.json", quant_method=method, quant_type=quant_type,
-                      num_attention_heads=config.num_attention_heads)
+                      num_attention_heads=config.num_attention_heads,
+                      multimodal=is_multimodal(config.raw, config.architecture),
+                      max_position_embeddings=config.max_position_embeddings,
+                      moe=is_moe(config.raw, config.num_experts))
+
+
+def is_moe(raw: Mapping[str, Any], num_experts: int | None) -> bool:
+    """Routed experts: the reader's num_experts (num_experts / num_local_experts, also under
+    text_config) or DeepSeek's n_routed_experts, above one."""
+    routed = raw.get("n_routed_experts")
+    return (num_experts or 0) > 1 or (isinstance(routed, int) and routed > 1)
+
+
+def is_multimodal(raw: Mapping[str, Any], architecture: str) -> bool:
+    """A model with a vision or audio tower: config.json carries its `vision_config` /
+    `audio_config`, or the architecture is a `...ForConditionalGeneration` class, the name
+    Hugging Face Transformers gives a language model wrapped with such a tower (Qwen2-VL,
+    Qwen3-VL, Qwen2-Audio, ...; also T5 and BART, encoder-decoder text models vLLM-Ascend does
+    not serve)."""
+    towers = any(isinstance(raw.get(key), Mapping) for key in ("vision_config", "audio_config"))
+    return towers or architecture.endswith("ForConditionalGeneration")
 
 
 def _config_quant_method(found: Mapping[str, Any] | None) -> str:
@@ -214,9 +257,9 @@ def quantization(args: tuple[str, ...]) -> str | None:
 
 
 def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
-             model: ModelFacts) -> tuple[str, ...]:
-    """The features the command line and the checkpoint turn on, by the names the support
-    rows use."""
+             model: ModelFacts, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The features the command line, its environment and the checkpoint turn on, by the names
+    the support rows use (listed in checks.builtin.serving_features)."""
     found: list[str] = []
     method = quantization(args) or model.quant_method
     if method:
@@ -228,83 +271,8 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
         found.append("data-parallel")
     if serving.pipeline_parallel_size is not None and serving.pipeline_parallel_size.value > 1:
         found.append("pipeline-parallel")
-    if not args:
-        return tuple(found)
-    from probes.target.argv import has_switch, value_of
+    if args:  # the environment's switches are read with the vLLM command line they tune
+        from checks.builtin.serving_features import command_features
 
-    if has_switch(args, "--enable-expert-parallel"):
-        found.append("expert-parallel")
-    found += _speculative(args, flags)
-    parser = value_of(args, "--reasoning-parser")
-    if parser:  # shown, not judged: reasoning parsers are vLLM's own
-        found.append(f"reasoning-parser:{parser}")
-    if value_of(args, "--kv-transfer-config") is not None:
-        found.append("pd-disaggregation")
-    if value_of(args, "--distributed-executor-backend") == "ray":
-        found.append("ray")
-    found += _switches(args)
-    found += _graph(args, flags)
-    return tuple(found)
-
-
-def _switches(args: tuple[str, ...]) -> list[str]:
-    """Pooling, LoRA and prefix caching as vLLM spells their flags (vllm-project/vllm
-    vllm/engine/arg_utils.py @ 001999d2f360 for --task, --enable-lora and
-    --enable-prefix-caching; --runner pooling from v0.10.1:
-    https://docs.vllm.ai/en/v0.10.1.1/models/pooling_models.html,
-    https://docs.vllm.ai/en/v0.8.3/_sources/models/pooling_models.md). Prefix caching is
-    read only when switched on: its default depends on the vLLM release and the runner."""
-    from probes.target.argv import has_switch, value_of
-
-    found = []
-    runner = (value_of(args, "--runner") or "").lower()
-    task = (value_of(args, "--task") or "").lower()
-    if runner == "pooling" or task in POOLING_TASKS:
-        found.append("pooling")
-    if has_switch(args, "--enable-lora"):
-        found.append("lora")
-    if has_switch(args, "--enable-prefix-caching"):
-        found.append("prefix-caching")
-    return found
-
-
-def _speculative(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
-    """`speculative:<method>` from --speculative-config's `method` (`mtp` kept as its own
-    name); plain `speculative` from the older --speculative-model/--num-speculative-tokens
-    (vllm-project/vllm vllm/engine/arg_utils.py @ 001999d2f360)."""
-    from probes.target.argv import at_path, value_of
-
-    method = at_path(_value(flags, "--speculative-config"), "method")
-    if isinstance(method, str) and method.strip():
-        name = method.strip().lower()
-        return ["speculative", f"speculative:{name}"] + (["mtp"] if "mtp" in name else [])
-    if value_of(args, "--speculative-model", "--num-speculative-tokens") is not None:
-        return ["speculative"]
-    return []
-
-
-def _graph(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
-    """The graph modes: ACL graph unless --enforce-eager, the compilation config's modes, and
-    vllm-ascend's torchair graph and Ascend scheduler from --additional-config
-    (`torchair_graph_config.enabled`, `ascend_scheduler_config.enabled`:
-    https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/configuration/additional_config.html)."""
-    from probes.target.argv import at_path, has_switch
-
-    found = [] if has_switch(args, "--enforce-eager") else ["graph"]
-    mode = at_path(_value(flags, "--compilation-config"), "cudagraph_mode")
-    if isinstance(mode, str) and mode.upper() == "FULL_DECODE_ONLY":
-        found.append("graph:full_decode_only")
-    if at_path(_value(flags, "--compilation-config"), "full_cuda_graph") is True:
-        found.append("graph:full_cuda_graph")
-    extra = _value(flags, "--additional-config")
-    if at_path(extra, "torchair_graph_config.enabled") is True:
-        found.append("graph:torchair")
-    if at_path(extra, "ascend_scheduler_config.enabled") is True:
-        found.append("ascend-scheduler")
-    return found
-
-
-def _value(flags: Mapping[str, JsonFlag], name: str) -> Mapping[str, Any] | None:
-    """The JSON object of a flag, or None."""
-    found = flags.get(name)
-    return found.value if found is not None else None
+        found += command_features(args, flags, env)
+    return tuple(dict.fromkeys(found))

@@ -17,6 +17,7 @@ from checks.model import Finding
 DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}
 QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16"}
 QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next"}
+MODEL_LEN = ["--max-model-len", "16384"]  # the 310P guide sets it on every command
 TORCHAIR = '{"ascend_scheduler_config":{"enabled":true},"torchair_graph_config":{"enabled":true}}'
 
 
@@ -250,12 +251,12 @@ def test_full_decode_only_with_tp_above_one_on_310p_warns(tmp_path: Path) -> Non
     several TP ranks captures few graphs (Qwen3-32B: 2). The guide's own TP 4 command with
     six capture sizes warns; its TP 1 command is quiet, and so is the same TP 4 on A2."""
     graphs = '{"cudagraph_mode": "FULL_DECODE_ONLY", "cudagraph_capture_sizes": [1,2,4,8,16,32]}'
-    tp4 = ["--tensor-parallel-size", "4", "--compilation-config", graphs]
-    tp1 = ["--tensor-parallel-size", "1", "--compilation-config", graphs]
+    tp4 = ["--tensor-parallel-size", "4", "--compilation-config", graphs, *MODEL_LEN]
+    tp1 = ["--tensor-parallel-size", "1", "--compilation-config", graphs, *MODEL_LEN]
     on_310p = flags(tmp_path / "a", tp4, release="0.18.0rc1", config=QWEN3, chip="310P")
     single = flags(tmp_path / "b", tp1, release="0.18.0rc1", config=QWEN3, chip="310P")
     on_a2 = flags(tmp_path / "c", tp4, release="0.18.0rc1", config=QWEN3, chip="A2")
-    short = flags(tmp_path / "d", ["-tp", "2", "--compilation-config", graphs],
+    short = flags(tmp_path / "d", ["-tp", "2", "--compilation-config", graphs, *MODEL_LEN],
                   release="0.18.0rc1", config=QWEN3, chip="310P")
     assert on_310p.status == "warn" and on_310p.rules == ("full-decode-only-tp-310p",)
     assert short.rules == ("full-decode-only-tp-310p",)  # vLLM's -tp spelling
@@ -344,3 +345,253 @@ def test_a_converted_reranker_scored_without_overrides_is_quiet(tmp_path: Path) 
     finding = flags(tmp_path, ["--task", "score"], release="0.12.0rc1", config=converted,
                     env={"VLLM_ASCEND_ENABLE_NZ": "0"})
     assert "qwen3-reranker-score-without-overrides" not in finding.rules, finding.summary
+
+
+# -- issue 25, second pass: FP8 KV cache, W8A8SC checkpoints, 310P context length -------------
+
+
+@pytest.mark.parametrize("dtype", ["fp8", "fp8_e5m2", "fp8_e4m3"])
+def test_an_fp8_kv_cache_on_a2_fails(tmp_path: Path, dtype: str) -> None:
+    """vllm-project/vllm-ascend#8102: --kv-cache-dtype fp8 and fp8_e5m2 crash a 910B2; a
+    maintainer: FP8 is not supported on A3. FP8 matmul inputs are listed for Ascend 950
+    only (hicann/ops-nn aclnnQuantMatmulV5.md @ e5c3fa9327ea)."""
+    finding = flags(tmp_path, ["-tp", "2", "--kv-cache-dtype", dtype], release="0.18.0rc1")
+    assert finding.status == "fail" and finding.rules == ("kv-cache-fp8-without-fp8-compute",)
+    assert any("#8102" in e for e in finding.evidence)
+
+
+def test_an_fp8_kv_cache_on_a3_and_on_310p_fails(tmp_path: Path) -> None:
+    args = ["--kv-cache-dtype", "fp8", *MODEL_LEN]
+    on_a3 = flags(tmp_path / "a", args, release="0.18.0rc1", chip="A3")
+    on_310p = flags(tmp_path / "b", args, release="0.18.0rc1", config=QWEN3, chip="310P")
+    assert on_a3.rules == ("kv-cache-fp8-without-fp8-compute",)
+    assert on_310p.rules == ("kv-cache-fp8-without-fp8-compute",)
+
+
+@pytest.mark.parametrize(("args", "chip"), [
+    (["--kv-cache-dtype", "fp8"], "A5_950"),  # the one family that computes FP8
+    (["--kv-cache-dtype", "auto"], "A2"),  # vLLM's default: the model's dtype
+    ([], "A2"),
+])
+def test_an_fp8_kv_cache_on_950_or_the_default_cache_is_quiet(tmp_path: Path, args: list[str],
+                                                              chip: str) -> None:
+    finding = flags(tmp_path, args, release="0.18.0rc1", chip=chip)
+    assert "kv-cache-fp8-without-fp8-compute" not in finding.rules, finding.summary
+
+
+W8A8SC_ARGS = ["--tensor-parallel-size", "1", "--quantization", "ascend", *MODEL_LEN]
+
+
+def flags_with_files(tmp_path: Path, args: list[str], files: dict[str, Any], **kw: Any) -> Finding:
+    """`flags`, with more files in the model directory (read when the check runs)."""
+    import json
+
+    with served(tmp_path, args, **kw) as ctx:
+        for name, content in files.items():
+            (tmp_path / "models" / "m" / name).write_text(json.dumps(content))
+        return serving_flags(ctx)
+
+
+W8A8SC = {"quant_model_description.json": {"model_quant_type": "W8A8SC"}}
+
+
+def test_a_w8a8sc_checkpoint_without_sharded_state_fails(tmp_path: Path) -> None:
+    """vllm-ascend 310P guide (docs/source/tutorials/hardwares/310p.md @ 00b03f831a24): the
+    W8A8SC format needs `--load_format="sharded_state"`; its Qwen3-8B-w8a8sc command without
+    that flag."""
+    finding = flags_with_files(tmp_path, W8A8SC_ARGS, W8A8SC, release="0.18.0rc1",
+                               config=QWEN3, chip="310P")
+    assert finding.status == "fail" and finding.rules == ("w8a8sc-without-sharded-state",)
+    assert any("310p.md @ 00b03f831a24" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize(("extra", "description"), [
+    (["--load_format=sharded_state"], W8A8SC),  # the guide's spelling
+    (["--load-format", "sharded_state"], W8A8SC),
+    ([], {"quant_model_description.json": {"model_quant_type": "W8A8S"}}),  # not compressed
+])
+def test_w8a8sc_with_sharded_state_or_a_w8a8s_checkpoint_is_quiet(
+        tmp_path: Path, extra: list[str], description: dict[str, Any]) -> None:
+    finding = flags_with_files(tmp_path, [*W8A8SC_ARGS, *extra], description,
+                               release="0.18.0rc1", config=QWEN3, chip="310P")
+    assert finding.status == "pass", finding.summary
+
+
+QWEN3_40K = {**QWEN3, "max_position_embeddings": 40960}
+
+
+def test_no_max_model_len_on_310p_warns(tmp_path: Path) -> None:
+    """vllm-ascend 310P guide (docs/source/tutorials/hardwares/310p.md @ 00b03f831a24): do not
+    omit --max-model-len on 310P: the attention mask is max_model_len squared, and Qwen3's
+    config.json allows 40960 tokens."""
+    finding = flags(tmp_path, ["-tp", "1"], release="0.18.0rc1", config=QWEN3_40K, chip="310P")
+    assert finding.status == "warn" and finding.rules == ("max-model-len-unset-310p",)
+
+
+@pytest.mark.parametrize(("args", "chip", "release", "config"), [
+    (["-tp", "1", *MODEL_LEN], "310P", "0.18.0rc1", QWEN3_40K),
+    (["-tp", "1", "--max_model_len=20480"], "310P", "0.18.0rc1", QWEN3_40K),
+    (["-tp", "1"], "310P", "0.18.0rc1", {**QWEN3, "max_position_embeddings": 8192}),
+    (["-tp", "1"], "A2", "0.18.0rc1", QWEN3_40K),  # other chips size the mask otherwise
+    (["-tp", "1"], "310P", "0.15.0rc1", QWEN3_40K),  # before the release the guide speaks of
+])
+def test_a_max_model_len_a_short_model_or_another_chip_or_release_is_quiet(
+        tmp_path: Path, args: list[str], chip: str, release: str,
+        config: dict[str, Any]) -> None:
+    finding = flags(tmp_path, args, release=release, config=config, chip=chip)
+    assert "max-model-len-unset-310p" not in finding.rules, finding.summary
+
+
+def test_a_model_without_a_context_length_is_not_judged_on_310p(tmp_path: Path) -> None:
+    """A family the model reader knows gets Transformers' default context length (Qwen3:
+    32768); an unknown one without max_position_embeddings is not judged."""
+    unknown = {"architectures": ["NovelForCausalLM"], "model_type": "novel"}
+    finding = flags(tmp_path, ["-tp", "1"], release="0.18.0rc1", config=unknown, chip="310P")
+    assert finding.status == "pass"
+    assert "not judged: max-model-len-unset-310p: config.json gives no " \
+        "model.max_position_embeddings" in finding.evidence
+
+
+QWEN3_5_MOE_A3B = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
+                   "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
+MTP = ["--speculative-config", '{"method": "qwen3_5_mtp", "num_speculative_tokens": 1}']
+FC1 = {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}
+
+
+def test_flashcomm1_with_mtp_on_qwen3_5_moe_on_a2_in_v0_18_0rc1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#7996: Qwen3.5-35B-A3B with MTP and
+    VLLM_ASCEND_ENABLE_FLASHCOMM1=1 on 2 x 910B, v0.18.0rc1, stops in profile_run; fixed by
+    #7683 (the MTP layer's shared expert on A2) and #8004 on the v0.18.0 branch."""
+    args = ["-tp", "2", "--enable-expert-parallel", *MTP]
+    finding = flags(tmp_path, args, release="0.18.0rc1", config=QWEN3_5_MOE_A3B, env=FC1)
+    assert finding.status == "fail" and finding.rules == ("flashcomm1-mtp-qwen3-5-moe-a2",)
+    assert any("#7996" in e for e in finding.evidence)
+
+
+@pytest.mark.parametrize(("args", "env", "release", "chip"), [
+    (["-tp", "2", *MTP], {}, "0.18.0rc1", "A2"),  # FlashComm1 off
+    (["-tp", "2"], FC1, "0.18.0rc1", "A2"),  # no MTP
+    (["-tp", "2", *MTP], FC1, "0.18.0rc1", "A3"),  # the shape error is A2's
+    (["-tp", "2", *MTP], FC1, "0.18.0", "A2"),  # the release with the fix
+])
+def test_flashcomm1_without_mtp_or_off_a2_or_fixed_is_quiet(
+        tmp_path: Path, args: list[str], env: dict[str, str], release: str, chip: str) -> None:
+    finding = flags(tmp_path, args, release=release, config=QWEN3_5_MOE_A3B, env=env, chip=chip)
+    assert "flashcomm1-mtp-qwen3-5-moe-a2" not in finding.rules, finding.summary
+
+
+# -- the features the flag rules and the support rows read -------------------------------------
+
+
+def command_features(args: list[str], env: dict[str, str] | None = None) -> list[str]:
+    from checks.builtin.serving_features import command_features as read
+    from checks.builtin.serving_inputs import JSON_FLAGS
+    from probes.target.argv import json_flag
+
+    found = {n: f for n in JSON_FLAGS if (f := json_flag(args, n)) is not None}
+    return read(tuple(args), found, env or {})
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    ("FULL_DECODE_ONLY", ["graph", "graph:full_decode_only"]),
+    ("FULL", ["graph", "graph:full"]),
+    ("PIECEWISE", ["graph", "graph:piecewise"]),
+    ("FULL_AND_PIECEWISE", ["graph", "graph:full_and_piecewise"]),
+    ("NONE", []),  # no graph captured
+    ("SOMETHING_ELSE", ["graph"]),  # not a mode vLLM names: no mode feature
+])
+def test_the_cudagraph_mode_is_a_graph_feature(mode: str, expected: list[str]) -> None:
+    """vllm-project/vllm vllm/config/compilation.py @ ee525ce4fc8c: the five CUDAGraphMode
+    values."""
+    found = command_features(["--compilation-config", f'{{"cudagraph_mode": "{mode}"}}'])
+    assert [f for f in found if f.startswith("graph")] == expected
+
+
+def test_enforce_eager_captures_no_graph_whatever_the_mode() -> None:
+    found = command_features(["--enforce-eager", "--compilation-config",
+                              '{"cudagraph_mode": "FULL"}'])
+    assert not [f for f in found if f.startswith("graph")]
+
+
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    (["--kv-cache-dtype", "fp8_e5m2"], {}, ["kv-cache:fp8_e5m2", "kv-cache:fp8"]),
+    (["--kv-cache-dtype", "auto"], {}, []),
+    (["-dcp", "2"], {}, ["context-parallel", "context-parallel:decode"]),
+    (["--prefill-context-parallel-size", "2", "--decode-context-parallel-size", "1"], {},
+     ["context-parallel", "context-parallel:prefill"]),
+    ([], {"VLLM_ASCEND_ENABLE_CONTEXT_PARALLEL": "1"}, ["context-parallel"]),
+    ([], {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}, ["flashcomm1"]),
+    ([], {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "0"}, []),
+    (["--additional-config", '{"enable_flashcomm1": true}'], {}, ["flashcomm1"]),
+    ([], {"VLLM_ASCEND_FLASHCOMM2_PARALLEL_SIZE": "1"}, ["flashcomm2"]),
+    (["--enable-eplb"], {}, ["eplb"]),
+    ([], {"DYNAMIC_EPLB": "true"}, ["eplb"]),
+    (["--additional-config", '{"eplb_config": {"expert_map_path": "/m/map.json"}}'], {},
+     ["eplb"]),
+    (["--additional-config", '{"dynamic_eplb": false}'], {}, []),
+    (["--kv-transfer-config", '{"kv_connector": "AscendStoreConnector"}'], {},
+     ["pd-disaggregation", "kv-connector:AscendStoreConnector", "kv-pool"]),
+    (["--kv-transfer-config", '{"kv_connector": "MultiConnector", "kv_connector_extra_config":'
+      ' {"connectors": [{"kv_connector": "MooncakeConnectorV1"}]}}'], {},
+     ["pd-disaggregation", "kv-connector:MultiConnector", "kv-connector:MooncakeConnectorV1"]),
+])
+def test_the_command_line_and_environment_features(args: list[str], env: dict[str, str],
+                                                   expected: list[str]) -> None:
+    """How vLLM and vLLM-Ascend spell them: vllm-project/vllm vllm/engine/arg_utils.py @
+    99d7eb5d6a51 (--kv-cache-dtype, -dcp, --enable-eplb, --kv-transfer-config); vLLM-Ascend's
+    additional-config migration table (v0.23.0rc1) and EPLB and KV-pool guides."""
+    found = command_features(["--enforce-eager", *args], env)
+    assert found == expected
+
+
+def test_a_feature_and_the_model_s_towers_are_facts_of_the_deployment(tmp_path: Path) -> None:
+    """`feature.NAME` and `model.multimodal` as flag rules read them."""
+    from checks.builtin.serving_inputs import deployment
+
+    vl = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+          "vision_config": {"depth": 27}}
+    with served(tmp_path / "a", ["--kv-cache-dtype", "fp8"], config=vl) as ctx:
+        d = deployment(ctx)
+        assert d.fact("feature.kv-cache:fp8") == "true" and d.fact("feature.eplb") is None
+        assert d.fact("model.multimodal") is True
+    with served(tmp_path / "b", [], config=QWEN3) as ctx:
+        assert deployment(ctx).fact("model.multimodal") is False
+
+
+@pytest.mark.parametrize("args", [[], ["-tp", "1"], ["--tensor-parallel-size=1"]])
+def test_flashcomm1_on_a_single_tensor_parallel_rank_warns(tmp_path: Path,
+                                                          args: list[str]) -> None:
+    """vLLM-Ascend's sequence-parallelism guide (v0.30.0): FlashComm1 needs
+    tensor_parallel_size > 1; vLLM's default size is 1."""
+    finding = flags(tmp_path, args, release="0.18.0", config=QWEN3, env=FC1)
+    assert finding.status == "warn", finding.summary
+    assert finding.rules == ("flashcomm1-without-tensor-parallel",)
+
+
+def test_flashcomm1_on_a_moe_model_without_expert_parallel_warns(tmp_path: Path) -> None:
+    """The same guide: FlashComm1 on a MoE model needs --enable-expert-parallel."""
+    moe = {**QWEN3_MOE, "num_experts": 128}
+    extra = '{"enable_flashcomm1": true}'
+    without = flags(tmp_path / "a", ["-tp", "4", "--additional-config", extra],
+                    release="0.18.0", config=moe)
+    with_ep = flags(tmp_path / "b", ["-tp", "4", "--enable-expert-parallel",
+                                     "--additional-config", extra], release="0.18.0", config=moe)
+    dense = flags(tmp_path / "c", ["-tp", "4", "--additional-config", extra],
+                  release="0.18.0", config=QWEN3)
+    assert without.status == "warn"
+    assert without.rules == ("flashcomm1-moe-without-expert-parallel",)
+    assert with_ep.status == "pass" and dense.status == "pass", dense.summary
+
+
+def test_parallel_sizes_default_to_one_and_moe_is_read_from_the_experts(tmp_path: Path) -> None:
+    from checks.builtin.serving_inputs import deployment
+
+    deepseek = {**DEEPSEEK_V3, "n_routed_experts": 256}
+    with served(tmp_path / "a", ["-dp", "2"], config=deepseek) as ctx:
+        d = deployment(ctx)
+        assert d.fact("parallel.tensor_parallel_size") == "1"
+        assert d.fact("parallel.data_parallel_size") == "2" and d.fact("model.moe") is True
+    with served(tmp_path / "b", ["-tp", "8"], config=QWEN3) as ctx:
+        d = deployment(ctx)
+        assert d.fact("parallel.tensor_parallel_size") == "8" and d.fact("model.moe") is False
+
