@@ -215,17 +215,32 @@ def checkpoint_format(ctx: Context) -> Finding:
 
 def _unreadable(ctx: Context, directory: str, exc: Exception) -> Finding:
     """The shards cannot be read; what config.json, the msModelSlim description and the
-    command line say is still judged."""
+    command line say is still judged (an FP8 checkpoint on a chip without FP8, a W8A8 one
+    without --quantization ascend)."""
     from checks.builtin.modelslim import without_weights
+    from probes.model.reader import CheckpointError, read_config
 
-    slim = without_weights(ctx, directory)
-    said = [*slim.fails, *slim.warns]
-    rules = ("unreadable", *dict.fromkeys(rule for rule, _ in said))
+    verdict = Verdict([], [], [])
+    evidence: tuple[str, ...] = ()
+    try:
+        config = read_config(ctx.host, directory)
+    except (CheckpointError, HostError):
+        config = None
+    if config is not None:
+        if config.quant.is_fp8:
+            _fp8_gate(ctx, verdict)
+        slim = without_weights(ctx, directory, config)
+        verdict.fails += [Problem(rule, text) for rule, text in slim.fails]
+        verdict.warns += [Problem(rule, text) for rule, text in slim.warns]
+        verdict.remedies += slim.remedies
+        evidence = tuple(slim.evidence)
+    said = [*verdict.fails, *verdict.warns]
+    rules = ("unreadable", *dict.fromkeys(p.rule for p in said))
     remedy = "; ".join(["point --model at a Hugging Face model directory with config.json and "
                         "safetensors shards, and download what is missing or broken",
-                        *slim.remedies])
-    return failed("; ".join([f"cannot read the checkpoint: {exc}", *(t for _, t in said)]),
-                  remedy, *slim.evidence, rules=rules)
+                        *verdict.remedies])
+    return failed("; ".join([f"cannot read the checkpoint: {exc}", *(p.text for p in said)]),
+                  remedy, *evidence, rules=rules)
 
 
 def _modelslim(ctx: Context, model: ModelDir, verdict: Verdict) -> tuple[str, ...]:
@@ -242,6 +257,11 @@ def _modelslim(ctx: Context, model: ModelDir, verdict: Verdict) -> tuple[str, ..
 def _deployability(ctx: Context, model: ModelDir, verdict: Verdict) -> Fp8Gate | None:
     if not is_fp8(model):
         return None
+    return _fp8_gate(ctx, verdict)
+
+
+def _fp8_gate(ctx: Context, verdict: Verdict) -> Fp8Gate:
+    """An FP8 checkpoint on these chips: served as FP8, not servable, or not known."""
     from checks.builtin.fp8_gate import ALTERNATIVES, REMEDY, fp8_gate
 
     gate = fp8_gate(ctx)

@@ -109,19 +109,14 @@ def modelslim(ctx: Context, model: ModelDir) -> SlimVerdict:
     return verdict
 
 
-def without_weights(ctx: Context, directory: str) -> SlimVerdict:
+def without_weights(ctx: Context, directory: str, config: ConfigFacts) -> SlimVerdict:
     """Where the shards cannot be read: config.json, the description and the command line
     still can, and `--quantization ascend` missing is still a reason the start fails."""
     from probes.model.quant import ModelSlimDescription
-    from probes.model.reader import CheckpointError, read_config
 
     verdict = SlimVerdict()
     found = _read(ctx, directory)
     if not isinstance(found, ModelSlimDescription):
-        return verdict
-    try:
-        config = read_config(ctx.host, directory)
-    except (CheckpointError, HostError):
         return verdict
     given, where = _quant_flag(ctx)
     method = config.quant.method if config.quantization else None

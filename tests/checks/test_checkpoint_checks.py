@@ -450,6 +450,22 @@ def test_sound_fp8_on_a_chip_without_fp8_is_not_broken(tmp_path: Path, chip: str
     assert "msModelSlim W8A8" in finding.remedy and "--quantization ascend" in finding.remedy
 
 
+@pytest.mark.parametrize(("chip", "rules"), [
+    ("910B4", ("unreadable", "fp8-not-servable")),
+    ("Ascend950PR", ("unreadable",)),
+])
+def test_an_fp8_config_is_gated_when_the_shards_cannot_be_read(
+        tmp_path: Path, chip: str, rules: tuple[str, ...]) -> None:
+    """config.json's quantization_config alone says FP8: the chip's verdict does not need the
+    shards (an A2 refuses it, the 950 computes FP8)."""
+    model = write_tiny(tmp_path / "m", "block")
+    for shard in model.glob("*.safetensors*"):
+        shard.unlink()
+    finding = checkpoint_format(ctx_for(model, chips=[chip]))
+    assert finding.status == "fail" and finding.rules == rules, finding
+    assert finding.summary.startswith("cannot read the checkpoint")
+
+
 @pytest.mark.parametrize("fmt", ["channel", "tensor"])
 def test_compressed_tensors_fp8_is_gated_too(tmp_path: Path, fmt: str) -> None:
     finding = checkpoint_format(ctx_for(write_tiny(tmp_path / fmt, fmt), chips=["910B4"]))
