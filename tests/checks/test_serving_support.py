@@ -667,3 +667,46 @@ def test_glm5_on_950_waits_for_v0_23_0rc1(tmp_path: Path) -> None:
     added = support(tmp_path / "c", EP16, release="0.23.0rc1", config=GLM5, chip="A5_950")
     assert early.status == "fail" and "glm5-950-before-0230rc1" in " ".join(early.evidence)
     assert "unsupported" not in on_a3.rules and "unsupported" not in added.rules
+
+
+# -- issue 25, third thread harvest: rows from release checklists and maintainers' causes --------
+
+DSV32 = model("deepseek_v32", "DeepseekV32ForCausalLM")
+GEMMA4 = model("gemma4", "Gemma4ForConditionalGeneration")
+KIMI_K25 = model("kimi_k25", "KimiK25ForConditionalGeneration")
+TP8 = ["-tp", "8"]
+THIRD_PASS: list[tuple[Shape, Shape, str]] = [  # (the incident's shape, its twin, the row)
+    # #8270 in the v0.19.0rc1 checklist: decode context parallel 2 on A2; without it, quiet
+    (("0.18.0rc1", DSV32, [*EP16, "-dcp", "2"], "A2"), ("0.18.0rc1", DSV32, EP16, "A2"),
+     "dsv32-dcp-latency-a2-0180rc1"),
+    # #8370: the FULL_DECODE_ONLY graph; PIECEWISE is the way round it
+    (("0.18.0rc1", GEMMA4, ["-tp", "4", *FULL_DECODE], "A2"),
+     ("0.18.0rc1", GEMMA4, ["-tp", "4", *PIECEWISE], "A2"), "gemma4-full-decode-graph-0180rc1"),
+    # #7991 with the v0.18.0 checklist (#8186 solved): 310P on v0.18.0rc1, not on v0.18.0
+    (("0.18.0rc1", QWEN3, ["--enforce-eager"], "310P"),
+     ("0.18.0", QWEN3, ["--enforce-eager"], "310P"), "triton-310p-target-0180rc1"),
+    # #12459 / #12706: PCP/DCP is DeepSeek-V3.1 only; DeepSeek-V4 without it is quiet
+    (("0.23.0rc1", DSV4, [*EP16, "-pcp", "2"], "A3"), ("0.23.0rc1", DSV4, EP16, "A3"),
+     "dsv4-no-context-parallel"),
+    # #14757: 0.24 and 0.25 are silent releases; v0.26.0rc1 is not
+    (("0.25.1rc1", QWEN3, TP8, "A2"), ("0.26.0rc1", QWEN3, TP8, "A2"),
+     "silent-releases-0240-0250"),
+    # #8415: Kimi-K2.5 on v0.18.0rc1; another model on the same release is quiet
+    (("0.18.0rc1", KIMI_K25, EP16, "A3"), ("0.18.0rc1", DSV32, EP16, "A3"),
+     "kimi-k25-tool-call-markers-0180rc1"),
+    # #10522: GLM-5.1 prefill node in PD disaggregation on v0.20.2rc1; co-located is quiet
+    (("0.20.2rc1", GLM5, [*EP16, *KV], "A3"), ("0.20.2rc1", GLM5, EP16, "A3"),
+     "glm51-pd-prefill-crash-0202rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", THIRD_PASS, ids=[k[2] for k in THIRD_PASS])
+def test_a_third_pass_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """The twin differs in the one thing the thread or checklist names: the feature, the
+    release that fixed it, or the model."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
