@@ -710,3 +710,54 @@ def test_a_third_pass_row_fires_on_its_shape_and_not_on_its_twin(
     assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
     assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
     assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+MINIMAX = model("minimax_m2", "MiniMaxM2ForCausalLM")
+EAGLE3 = ["--speculative-config",
+          '{"method": "eagle3", "model": "/d", "num_speculative_tokens": 3}']
+MTP1 = ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']
+NOTES_PASS: list[tuple[Shape, Shape, str]] = [  # (the shape a note names, its twin, the row)
+    # v0.18.0 notes (#8341): EPLB with minimax_m2; the same layout without EPLB is quiet
+    (("0.18.0", MINIMAX, [*EP16, "--enable-eplb"], "A3"), ("0.18.0", MINIMAX, EP16, "A3"),
+     "eplb-minimax-m2-0180"),
+    # v0.18.0 notes (#8402): PCP with eagle3; eagle3 without PCP is quiet
+    (("0.18.0", QWEN3, ["-tp", "4", "-pcp", "2", *EAGLE3], "A2"),
+     ("0.18.0", QWEN3, ["-tp", "4", *EAGLE3], "A2"), "pcp-eagle3-0180"),
+    # v0.23.0rc1 notes: PP with PCP; PP alone is quiet
+    (("0.23.0", QWEN3, ["-tp", "4", "-pp", "2", "-pcp", "2"], "A2"),
+     ("0.23.0", QWEN3, ["-tp", "4", "-pp", "2"], "A2"), "pp-pcp-0230"),
+    # v0.23.0.post1 (#14336): MTP on 310P in v0.23.0; the post release is quiet
+    (("0.23.0", QWEN3_5, ["-tp", "2", *MTP1], "310P"),
+     ("0.23.0.post1", QWEN3_5, ["-tp", "2", *MTP1], "310P"), "mtp-prefix-cache-310p-0230"),
+    # v0.23.0.post1 (#15362): data parallel in v0.23.0; the post release is quiet
+    (("0.23.0", QWEN3, ["-tp", "4", "-dp", "2"], "A2"),
+     ("0.23.0.post1", QWEN3, ["-tp", "4", "-dp", "2"], "A2"), "dp-dummy-run-stale-kv-0230"),
+    # #7452: the pooling runner with prefix caching; without the switch it is quiet
+    (("0.17.0rc1", QWEN3, ["--runner", "pooling", "--enable-prefix-caching"], "A2"),
+     ("0.17.0rc1", QWEN3, ["--runner", "pooling"], "A2"), "pooling-prefix-cache-mismatch-0170rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", NOTES_PASS, ids=[k[2] for k in NOTES_PASS])
+def test_a_notes_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """Rows from the v0.18.0 and v0.23.0 notes and the v0.23.0.post1 fixes: the twin drops the
+    switch the note names, or runs the post release that carries the fix."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+def test_eplb_with_a_w4a8_checkpoint_fails_on_v0_18_0_and_w8a8_does_not(tmp_path: Path) -> None:
+    """v0.18.0 notes (vllm-project/vllm-ascend#8341): EPLB cannot support W4A8; the row names
+    the msModelSlim type, so a W8A8 checkpoint with EPLB is not flagged by it."""
+    w4a8 = {"quant_model_description.json": {"model_quant_type": "W4A8_DYNAMIC"}}
+    hit = support_with(tmp_path / "a", [*EP16, "--enable-eplb"], "0.18.0", DSV32, w4a8,
+                       chip="A3")
+    quiet = support_with(tmp_path / "b", [*EP16, "--enable-eplb"], "0.18.0", DSV32,
+                         MODELSLIM_W8A8, chip="A3")
+    row = "known issue eplb-w4a8-0180"
+    assert hit.status == "fail" and any(e.startswith(row) for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(row) for e in quiet.evidence)
