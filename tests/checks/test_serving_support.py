@@ -761,3 +761,55 @@ def test_eplb_with_a_w4a8_checkpoint_fails_on_v0_18_0_and_w8a8_does_not(tmp_path
     row = "known issue eplb-w4a8-0180"
     assert hit.status == "fail" and any(e.startswith(row) for e in hit.evidence), hit.evidence
     assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+DSV3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+STORE = ["--kv-transfer-config", '{"kv_connector": "AscendStoreConnector", "kv_role": "kv_both"}']
+FC1 = ["--additional-config", '{"enable_flashcomm1": true}']
+CP_PASS: list[tuple[Shape, Shape, str]] = [  # known issues naming PCP/DCP, FlashComm1, KV pool
+    # #9975: DeepSeek-V4 with the KV pool; a plain Mooncake connector is quiet
+    (("0.21.0rc1", DSV4, [*EP16, *STORE], "A3"), ("0.21.0rc1", DSV4, [*EP16, *KV], "A3"),
+     "dsv4-kv-pool-hybrid-manager-0202rc1"),
+    # #9959: MiniMax with DCP and eagle3; eagle3 alone is quiet
+    (("0.20.2rc1", MINIMAX, ["-tp", "8", "-dcp", "2", *EAGLE3], "A3"),
+     ("0.20.2rc1", MINIMAX, ["-tp", "8", *EAGLE3], "A3"), "minimax-cp-eagle3-accuracy-0202rc1"),
+    # #8844: GLM-5 PD with DP on the decode node; PD without DP is quiet
+    (("0.18.0", GLM5, [*EP16, "-dp", "2", *KV], "A3"), ("0.18.0", GLM5, [*EP16, *KV], "A3"),
+     "glm5-pd-dp-accuracy-0180"),
+    # #7489: DeepSeek-R1 with MTP and the KV pool; the pool without MTP is quiet
+    (("0.18.0rc1", DSV3, [*EP16, *MTP1, *STORE], "A3"), ("0.18.0rc1", DSV3, [*EP16, *STORE], "A3"),
+     "dsr1-mtp-kv-pool-counter-0180rc1"),
+    # v0.16.0rc1 notes: DeepSeek-V3.2 DCP with FlashComm1; DCP alone is quiet
+    (("0.16.0rc1", DSV32, [*EP16, "-dcp", "2", *FC1], "A3"),
+     ("0.16.0rc1", DSV32, [*EP16, "-dcp", "2"], "A3"), "dsv32-cp-flashcomm1-0160rc1"),
+    # v0.16.0rc1 notes: the 4-node PD hang is named for A3
+    (("0.16.0rc1", DSV32, [*EP16, *KV], "A3"), ("0.16.0rc1", DSV32, [*EP16, *KV], "A2"),
+     "dsv32-pd-a3-prefill-hang-0160rc1"),
+    # v0.17.0rc1 notes: GLM-5 two-node hang, fixed after the release
+    (("0.17.0rc1", GLM5, EP16, "A3"), ("0.18.0rc1", GLM5, EP16, "A3"),
+     "glm5-two-node-hang-0170rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", CP_PASS, ids=[k[2] for k in CP_PASS])
+def test_a_cp_or_pool_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """Known issues that name a switch the doctor now reads (PCP/DCP, FlashComm1, the KV pool):
+    the twin drops that switch, or changes the chip or release the note names."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+def test_glm5_w4a8_with_mtp_and_flashcomm1_warns_and_without_flashcomm1_does_not(
+        tmp_path: Path) -> None:
+    """v0.21.0rc1 notes (vllm-project/vllm-ascend#9803): GLM-5 W4A8 + MTP + FlashComm1."""
+    w4a8 = {"quant_model_description.json": {"model_quant_type": "W4A8_DYNAMIC"}}
+    mtp3 = ["--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 3}']
+    hit = support_with(tmp_path / "a", [*EP16, *mtp3, *FC1], "0.21.0rc1", GLM5, w4a8, chip="A3")
+    quiet = support_with(tmp_path / "b", [*EP16, *mtp3], "0.21.0rc1", GLM5, w4a8, chip="A3")
+    row = "known issue glm5-w4a8-mtp-flashcomm-0202rc1"
+    assert any(e.startswith(row) for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(row) for e in quiet.evidence)
