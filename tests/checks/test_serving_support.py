@@ -788,6 +788,16 @@ CP_PASS: list[tuple[Shape, Shape, str]] = [  # known issues naming PCP/DCP, Flas
     # v0.17.0rc1 notes: GLM-5 two-node hang, fixed after the release
     (("0.17.0rc1", GLM5, EP16, "A3"), ("0.18.0rc1", GLM5, EP16, "A3"),
      "glm5-two-node-hang-0170rc1"),
+    # v0.22.1rc1 notes (#10964): multi-level pooling with DeepSeek-V4; Mooncake alone is quiet
+    (("0.22.1rc1", DSV4, [*EP16, *STORE], "A3"), ("0.22.1rc1", DSV4, [*EP16, *KV], "A3"),
+     "dsv4-multilevel-pool-0221rc1"),
+    # #7290: eagle3 with FULL_DECODE_ONLY on v0.17.0rc1; PIECEWISE is quiet
+    (("0.17.0rc1", QWEN3, ["-tp", "4", *EAGLE3, *FULL_DECODE], "A2"),
+     ("0.17.0rc1", QWEN3, ["-tp", "4", *EAGLE3, *PIECEWISE], "A2"),
+     "eagle3-full-decode-crash-0170rc1"),
+    # #5750: Qwen3-Next on v0.13.0rc1; the release the maintainers recommend is quiet
+    (("0.13.0rc1", QWEN3_NEXT, ["-tp", "4"], "A2"), ("0.14.0rc1", QWEN3_NEXT, ["-tp", "4"], "A2"),
+     "qwen3-next-triton-package-0130rc1"),
 ]
 
 
