@@ -486,9 +486,9 @@ NEW_MODELS = [  # (config, the last release before the note, the release the not
     (model("minimax_m2", "MiniMaxM2ForCausalLM"), "0.12.0rc1", "0.13.0"),
     (model("deepseek_v4", "DeepseekV4ForCausalLM"), "0.19.1rc1", "0.20.2rc1"),
     (model("gemma4", "Gemma4ForConditionalGeneration"), "0.22.1rc1", "0.23.0rc1"),
-    # the GLM-5 tutorial and vllm-project/vllm-ascend#7449 (Kimi-K2.5): first in v0.17.0rc1
+    # the GLM-5 tutorial: first in v0.17.0rc1; the v0.15.0rc1 notes add Kimi-K2.5
     (model("glm_moe_dsa", "GlmMoeDsaForCausalLM"), "0.16.0rc1", "0.17.0rc1"),
-    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.16.0rc1", "0.17.0rc1"),
+    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.14.0rc1", "0.15.0rc1"),
 ]
 
 
@@ -823,3 +823,14 @@ def test_glm5_w4a8_with_mtp_and_flashcomm1_warns_and_without_flashcomm1_does_not
     row = "known issue glm5-w4a8-mtp-flashcomm-0202rc1"
     assert any(e.startswith(row) for e in hit.evidence), hit.evidence
     assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+def test_kimi_k25_is_refused_before_v0_15_0rc1_and_warned_on_it(tmp_path: Path) -> None:
+    """v0.15.0rc1 notes: Kimi-K2.5 is added there, with a known issue of vLLM 0.15.0."""
+    before = support(tmp_path / "a", EP16, release="0.14.0rc1", config=KIMI_K25, chip="A3")
+    added = support(tmp_path / "b", EP16, release="0.15.0rc1", config=KIMI_K25, chip="A3")
+    later = support(tmp_path / "c", EP16, release="0.17.0rc1", config=KIMI_K25, chip="A3")
+    row = "known issue kimi-k25-vllm-0150-0150rc1"
+    assert before.status == "fail" and "kimi-k25-before-0150rc1" in " ".join(before.evidence)
+    assert "unsupported" not in added.rules and any(e.startswith(row) for e in added.evidence)
+    assert not any(e.startswith(row) for e in later.evidence)
