@@ -486,9 +486,9 @@ NEW_MODELS = [  # (config, the last release before the note, the release the not
     (model("minimax_m2", "MiniMaxM2ForCausalLM"), "0.12.0rc1", "0.13.0"),
     (model("deepseek_v4", "DeepseekV4ForCausalLM"), "0.19.1rc1", "0.20.2rc1"),
     (model("gemma4", "Gemma4ForConditionalGeneration"), "0.22.1rc1", "0.23.0rc1"),
-    # the GLM-5 tutorial and vllm-project/vllm-ascend#7449 (Kimi-K2.5): first in v0.17.0rc1
+    # the GLM-5 tutorial: first in v0.17.0rc1; the v0.15.0rc1 notes add Kimi-K2.5
     (model("glm_moe_dsa", "GlmMoeDsaForCausalLM"), "0.16.0rc1", "0.17.0rc1"),
-    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.16.0rc1", "0.17.0rc1"),
+    (model("kimi_k25", "KimiK25ForConditionalGeneration"), "0.14.0rc1", "0.15.0rc1"),
 ]
 
 
@@ -667,3 +667,170 @@ def test_glm5_on_950_waits_for_v0_23_0rc1(tmp_path: Path) -> None:
     added = support(tmp_path / "c", EP16, release="0.23.0rc1", config=GLM5, chip="A5_950")
     assert early.status == "fail" and "glm5-950-before-0230rc1" in " ".join(early.evidence)
     assert "unsupported" not in on_a3.rules and "unsupported" not in added.rules
+
+
+# -- issue 25, third thread harvest: rows from release checklists and maintainers' causes --------
+
+DSV32 = model("deepseek_v32", "DeepseekV32ForCausalLM")
+GEMMA4 = model("gemma4", "Gemma4ForConditionalGeneration")
+KIMI_K25 = model("kimi_k25", "KimiK25ForConditionalGeneration")
+TP8 = ["-tp", "8"]
+THIRD_PASS: list[tuple[Shape, Shape, str]] = [  # (the incident's shape, its twin, the row)
+    # #8270 in the v0.19.0rc1 checklist: decode context parallel 2 on A2; without it, quiet
+    (("0.18.0rc1", DSV32, [*EP16, "-dcp", "2"], "A2"), ("0.18.0rc1", DSV32, EP16, "A2"),
+     "dsv32-dcp-latency-a2-0180rc1"),
+    # #8370: the FULL_DECODE_ONLY graph; PIECEWISE is the way round it
+    (("0.18.0rc1", GEMMA4, ["-tp", "4", *FULL_DECODE], "A2"),
+     ("0.18.0rc1", GEMMA4, ["-tp", "4", *PIECEWISE], "A2"), "gemma4-full-decode-graph-0180rc1"),
+    # #7991 with the v0.18.0 checklist (#8186 solved): 310P on v0.18.0rc1, not on v0.18.0
+    (("0.18.0rc1", QWEN3, ["--enforce-eager"], "310P"),
+     ("0.18.0", QWEN3, ["--enforce-eager"], "310P"), "triton-310p-target-0180rc1"),
+    # #12459 / #12706: PCP/DCP is DeepSeek-V3.1 only; DeepSeek-V4 without it is quiet
+    (("0.23.0rc1", DSV4, [*EP16, "-pcp", "2"], "A3"), ("0.23.0rc1", DSV4, EP16, "A3"),
+     "dsv4-no-context-parallel"),
+    # #14757: 0.24 and 0.25 are silent releases; v0.26.0rc1 is not
+    (("0.25.1rc1", QWEN3, TP8, "A2"), ("0.26.0rc1", QWEN3, TP8, "A2"),
+     "silent-releases-0240-0250"),
+    # #8415: Kimi-K2.5 on v0.18.0rc1; another model on the same release is quiet
+    (("0.18.0rc1", KIMI_K25, EP16, "A3"), ("0.18.0rc1", DSV32, EP16, "A3"),
+     "kimi-k25-tool-call-markers-0180rc1"),
+    # #10522: GLM-5.1 prefill node in PD disaggregation on v0.20.2rc1; co-located is quiet
+    (("0.20.2rc1", GLM5, [*EP16, *KV], "A3"), ("0.20.2rc1", GLM5, EP16, "A3"),
+     "glm51-pd-prefill-crash-0202rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", THIRD_PASS, ids=[k[2] for k in THIRD_PASS])
+def test_a_third_pass_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """The twin differs in the one thing the thread or checklist names: the feature, the
+    release that fixed it, or the model."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+MINIMAX = model("minimax_m2", "MiniMaxM2ForCausalLM")
+EAGLE3 = ["--speculative-config",
+          '{"method": "eagle3", "model": "/d", "num_speculative_tokens": 3}']
+MTP1 = ["--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}']
+NOTES_PASS: list[tuple[Shape, Shape, str]] = [  # (the shape a note names, its twin, the row)
+    # v0.18.0 notes (#8341): EPLB with minimax_m2; the same layout without EPLB is quiet
+    (("0.18.0", MINIMAX, [*EP16, "--enable-eplb"], "A3"), ("0.18.0", MINIMAX, EP16, "A3"),
+     "eplb-minimax-m2-0180"),
+    # v0.18.0 notes (#8402): PCP with eagle3; eagle3 without PCP is quiet
+    (("0.18.0", QWEN3, ["-tp", "4", "-pcp", "2", *EAGLE3], "A2"),
+     ("0.18.0", QWEN3, ["-tp", "4", *EAGLE3], "A2"), "pcp-eagle3-0180"),
+    # v0.23.0rc1 notes: PP with PCP; PP alone is quiet
+    (("0.23.0", QWEN3, ["-tp", "4", "-pp", "2", "-pcp", "2"], "A2"),
+     ("0.23.0", QWEN3, ["-tp", "4", "-pp", "2"], "A2"), "pp-pcp-0230"),
+    # v0.23.0.post1 (#14336): MTP on 310P in v0.23.0; the post release is quiet
+    (("0.23.0", QWEN3_5, ["-tp", "2", *MTP1], "310P"),
+     ("0.23.0.post1", QWEN3_5, ["-tp", "2", *MTP1], "310P"), "mtp-prefix-cache-310p-0230"),
+    # v0.23.0.post1 (#15362): data parallel in v0.23.0; the post release is quiet
+    (("0.23.0", QWEN3, ["-tp", "4", "-dp", "2"], "A2"),
+     ("0.23.0.post1", QWEN3, ["-tp", "4", "-dp", "2"], "A2"), "dp-dummy-run-stale-kv-0230"),
+    # #7452: the pooling runner with prefix caching; without the switch it is quiet
+    (("0.17.0rc1", QWEN3, ["--runner", "pooling", "--enable-prefix-caching"], "A2"),
+     ("0.17.0rc1", QWEN3, ["--runner", "pooling"], "A2"), "pooling-prefix-cache-mismatch-0170rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", NOTES_PASS, ids=[k[2] for k in NOTES_PASS])
+def test_a_notes_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """Rows from the v0.18.0 and v0.23.0 notes and the v0.23.0.post1 fixes: the twin drops the
+    switch the note names, or runs the post release that carries the fix."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+def test_eplb_with_a_w4a8_checkpoint_fails_on_v0_18_0_and_w8a8_does_not(tmp_path: Path) -> None:
+    """v0.18.0 notes (vllm-project/vllm-ascend#8341): EPLB cannot support W4A8; the row names
+    the msModelSlim type, so a W8A8 checkpoint with EPLB is not flagged by it."""
+    w4a8 = {"quant_model_description.json": {"model_quant_type": "W4A8_DYNAMIC"}}
+    hit = support_with(tmp_path / "a", [*EP16, "--enable-eplb"], "0.18.0", DSV32, w4a8,
+                       chip="A3")
+    quiet = support_with(tmp_path / "b", [*EP16, "--enable-eplb"], "0.18.0", DSV32,
+                         MODELSLIM_W8A8, chip="A3")
+    row = "known issue eplb-w4a8-0180"
+    assert hit.status == "fail" and any(e.startswith(row) for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+DSV3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+STORE = ["--kv-transfer-config", '{"kv_connector": "AscendStoreConnector", "kv_role": "kv_both"}']
+FC1 = ["--additional-config", '{"enable_flashcomm1": true}']
+CP_PASS: list[tuple[Shape, Shape, str]] = [  # known issues naming PCP/DCP, FlashComm1, KV pool
+    # #9975: DeepSeek-V4 with the KV pool; a plain Mooncake connector is quiet
+    (("0.21.0rc1", DSV4, [*EP16, *STORE], "A3"), ("0.21.0rc1", DSV4, [*EP16, *KV], "A3"),
+     "dsv4-kv-pool-hybrid-manager-0202rc1"),
+    # #9959: MiniMax with DCP and eagle3; eagle3 alone is quiet
+    (("0.20.2rc1", MINIMAX, ["-tp", "8", "-dcp", "2", *EAGLE3], "A3"),
+     ("0.20.2rc1", MINIMAX, ["-tp", "8", *EAGLE3], "A3"), "minimax-cp-eagle3-accuracy-0202rc1"),
+    # #8844: GLM-5 PD with DP on the decode node; PD without DP is quiet
+    (("0.18.0", GLM5, [*EP16, "-dp", "2", *KV], "A3"), ("0.18.0", GLM5, [*EP16, *KV], "A3"),
+     "glm5-pd-dp-accuracy-0180"),
+    # #7489: DeepSeek-R1 with MTP and the KV pool; the pool without MTP is quiet
+    (("0.18.0rc1", DSV3, [*EP16, *MTP1, *STORE], "A3"), ("0.18.0rc1", DSV3, [*EP16, *STORE], "A3"),
+     "dsr1-mtp-kv-pool-counter-0180rc1"),
+    # v0.16.0rc1 notes: DeepSeek-V3.2 DCP with FlashComm1; DCP alone is quiet
+    (("0.16.0rc1", DSV32, [*EP16, "-dcp", "2", *FC1], "A3"),
+     ("0.16.0rc1", DSV32, [*EP16, "-dcp", "2"], "A3"), "dsv32-cp-flashcomm1-0160rc1"),
+    # v0.16.0rc1 notes: the 4-node PD hang is named for A3
+    (("0.16.0rc1", DSV32, [*EP16, *KV], "A3"), ("0.16.0rc1", DSV32, [*EP16, *KV], "A2"),
+     "dsv32-pd-a3-prefill-hang-0160rc1"),
+    # v0.17.0rc1 notes: GLM-5 two-node hang, fixed after the release
+    (("0.17.0rc1", GLM5, EP16, "A3"), ("0.18.0rc1", GLM5, EP16, "A3"),
+     "glm5-two-node-hang-0170rc1"),
+    # v0.22.1rc1 notes (#10964): multi-level pooling with DeepSeek-V4; Mooncake alone is quiet
+    (("0.22.1rc1", DSV4, [*EP16, *STORE], "A3"), ("0.22.1rc1", DSV4, [*EP16, *KV], "A3"),
+     "dsv4-multilevel-pool-0221rc1"),
+    # #7290: eagle3 with FULL_DECODE_ONLY on v0.17.0rc1; PIECEWISE is quiet
+    (("0.17.0rc1", QWEN3, ["-tp", "4", *EAGLE3, *FULL_DECODE], "A2"),
+     ("0.17.0rc1", QWEN3, ["-tp", "4", *EAGLE3, *PIECEWISE], "A2"),
+     "eagle3-full-decode-crash-0170rc1"),
+    # #5750: Qwen3-Next on v0.13.0rc1; the release the maintainers recommend is quiet
+    (("0.13.0rc1", QWEN3_NEXT, ["-tp", "4"], "A2"), ("0.14.0rc1", QWEN3_NEXT, ["-tp", "4"], "A2"),
+     "qwen3-next-triton-package-0130rc1"),
+]
+
+
+@pytest.mark.parametrize("shape, twin, row", CP_PASS, ids=[k[2] for k in CP_PASS])
+def test_a_cp_or_pool_row_fires_on_its_shape_and_not_on_its_twin(
+        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
+    """Known issues that name a switch the doctor now reads (PCP/DCP, FlashComm1, the KV pool):
+    the twin drops that switch, or changes the chip or release the note names."""
+    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
+    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
+    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
+    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
+
+
+def test_glm5_w4a8_with_mtp_and_flashcomm1_warns_and_without_flashcomm1_does_not(
+        tmp_path: Path) -> None:
+    """v0.21.0rc1 notes (vllm-project/vllm-ascend#9803): GLM-5 W4A8 + MTP + FlashComm1."""
+    w4a8 = {"quant_model_description.json": {"model_quant_type": "W4A8_DYNAMIC"}}
+    mtp3 = ["--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 3}']
+    hit = support_with(tmp_path / "a", [*EP16, *mtp3, *FC1], "0.21.0rc1", GLM5, w4a8, chip="A3")
+    quiet = support_with(tmp_path / "b", [*EP16, *mtp3], "0.21.0rc1", GLM5, w4a8, chip="A3")
+    row = "known issue glm5-w4a8-mtp-flashcomm-0202rc1"
+    assert any(e.startswith(row) for e in hit.evidence), hit.evidence
+    assert not any(e.startswith(row) for e in quiet.evidence)
+
+
+def test_kimi_k25_is_refused_before_v0_15_0rc1_and_warned_on_it(tmp_path: Path) -> None:
+    """v0.15.0rc1 notes: Kimi-K2.5 is added there, with a known issue of vLLM 0.15.0."""
+    before = support(tmp_path / "a", EP16, release="0.14.0rc1", config=KIMI_K25, chip="A3")
+    added = support(tmp_path / "b", EP16, release="0.15.0rc1", config=KIMI_K25, chip="A3")
+    later = support(tmp_path / "c", EP16, release="0.17.0rc1", config=KIMI_K25, chip="A3")
+    row = "known issue kimi-k25-vllm-0150-0150rc1"
+    assert before.status == "fail" and "kimi-k25-before-0150rc1" in " ".join(before.evidence)
+    assert "unsupported" not in added.rules and any(e.startswith(row) for e in added.evidence)
+    assert not any(e.startswith(row) for e in later.evidence)
