@@ -67,6 +67,7 @@ class ModelFacts:
     multimodal: bool | None = None  # a vision/audio tower in config.json (see `is_multimodal`)
     max_position_embeddings: int | None = None  # the context length vLLM defaults to
     moe: bool | None = None  # routed experts in config.json (see `is_moe`)
+    architectures: tuple[str, ...] = ()  # config.json's, all of them
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,28 @@ def read_model(ctx: Context, args: tuple[str, ...]) -> ModelFacts:
                       num_attention_heads=config.num_attention_heads,
                       multimodal=is_multimodal(config.raw, config.architecture),
                       max_position_embeddings=config.max_position_embeddings,
-                      moe=is_moe(config.raw, config.num_experts))
+                      moe=is_moe(config.raw, config.num_experts),
+                      architectures=_names(config.raw.get("architectures")))
+
+
+def _names(found: Any) -> tuple[str, ...]:
+    return tuple(n for n in found if isinstance(n, str) and n) if isinstance(found, list) else ()
+
+
+def served_architectures(d: Deployment) -> tuple[tuple[str, ...], str]:
+    """The architectures vLLM looks up in its registry and where they come from: the
+    `architectures` of `--hf-overrides` when the command line gives them (vLLM applies the
+    overrides to config.json before the lookup; its supported-models page serves mGTE-TRM with
+    `--hf-overrides '{"architectures": ["GteNewModel"]}'`,
+    https://docs.vllm.ai/en/latest/models/supported_models.html), else config.json's."""
+    if d.args:
+        from probes.target.argv import json_flag
+
+        found = json_flag(d.args, "--hf-overrides")
+        names = _names((found.value or {}).get("architectures")) if found else ()
+        if names:
+            return names, "--hf-overrides"
+    return d.model.architectures, "config.json"
 
 
 def is_moe(raw: Mapping[str, Any], num_experts: int | None) -> bool:

@@ -13,16 +13,31 @@ The judged interpreter's `transformers` is compared with the first release that 
 model's `model_type` (the `transformers` rows of support.yaml): vLLM reads config.json through
 it, so an older one refuses the model type. A development build of the engine is judged by the
 rows of the release it precedes, and says so (warn).
+
+The architectures vLLM looks up (config.json's, or those of `--hf-overrides`) are looked up in
+what the judged interpreter's own vLLM and vLLM-Ascend register, read from their installed
+source (probes.model.vllm_registry): none registered warns, as vLLM then refuses the model
+("Model architectures [...] are not supported for now") unless its Transformers backend serves
+it (registry.py's `inspect_model_cls`, vllm-project/vllm @ 0002bff0b6cb); it fails when that
+backend is ruled out too (`--model-impl vllm`, or a transformers that does not know the model
+type). A registry that cannot be read is "not judged" in the evidence and changes nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from checks import data
+from checks.builtin import facts
 from checks.builtin.compat import dev_base, dev_build_words
 from checks.builtin.serving import support_front
-from checks.builtin.serving_inputs import FAMILY_WORDS, Deployment, deployment
+from checks.builtin.serving_inputs import (
+    FAMILY_WORDS,
+    Deployment,
+    deployment,
+    served_architectures,
+)
 from checks.builtin.serving_rows import (
     KnownIssueRow,
     SupportRow,
@@ -32,6 +47,10 @@ from checks.builtin.serving_rows import (
 )
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
+from probes.host import normalise_dist_name
+
+if TYPE_CHECKING:
+    from probes.model.vllm_registry import Registrations
 
 CHECK_ID = "serving.support"
 CHECK_RULES: dict[str, dict[str, str]] = {
@@ -42,6 +61,7 @@ CHECK_RULES: dict[str, dict[str, str]] = {
         "unsupported": "fail",
         "known-issue": "warn/fail",
         "not-in-our-data": "warn",
+        "architecture-not-registered": "warn/fail",
     },
 }
 # Features always judged ("not in our data" without a row); any other (pooling, LoRA, a
@@ -69,13 +89,15 @@ def serving_support(ctx: Context) -> Finding:
     missing = _missing_input(found)
     if missing is not None:
         return missing
-    verdicts = judge(found)
+    registry, why_not = read_registry(ctx, found)
+    verdicts = judge(found) + judge_architectures(found, registry)
+    notes = [f"not judged: the engine's model registry: {why_not}"] if why_not else []
     if found.model.model_type is None and all(v.status == "pass" for v in verdicts):
         why = found.model.problem or "config.json names no model_type"
         lines = [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
-        return skipped(f"model not judged: {why}", _engine_line(found), *lines,
+        return skipped(f"model not judged: {why}", _engine_line(found), *lines, *notes,
                        rules=("no-model",))
-    return _finding(found, verdicts)
+    return _finding(found, verdicts, notes)
 
 
 def _missing_input(d: Deployment) -> Finding | None:
@@ -203,7 +225,7 @@ def _engine_line(d: Deployment) -> str:
     return f"engine: {d.engine.name} {d.engine.release} ({d.engine.source})"
 
 
-def _finding(d: Deployment, verdicts: list[Verdict]) -> Finding:
+def _finding(d: Deployment, verdicts: list[Verdict], notes: list[str]) -> Finding:
     status = worst([v.status for v in verdicts])
     problems = [v for v in verdicts if v.status != "pass"]
     model = f"{d.model.model_type} ({d.model.source})" if d.model.model_type else \
@@ -212,7 +234,7 @@ def _finding(d: Deployment, verdicts: list[Verdict]) -> Finding:
                 f"transformers: {d.transformers or 'not found in the judged interpreter'}",
                 f"features: {', '.join(d.features) or 'none on the command line'}"]
     evidence += [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
-    evidence += [v.evidence for v in verdicts if v.evidence]
+    evidence += [v.evidence for v in verdicts if v.evidence] + notes
     if not problems:
         summary = (f"{d.engine.name} {d.engine.release} supports {d.model.model_type} on "
                    f"{d.chip_words} with the features in use")
@@ -221,3 +243,99 @@ def _finding(d: Deployment, verdicts: list[Verdict]) -> Finding:
     remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
     rules = tuple(dict.fromkeys(v.rule for v in problems))
     return Finding(status, summary, tuple(evidence), remedy, rules)
+
+
+# -- the architectures the engine registers ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Registry:
+    """What the judged interpreter's vLLM and vLLM-Ascend register, and where it was read."""
+
+    found: Registrations
+    vllm: str  # "vllm 0.11.0"
+    where: str  # the vllm distribution's location
+
+
+def read_registry(ctx: Context, d: Deployment) -> tuple[Registry | None, str]:
+    """The registry of a vLLM-Ascend deployment with a model, or why it was not read ("" when
+    there is nothing to judge: another engine, no model)."""
+    names, _ = served_architectures(d)
+    if d.engine.name != "vllm-ascend" or not d.model.source:
+        return None, ""
+    if not names:
+        return None, "config.json names no architectures"
+    if _model_impl(d) == "transformers":
+        return None, "--model-impl transformers serves the model through the Transformers backend"
+    py = facts.python(ctx)
+    where = py.locations.get(normalise_dist_name("vllm"))
+    if py.error or not where:
+        return None, f"no vllm distribution found in {py.interpreter or 'the judged interpreter'}"
+    from probes.model.vllm_registry import read_registrations
+
+    ascend_at = py.locations.get(normalise_dist_name("vllm-ascend"))
+    found = read_registrations(ctx.host, where, ascend_at)
+    if found.problem:
+        return None, f"vllm's registry not read: {found.problem}"
+    return Registry(found, f"vllm {py.version_of('vllm') or '(version unknown)'}", where), ""
+
+
+def _model_impl(d: Deployment) -> str | None:
+    if not d.args:
+        return None
+    from probes.target.argv import value_of
+
+    return value_of(d.args, "--model-impl")
+
+
+def judge_architectures(d: Deployment, registry: Registry | None) -> list[Verdict]:
+    """A pass when the engine registers one of the architectures vLLM looks up; otherwise warn,
+    or fail when the Transformers backend is ruled out as well."""
+    if registry is None or registry.found.vllm is None:
+        return []
+    from probes.model.vllm_registry import VLLM_REGISTRY, served_as
+
+    names, source = served_architectures(d)
+    ascend, vllm = registry.found.ascend, registry.found.vllm
+    read = (f"{len(vllm.architectures)} architectures registered in {registry.where}/"
+            f"{VLLM_REGISTRY}, {len(ascend)} by vllm-ascend {d.engine.release}")
+    for name in names:
+        if name in ascend:
+            return [Verdict("pass", f"vllm-ascend {d.engine.release} registers {name}", "",
+                            evidence=read)]
+        base = served_as(name, vllm.architectures)
+        if base is not None:
+            how = "registers" if base == name else f"serves {name} as its registered"
+            return [Verdict("pass", f"{registry.vllm} {how} {base}", "", evidence=read)]
+    return [_not_registered(d, registry, names, source, read)]
+
+
+def _not_registered(d: Deployment, registry: Registry, names: tuple[str, ...], source: str,
+                    read: str) -> Verdict:
+    removed = registry.found.vllm.removed if registry.found.vllm else {}
+    text = (f"{registry.vllm} registers none of the architectures {source} names "
+            f"({', '.join(names)}), nor does vllm-ascend {d.engine.release}")
+    text += "".join(f"; vLLM served {n} until {removed[n]}" for n in names if n in removed)
+    remedy = ("Serve it with a vLLM and vLLM-Ascend release that registers the architecture "
+              "(see their supported-models pages), or make sure the Transformers backend "
+              "serves it (--model-impl transformers) before relying on it.")
+    ruled_out = _backend_ruled_out(d)
+    if ruled_out:
+        return Verdict("fail", f"{text}, and {ruled_out}: vLLM refuses the model at start",
+                       "architecture-not-registered", remedy, read)
+    installed = f"transformers {d.transformers}" if d.transformers else "no transformers found"
+    return Verdict("warn", f"{text}: vLLM refuses the model at start unless its Transformers "
+                   f"backend serves it ({installed} in the judged interpreter; the class must be "
+                   "in transformers or in the checkpoint's own code)",
+                   "architecture-not-registered", remedy, read)
+
+
+def _backend_ruled_out(d: Deployment) -> str:
+    """Why the Transformers backend cannot take the model either, or ""."""
+    if _model_impl(d) == "vllm":
+        return "--model-impl vllm rules out the Transformers backend"
+    refused = [v for v in _transformers(d, data.load("support", SupportRow)) if v.status == "fail"]
+    if refused:
+        return (f"transformers {d.transformers} does not know model type {d.model.model_type}, "
+                "so the Transformers backend cannot serve it")
+    return ""

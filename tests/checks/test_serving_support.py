@@ -834,3 +834,164 @@ def test_kimi_k25_is_refused_before_v0_15_0rc1_and_warned_on_it(tmp_path: Path) 
     assert before.status == "fail" and "kimi-k25-before-0150rc1" in " ".join(before.evidence)
     assert "unsupported" not in added.rules and any(e.startswith(row) for e in added.evidence)
     assert not any(e.startswith(row) for e in later.evidence)
+
+
+# -- the architectures the judged interpreter's vLLM and vLLM-Ascend register ------------------
+
+REGISTRY_TEXT = '''
+logger = init_logger(__name__)
+
+_TEXT_GENERATION_MODELS = {{
+    "Qwen3ForCausalLM": ("qwen3", "Qwen3ForCausalLM"),
+{entries}}}
+
+_MULTIMODAL_MODELS = {{
+    "Qwen3VLForConditionalGeneration": ("qwen3_vl", "Qwen3VLForConditionalGeneration"),
+}}
+
+_VLLM_MODELS = {{
+    **_TEXT_GENERATION_MODELS,
+    **_MULTIMODAL_MODELS,
+}}
+
+_PREVIOUSLY_SUPPORTED_MODELS = {{"Phi3SmallForCausalLM": "0.9.2"}}
+'''
+ASCEND_TEXT = '''from vllm import ModelRegistry
+
+
+def register_model():
+    ModelRegistry.register_model(
+        "{name}", "vllm_ascend.models.x:AscendX")
+'''
+
+
+def registered(tmp_path: Path, args: list[str], config: dict[str, Any], *,
+               vllm: list[str] | None = None, registry: str | None = None,
+               ascend: str | None = None, release: str = "0.18.0",
+               packages: dict[str, str] | None = None) -> Finding:
+    """serving.support with vLLM's registry.py registering `vllm` (or holding `registry` as
+    written; neither: only vllm's dist-info) and vllm_ascend/models/__init__.py registering
+    `ascend`, planted in the judged interpreter's site-packages."""
+    site = tmp_path / "site"
+    if vllm is not None:
+        entries = "".join(f'    "{n}": ("m", "{n}"),\n' for n in vllm)
+        registry = REGISTRY_TEXT.format(entries=entries)
+    if registry is not None:
+        path = site / "vllm" / "model_executor" / "models" / "registry.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(registry)
+    if ascend is not None:
+        path = site / "vllm_ascend" / "models" / "__init__.py"
+        path.parent.mkdir(parents=True)
+        path.write_text(ASCEND_TEXT.format(name=ascend))
+    return support_with(tmp_path, args, release, config, packages=packages)
+
+
+def test_an_architecture_the_installed_vllm_does_not_register_warns(tmp_path: Path) -> None:
+    """Qwen3.5 on a vLLM older than the model: the support rows know nothing against the
+    release, the installed registry does not hold Qwen3_5MoeForConditionalGeneration."""
+    finding = registered(tmp_path, [], QWEN3_5_MOE, vllm=["Qwen3MoeForCausalLM"],
+                         packages={"transformers": "4.57.1"})
+    assert finding.status == "warn" and finding.rules == ("architecture-not-registered",)
+    assert ("vllm 0.11.0 registers none of the architectures config.json names "
+            "(Qwen3_5MoeForConditionalGeneration), nor does vllm-ascend 0.18.0"
+            ) in finding.summary
+    assert "Transformers backend" in finding.summary
+    assert "transformers 4.57.1 in the judged interpreter" in finding.summary
+    assert any("3 architectures registered in" in e and "registry.py" in e
+               for e in finding.evidence), finding.evidence
+
+
+def test_an_architecture_the_installed_vllm_registers_passes(tmp_path: Path) -> None:
+    finding = registered(tmp_path, [], QWEN3_5_MOE,
+                         vllm=["Qwen3_5MoeForConditionalGeneration"])
+    assert finding.status == "pass", finding.summary
+    assert "ok: vllm 0.11.0 registers Qwen3_5MoeForConditionalGeneration" in finding.evidence
+
+
+def test_an_architecture_vllm_ascend_registers_passes(tmp_path: Path) -> None:
+    finding = registered(tmp_path, [], QWEN3_5_MOE, vllm=["Qwen3MoeForCausalLM"],
+                         ascend="Qwen3_5MoeForConditionalGeneration")
+    assert finding.status == "pass", finding.summary
+    assert "ok: vllm-ascend 0.18.0 registers Qwen3_5MoeForConditionalGeneration" in \
+        finding.evidence
+
+
+def test_a_task_suffix_swap_to_a_registered_base_passes(tmp_path: Path) -> None:
+    """vLLM serves Qwen3ForSequenceClassification as its registered Qwen3ForCausalLM."""
+    config = {**QWEN3_MOE, "architectures": ["Qwen3ForSequenceClassification"]}
+    finding = registered(tmp_path, [], config, vllm=[], release="0.11.0")
+    assert "architecture-not-registered" not in finding.rules
+    assert ("ok: vllm 0.11.0 serves Qwen3ForSequenceClassification as its registered "
+            "Qwen3ForCausalLM") in finding.evidence
+
+
+def test_only_vllms_dist_info_is_not_judged_and_changes_nothing(tmp_path: Path) -> None:
+    finding = registered(tmp_path, [], QWEN3_5_MOE)
+    assert finding.status == "pass", finding.summary
+    line = next(e for e in finding.evidence if e.startswith("not judged: the engine's model"))
+    assert "registry.py: no such file or directory" in line
+
+
+def test_a_registry_that_does_not_parse_is_not_judged_with_the_reason(tmp_path: Path) -> None:
+    finding = registered(tmp_path, [], QWEN3_5_MOE,
+                         registry='_TEXT_GENERATION_MODELS = {\n    "Qwen3_5Moe": (\n')
+    assert finding.status == "pass", finding.summary
+    line = next(e for e in finding.evidence if e.startswith("not judged: the engine's model"))
+    assert "registry.py, line" in line and "not Python the doctor can parse" in line
+
+
+def test_a_registry_without_models_tables_is_not_judged(tmp_path: Path) -> None:
+    finding = registered(tmp_path, [], QWEN3_5_MOE, registry="MODELS = {}\n")
+    assert finding.status == "pass"
+    assert any("no module-level *_MODELS dict" in e for e in finding.evidence)
+
+
+def test_the_hf_overrides_architecture_is_the_one_judged(tmp_path: Path) -> None:
+    """vLLM applies --hf-overrides to config.json before the lookup: an override naming a
+    registered class passes a checkpoint whose own name is not registered, and the reverse
+    warns, naming the override."""
+    config = {**QWEN3_MOE, "architectures": ["NewModel"]}
+    override = ["--hf-overrides", '{"architectures": ["Qwen3MoeForCausalLM"]}']
+    served = registered(tmp_path / "a", override, config, vllm=["Qwen3MoeForCausalLM"],
+                        release="0.11.0")
+    assert "architecture-not-registered" not in served.rules
+    assert "ok: vllm 0.11.0 registers Qwen3MoeForCausalLM" in served.evidence
+    wrong = ["--hf-overrides", '{"architectures": ["GteNewModel"]}']
+    refused = registered(tmp_path / "b", wrong, QWEN3_MOE, vllm=["Qwen3MoeForCausalLM"],
+                         release="0.11.0")
+    assert "architecture-not-registered" in refused.rules
+    assert "the architectures --hf-overrides names (GteNewModel)" in refused.summary
+
+
+def test_transformers_that_does_not_know_the_type_makes_it_fail_with_both_reasons(
+        tmp_path: Path) -> None:
+    config = {**QWEN3_VL, "architectures": ["Qwen3VLMoeForConditionalGeneration"]}
+    finding = registered(tmp_path, [], config, vllm=[], release="0.11.0rc0",
+                         packages={"transformers": "4.56.2"})
+    assert finding.status == "fail"
+    assert finding.rules == ("unsupported", "architecture-not-registered")
+    assert ("registers none of the architectures config.json names "
+            "(Qwen3VLMoeForConditionalGeneration)") in finding.summary
+    assert "transformers 4.56.2 does not know model type qwen3_vl, so the Transformers " \
+        "backend cannot serve it" in finding.summary
+
+
+def test_model_impl_vllm_fails_and_model_impl_transformers_is_not_judged(
+        tmp_path: Path) -> None:
+    native = registered(tmp_path / "a", ["--model-impl", "vllm"], QWEN3_5_MOE,
+                        vllm=["Qwen3MoeForCausalLM"])
+    assert native.status == "fail" and native.rules == ("architecture-not-registered",)
+    assert "--model-impl vllm rules out the Transformers backend" in native.summary
+    backend = registered(tmp_path / "b", ["--model-impl", "transformers"], QWEN3_5_MOE,
+                         vllm=["Qwen3MoeForCausalLM"])
+    assert backend.status == "pass", backend.summary
+    assert ("not judged: the engine's model registry: --model-impl transformers serves the "
+            "model through the Transformers backend") in backend.evidence
+
+
+def test_an_architecture_vllm_dropped_says_the_last_release(tmp_path: Path) -> None:
+    config = {**QWEN3_MOE, "architectures": ["Phi3SmallForCausalLM"]}
+    finding = registered(tmp_path, [], config, vllm=[], release="0.11.0")
+    assert "architecture-not-registered" in finding.rules
+    assert "vLLM served Phi3SmallForCausalLM until 0.9.2" in finding.summary

@@ -99,7 +99,7 @@ def test_an_annotated_table_is_read() -> None:
 
 
 def test_text_that_is_not_python_is_a_parse_error_naming_the_file() -> None:
-    with pytest.raises(ParseError, match="registry.py, line 2: not Python"):
+    with pytest.raises(ParseError, match=r"registry\.py, line 2: not Python"):
         parse_vllm_registry('X = 1\n_TEXT_GENERATION_MODELS = {"A": (\n', "x/registry.py")
 
 
