@@ -260,10 +260,9 @@ class Registry:
 def read_registry(ctx: Context, d: Deployment) -> tuple[Registry | None, str]:
     """The registry of a vLLM-Ascend deployment with a model, or why it was not read ("" when
     there is nothing to judge: another engine, no model)."""
-    names, _ = served_architectures(d)
     if d.engine.name != "vllm-ascend" or not d.model.source:
         return None, ""
-    if not names:
+    if not served_architectures(d)[0]:
         return None, "config.json names no architectures"
     if _model_impl(d) == "transformers":
         return None, "--model-impl transformers serves the model through the Transformers backend"

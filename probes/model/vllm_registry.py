@@ -68,10 +68,15 @@ def parse_vllm_registry(text: str, what: str = VLLM_REGISTRY) -> VllmRegistry:
         raise ParseError(what, "no module-level *_MODELS dict: not a registry the doctor reads")
     spread = tables.get(SPREAD_INTO)
     names = _spread_names(spread) if spread is not None else []
-    chosen = [tables[n] for n in names if n in tables] + ([spread] if spread is not None else [])
-    if not names or len(chosen) <= 1:
-        chosen = list(tables.values())
+    unknown = [n for n in names if n not in dicts]
+    if unknown:  # tables kept elsewhere: what this file holds is not the whole registry
+        raise ParseError(what, f"{SPREAD_INTO} spreads {', '.join(unknown)}, not a dict "
+                         "literal of this file: not a registry the doctor reads")
+    chosen = [dicts[n] for n in names] + [spread] if spread is not None and names \
+        else list(tables.values())
     found = frozenset(key for node in chosen for key in _keys(node))
+    if not found:
+        raise ParseError(what, "its *_MODELS dicts register no architecture")
     return VllmRegistry(found, removed)
 
 

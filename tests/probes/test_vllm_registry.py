@@ -93,6 +93,18 @@ def test_without_vllm_models_every_models_table_counts_but_the_previous_ones() -
     assert "Phi3SmallForCausalLM" not in found
 
 
+def test_a_table_spread_from_another_module_is_a_parse_error_not_an_empty_registry() -> None:
+    text = "from .tables import _TEXT_GENERATION_MODELS\n" + REGISTRY.replace(
+        "_TEXT_GENERATION_MODELS = {", "_OTHER = {")
+    with pytest.raises(ParseError, match="spreads _TEXT_GENERATION_MODELS, not a dict literal"):
+        parse_vllm_registry(text)
+
+
+def test_tables_without_a_single_key_are_a_parse_error() -> None:
+    with pytest.raises(ParseError, match="register no architecture"):
+        parse_vllm_registry("_A_MODELS = {}\n_VLLM_MODELS = {**_A_MODELS}\n")
+
+
 def test_an_annotated_table_is_read() -> None:
     text = 'X_MODELS: dict[str, tuple[str, str]] = {"AForCausalLM": ("a", "A")}\n'
     assert parse_vllm_registry(text).architectures == {"AForCausalLM"}
