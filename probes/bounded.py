@@ -110,15 +110,8 @@ def read_regular(path: str, offset: int = 0, length: int | None = None, *,
     if want > max(max_bytes, MAX_RANGE_BYTES):
         raise PathUnreadable(shown, f"asks for {want:,} bytes, more than the "
                                     f"{max(max_bytes, MAX_RANGE_BYTES):,} a read may take")
+    fd = _open_regular(path, owner, root, shown)
     try:
-        _refuse_type(shown, os.stat(path).st_mode)
-        if owner is not None:
-            check_owner(path, root, owner, shown)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _error(shown, exc) from None
-    try:
-        _refuse_type(shown, os.fstat(fd).st_mode)
         limit = want + 1 if length is None else want
         data = _read_fd(fd, offset, limit, time.monotonic() + deadline_s, shown)
     except OSError as exc:
@@ -150,6 +143,19 @@ def read_ranges(path: str, ranges: Sequence[tuple[int, int]], *,
         if length > MAX_RANGE_BYTES:
             raise PathUnreadable(shown, f"asks for {length:,} bytes, more than the "
                                         f"{MAX_RANGE_BYTES:,} a read may take")
+    fd = _open_regular(path, owner, root, shown)
+    try:
+        deadline = time.monotonic() + deadline_s
+        return [_read_fd(fd, offset, length, deadline, shown) for offset, length in ranges]
+    except OSError as exc:
+        raise _error(shown, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: str, owner: Owner | None, root: str, shown: str) -> int:
+    """A read-only descriptor of the regular file at `path` (checked before and after the
+    open, so a swap in between is refused), its owner checked; the caller closes it."""
     try:
         _refuse_type(shown, os.stat(path).st_mode)
         if owner is not None:
@@ -159,12 +165,13 @@ def read_ranges(path: str, ranges: Sequence[tuple[int, int]], *,
         raise _error(shown, exc) from None
     try:
         _refuse_type(shown, os.fstat(fd).st_mode)
-        deadline = time.monotonic() + deadline_s
-        return [_read_fd(fd, offset, length, deadline, shown) for offset, length in ranges]
     except OSError as exc:
-        raise _error(shown, exc) from None
-    finally:
         os.close(fd)
+        raise _error(shown, exc) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _read_fd(fd: int, offset: int, limit: int, deadline: float, shown: str) -> bytes:

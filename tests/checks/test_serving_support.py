@@ -271,18 +271,6 @@ KNOWN = [  # (release, model, shape, its healthy twin, the row): from each relea
 ]
 
 
-@pytest.mark.parametrize("release, config, shape, twin, row", KNOWN,
-                         ids=[k[4] for k in KNOWN])
-def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
-        tmp_path: Path, release: str, config: dict[str, Any], shape: list[str],
-        twin: list[str], row: str) -> None:
-    hit = support(tmp_path / "a", shape, release=release, config=config)
-    quiet = support(tmp_path / "b", twin, release=release, config=config)
-    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
-    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
-    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
-
-
 # -- the checkpoint's own quantization, the chip without a model, transformers, dev builds ------
 
 QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16"}
@@ -582,9 +570,9 @@ NEW_KNOWN = [  # (release, model, shape, its healthy twin, the row)
 ]
 
 
-@pytest.mark.parametrize("release, config, shape, twin, row", NEW_KNOWN,
-                         ids=[k[4] for k in NEW_KNOWN])
-def test_a_new_known_issue_fires_on_its_shape_and_not_on_its_twin(
+@pytest.mark.parametrize("release, config, shape, twin, row", KNOWN + NEW_KNOWN,
+                         ids=[k[4] for k in KNOWN + NEW_KNOWN])
+def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
         tmp_path: Path, release: str, config: dict[str, Any], shape: list[str],
         twin: list[str], row: str) -> None:
     hit = support(tmp_path / "a", shape, release=release, config=config)
@@ -631,18 +619,6 @@ SECOND_PASS: list[tuple[Shape, Shape, str]] = [  # (the incident's shape, its tw
     (("0.15.0rc1", QWEN3, ["-tp", "2", *KV], "A2"), ("0.16.0rc1", QWEN3, ["-tp", "2", *KV], "A2"),
      "mooncake-connector-start-0150rc1"),
 ]
-
-
-@pytest.mark.parametrize("shape, twin, row", SECOND_PASS, ids=[k[2] for k in SECOND_PASS])
-def test_a_second_pass_row_fires_on_its_shape_and_not_on_its_twin(
-        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
-    """The twin differs in one thing the thread or note names: the chip, the release that
-    fixed it (or the one the reporter rolled back to), or the feature."""
-    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
-    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
-    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
-    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
-    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
 
 
 def test_a_known_issue_of_one_msmodelslim_type_spares_the_others(tmp_path: Path) -> None:
@@ -700,18 +676,6 @@ THIRD_PASS: list[tuple[Shape, Shape, str]] = [  # (the incident's shape, its twi
 ]
 
 
-@pytest.mark.parametrize("shape, twin, row", THIRD_PASS, ids=[k[2] for k in THIRD_PASS])
-def test_a_third_pass_row_fires_on_its_shape_and_not_on_its_twin(
-        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
-    """The twin differs in the one thing the thread or checklist names: the feature, the
-    release that fixed it, or the model."""
-    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
-    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
-    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
-    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
-    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
-
-
 MINIMAX = model("minimax_m2", "MiniMaxM2ForCausalLM")
 EAGLE3 = ["--speculative-config",
           '{"method": "eagle3", "model": "/d", "num_speculative_tokens": 3}']
@@ -736,18 +700,6 @@ NOTES_PASS: list[tuple[Shape, Shape, str]] = [  # (the shape a note names, its t
     (("0.17.0rc1", QWEN3, ["--runner", "pooling", "--enable-prefix-caching"], "A2"),
      ("0.17.0rc1", QWEN3, ["--runner", "pooling"], "A2"), "pooling-prefix-cache-mismatch-0170rc1"),
 ]
-
-
-@pytest.mark.parametrize("shape, twin, row", NOTES_PASS, ids=[k[2] for k in NOTES_PASS])
-def test_a_notes_row_fires_on_its_shape_and_not_on_its_twin(
-        tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
-    """Rows from the v0.18.0 and v0.23.0 notes and the v0.23.0.post1 fixes: the twin drops the
-    switch the note names, or runs the post release that carries the fix."""
-    hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
-    quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
-    assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
-    assert any(e.startswith(f"known issue {row}") for e in hit.evidence), hit.evidence
-    assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence), quiet.evidence
 
 
 def test_eplb_with_a_w4a8_checkpoint_fails_on_v0_18_0_and_w8a8_does_not(tmp_path: Path) -> None:
@@ -800,12 +752,14 @@ CP_PASS: list[tuple[Shape, Shape, str]] = [  # known issues naming PCP/DCP, Flas
      "qwen3-next-triton-package-0130rc1"),
 ]
 
+SHAPED = SECOND_PASS + THIRD_PASS + NOTES_PASS + CP_PASS
 
-@pytest.mark.parametrize("shape, twin, row", CP_PASS, ids=[k[2] for k in CP_PASS])
-def test_a_cp_or_pool_row_fires_on_its_shape_and_not_on_its_twin(
+
+@pytest.mark.parametrize("shape, twin, row", SHAPED, ids=[k[2] for k in SHAPED])
+def test_a_row_fires_on_its_shape_and_not_on_its_twin(
         tmp_path: Path, shape: Shape, twin: Shape, row: str) -> None:
-    """Known issues that name a switch the doctor now reads (PCP/DCP, FlashComm1, the KV pool):
-    the twin drops that switch, or changes the chip or release the note names."""
+    """The twin differs in the one thing the thread or note names: the chip, the release that
+    fixed it (or the one the reporter rolled back to), the feature or switch, or the model."""
     hit = support(tmp_path / "a", shape[2], release=shape[0], config=shape[1], chip=shape[3])
     quiet = support(tmp_path / "b", twin[2], release=twin[0], config=twin[1], chip=twin[3])
     assert hit.status in ("warn", "fail") and "known-issue" in hit.rules
