@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import http.server
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,15 +28,20 @@ def models_list(model_id: str) -> bytes:
                       ).encode()
 
 
-@contextmanager
-def stub_server(routes: Mapping[str, Reply]) -> Iterator[str]:
-    """Serve `routes` (path -> reply; others 404) on 127.0.0.1; yields its base URL."""
+Answer = tuple[int, str, bytes]  # status, content type, body
+Routes = Mapping[str, Callable[[dict[str, str]], Answer]]  # path -> the answer to its headers
+NOT_FOUND: Answer = (404, "application/json", b'{"detail": "Not Found"}')
+
+
+def route_handler(routes: Routes) -> type[http.server.BaseHTTPRequestHandler]:
+    """A handler answering GET and POST on `routes` (its body read and dropped); others 404."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def _answer(self) -> None:
             self.rfile.read(int(self.headers.get("content-length", 0)))
-            kind, body = routes.get(self.path, ("application/json", b'{"detail": "Not Found"}'))
-            self.send_response(200 if self.path in routes else 404)
+            route = routes.get(self.path)
+            status, kind, body = route(dict(self.headers)) if route else NOT_FOUND
+            self.send_response(status)
             self.send_header("content-type", kind)
             self.send_header("content-length", str(len(body)))
             self.end_headers()
@@ -47,5 +52,13 @@ def stub_server(routes: Mapping[str, Reply]) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    with loopback_server(Handler) as url:
+    return Handler
+
+
+@contextmanager
+def stub_server(routes: Mapping[str, Reply]) -> Iterator[str]:
+    """Serve `routes` (path -> reply; others 404) on 127.0.0.1; yields its base URL."""
+    fixed: Routes = {path: (lambda headers, r=reply: (200, *r))
+                     for path, reply in routes.items()}
+    with loopback_server(route_handler(fixed)) as url:
         yield url

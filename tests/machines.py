@@ -163,3 +163,16 @@ def pci_function(root: FakeRoot, chain: list[str], vendor: str, device: str, kla
     for name, value in files.items():
         root.file(f"{real}/{name}", value + "\n")
     root.link(f"/sys/bus/pci/devices/{address}", "../../.." + real.removeprefix("/sys"))
+
+
+def demo_recording(where: Path) -> Path:
+    """The demo's recorded Atlas A2 machine (scripts/build_demo_assets.py), built under
+    `where`; the path to pass to `--from`."""
+    scripts = str(Path(__file__).resolve().parents[1] / "scripts")
+    sys.path.insert(0, scripts)
+    try:
+        from build_demo_assets import build_a2 as build_recording
+    finally:
+        sys.path.remove(scripts)
+    recorded: Path = build_recording(where)
+    return recorded

@@ -255,6 +255,8 @@ class Registry:
     found: Registrations
     vllm: str  # "vllm 0.11.0"
     where: str  # the vllm distribution's location
+    names: tuple[str, ...]  # the architectures vLLM looks up (served_architectures)
+    source: str  # where they come from: config.json or --hf-overrides
 
 
 def read_registry(ctx: Context, d: Deployment) -> tuple[Registry | None, str]:
@@ -262,7 +264,8 @@ def read_registry(ctx: Context, d: Deployment) -> tuple[Registry | None, str]:
     there is nothing to judge: another engine, no model)."""
     if d.engine.name != "vllm-ascend" or not d.model.source:
         return None, ""
-    if not served_architectures(d)[0]:
+    names, source = served_architectures(d)
+    if not names:
         return None, "config.json names no architectures"
     if _model_impl(d) == "transformers":
         return None, "--model-impl transformers serves the model through the Transformers backend"
@@ -276,7 +279,8 @@ def read_registry(ctx: Context, d: Deployment) -> tuple[Registry | None, str]:
     found = read_registrations(ctx.host, where, ascend_at)
     if found.problem:
         return None, f"vllm's registry not read: {found.problem}"
-    return Registry(found, f"vllm {py.version_of('vllm') or '(version unknown)'}", where), ""
+    vllm = f"vllm {py.version_of('vllm') or '(version unknown)'}"
+    return Registry(found, vllm, where, names, source), ""
 
 
 def _model_impl(d: Deployment) -> str | None:
@@ -294,7 +298,7 @@ def judge_architectures(d: Deployment, registry: Registry | None) -> list[Verdic
         return []
     from probes.model.vllm_registry import VLLM_REGISTRY, served_as
 
-    names, source = served_architectures(d)
+    names, source = registry.names, registry.source
     ascend, vllm = registry.found.ascend, registry.found.vllm
     read = (f"{len(vllm.architectures)} architectures registered in {registry.where}/"
             f"{VLLM_REGISTRY}, {len(ascend)} by vllm-ascend {d.engine.release}")

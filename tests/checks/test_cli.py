@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS_DIR, FakeRoot
+from machines import demo_recording
 
 from checks.cli import main
 
@@ -88,12 +89,7 @@ def test_npu_without_npu_smi_says_why(fake_root: FakeRoot, capsys: pytest.Captur
 
 
 def test_npu_from_the_demo_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from build_demo_assets import build_a2
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    recording = build_a2(tmp_path)
+    recording = demo_recording(tmp_path)
     code, doc = npu_json(capsys, "--from", str(recording))
     assert code == 0 and len(doc["chips"]) == 8  # type: ignore[arg-type]
     assert main(["npu", "--from", str(recording)]) == 0

@@ -3,11 +3,9 @@ answers with recorded bodies (tests/corpus/serving; provenance in its README).""
 
 from __future__ import annotations
 
-import http.server
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,6 +14,8 @@ from checks.context import Context
 from checks.policy import load_policy
 from probes.http import EndpointTarget, Secret
 from probes.live import LiveHost
+from tests.endpoint_fixtures import Answer as Reply
+from tests.endpoint_fixtures import Routes, route_handler
 from tests.loopback_fixtures import loopback_servers
 
 SERVING = Path(__file__).resolve().parents[1] / "corpus" / "serving"
@@ -23,8 +23,6 @@ STREAM = (SERVING / "llamacpp_chat_stream.sse").read_bytes()
 MODELS = (SERVING / "llamacpp_models.json").read_bytes()
 MODEL_ID = json.loads(MODELS)["data"][0]["id"]
 
-Reply = tuple[int, str, bytes]  # status, content type, body
-Routes = dict[str, Callable[[dict[str, str]], Reply]]
 
 
 def ok_json(body: bytes) -> Callable[[dict[str, str]], Reply]:
@@ -42,28 +40,7 @@ def text(body: bytes) -> Callable[[dict[str, str]], Reply]:
 @pytest.fixture
 def server() -> Iterator[Callable[[Routes], str]]:
     with loopback_servers() as serve:
-        yield lambda routes: serve(_handler(routes))
-
-
-def _handler(routes: Routes) -> type[http.server.BaseHTTPRequestHandler]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", 0)))
-            route = routes.get(self.path)
-            status, kind, body = (route(dict(self.headers)) if route else
-                                  (404, "application/json", b'{"detail": "Not Found"}'))
-            self.send_response(status)
-            self.send_header("content-type", kind)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    return Handler
+        yield lambda routes: serve(route_handler(routes))
 
 
 def ctx(url: str, model: str | None = None, key: Secret | None = None) -> Context:

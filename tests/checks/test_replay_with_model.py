@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from machines import demo_recording
 from tokenizer_fixtures import write_qwen3_model_dir
 
 from checks.cli import main
@@ -13,19 +13,10 @@ from checks.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def demo_recording(tmp_path: Path) -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from build_demo_assets import build_a2
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return build_a2(tmp_path / "recorded")
-
-
 def test_the_tokenizer_of_a_model_on_this_machine_is_loaded(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = write_qwen3_model_dir(tmp_path / "model")
-    main(["--from", str(demo_recording(tmp_path)), "--model", str(model),
+    main(["--from", str(demo_recording(tmp_path / "recorded")), "--model", str(model),
           "--only", "tokenizer.dtype"])
     out = capsys.readouterr().out
     assert "not on this machine" not in out

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from machines import demo_recording
 
 from checks.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def demo_recording(tmp_path: Path) -> Path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from build_demo_assets import build_a2
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return build_a2(tmp_path)
 
 
 def test_a_run_with_nothing_to_fix_has_no_double_blank_line(
