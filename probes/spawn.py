@@ -13,6 +13,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Literal
@@ -23,6 +24,11 @@ MIB = 1024 * 1024
 # After a timeout, how long to wait for the killed process group to release the pipes.
 KILL_GRACE_S = 0.4
 _READ_BYTES = 64 * 1024
+# Children started and not yet reaped: a run that ends while a check's thread still waits on
+# one (its check timed out) ends them all (end_unfinished), since they run in sessions of
+# their own and would outlive this process.
+_UNFINISHED: set[subprocess.Popen[bytes]] = set()
+_UNFINISHED_LOCK = threading.Lock()
 
 Ending = Literal["closed", "timeout", "output_limit"]
 
@@ -79,6 +85,9 @@ class Started:
         self.argv = argv
         self._proc = proc
         self._error = error
+        if proc is not None:
+            with _UNFINISHED_LOCK:
+                _UNFINISHED.add(proc)
         self._done = proc is None
 
     @property
@@ -109,6 +118,7 @@ class Started:
             ending = _run(proc, output, started_s + timeout_s)
         finally:
             output.close()
+            _forget(proc)
         return _result(proc, self.argv, ending, output, timeout_s,
                        time.monotonic() - started_s)
 
@@ -123,6 +133,24 @@ class Started:
                 with contextlib.suppress(OSError):
                     pipe.close()
         _reap(self._proc)
+        _forget(self._proc)
+
+
+def end_unfinished() -> int:
+    """Kill the process group of every child started and not yet finished or discarded (a
+    thread may still be finishing one whose check timed out); returns how many. For the end
+    of a run: the threads that own them are abandoned with it."""
+    with _UNFINISHED_LOCK:
+        procs = list(_UNFINISHED)
+        _UNFINISHED.clear()
+    for proc in procs:
+        _kill_group(proc)
+    return len(procs)
+
+
+def _forget(proc: subprocess.Popen[bytes]) -> None:
+    with _UNFINISHED_LOCK:
+        _UNFINISHED.discard(proc)
 
 
 def _run(proc: subprocess.Popen[bytes], output: _Output, deadline_s: float) -> Ending:

@@ -129,6 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from checks.builtin import tokenizer_early
 
             tokenizer_early.discard()
+        _end_children()
+
+
+def _end_children() -> None:
+    """A check that timed out leaves its thread waiting on a child (the chat-template
+    renderer, a slow program): the run ends it rather than leave it to outlive the doctor."""
+    spawn = sys.modules.get("probes.spawn")  # nothing started when it was never imported
+    if spawn is not None:
+        spawn.end_unfinished()
 
 
 TOKENIZER_CHECKS = ("tokenizer.dtype", "tokenizer.token-ids")  # they render the chat template

@@ -163,3 +163,46 @@ def test_a_run_that_does_not_use_it_leaves_no_process(healthy: Path, tmp_path: P
     capsys.readouterr()
     assert tokenizer_early._WAITING == []
     assert set(children_of_this_process()) <= before, os.listdir("/proc/self/task")
+
+
+def test_a_run_whose_tokenizer_check_timed_out_leaves_no_renderer(healthy: Path,
+                                                                   tmp_path: Path) -> None:
+    """The renderer stops answering (SIGSTOP) and its own wall-clock limit is long, so the
+    check times out first while a thread still waits on it: the run ends it anyway."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("runner:\n  check_timeout_s: 1\n")
+    script = CHILDREN + f"""
+import contextlib, io, json, os, signal, time
+import probes.model.chat_template as chat
+from checks import cli
+from checks.builtin import tokenizer_early
+chat.MAX_SECONDS = 600.0
+real_start = tokenizer_early.start
+pids = []
+def start():
+    real_start()
+    pids.append(tokenizer_early._WAITING[0].pid)
+    os.kill(pids[0], signal.SIGSTOP)
+tokenizer_early.start = start
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    cli.main(["--model", {str(healthy)!r}, "--only", "tokenizer.dtype", "--json",
+              "--policy", {str(policy)!r}])
+status = json.loads(out.getvalue())["results"][0]["status"]
+def alive(pid):
+    try:
+        with open(f"/proc/{{pid}}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+deadline = time.monotonic() + 5
+while pids and alive(pids[0]) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(json.dumps({{"status": status, "started": bool(pids),
+                   "alive": bool(pids) and alive(pids[0])}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["started"] and out["status"] != "pass"
+    assert not out["alive"]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
-from probes.spawn import spawn, start
+from probes.spawn import end_unfinished, spawn, start
 
 ENV = dict(os.environ)
 ENDLESS = "import sys\nwhile True: sys.{}.write('x' * 65536)"
@@ -153,3 +154,21 @@ def test_a_child_that_cannot_start_finishes_as_an_error(tmp_path: Path) -> None:
     result = started.finish(5, data=b"work")
     assert result.outcome == "error" and "missing" in (result.error or "")
     started.discard()
+
+
+def test_end_unfinished_ends_a_child_another_thread_still_waits_on() -> None:
+    started = start([sys.executable, "-c", "import time; time.sleep(60)"], ENV)
+    results = []
+    waiter = threading.Thread(target=lambda: results.append(started.finish(60)))
+    waiter.start()
+    time.sleep(0.2)
+    assert end_unfinished() == 1
+    waiter.join(10)
+    assert not waiter.is_alive() and results[0].exit_code != 0
+    assert end_unfinished() == 0  # finished children are forgotten
+
+
+def test_end_unfinished_leaves_finished_and_discarded_children_alone() -> None:
+    spawn([sys.executable, "-c", "pass"], 60, ENV)
+    start([sys.executable, "-c", "import time; time.sleep(60)"], ENV).discard()
+    assert end_unfinished() == 0
