@@ -9,7 +9,8 @@ Names (a row or rule may name any of them):
 - `graph` (ACL graph: neither --enforce-eager nor cudagraph_mode NONE), `graph:<mode>` for
   --compilation-config's cudagraph_mode in lower case (`graph:piecewise`, `graph:full`,
   `graph:full_decode_only`, `graph:full_and_piecewise`), `graph:full_cuda_graph`,
-  `graph:torchair`, `ascend-scheduler`.
+  `graph:torchair`, `ascend-scheduler`, `speculative-graph` (the speculative drafter in graph
+  mode: graphs on and no `enforce_eager` true in --speculative-config).
 - `kv-cache:<dtype>` for a --kv-cache-dtype other than auto, and `kv-cache:fp8` for every FP8
   spelling of it (fp8, fp8_e4m3, fp8_e5m2, ...).
 - `context-parallel` with `context-parallel:prefill` / `context-parallel:decode` (PCP / DCP).
@@ -48,6 +49,7 @@ def command_features(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
         found.append("ray")
     found += switches(args)
     found += graph(args, flags)
+    found += drafter_graph(found, flags)
     found += kv_cache(args)
     found += context_parallel(args, flags, env)
     found += flashcomm(flags, env)
@@ -112,6 +114,18 @@ def graph(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
     if at_path(extra, "ascend_scheduler_config.enabled") is True:
         found.append("ascend-scheduler")
     return found
+
+
+def drafter_graph(found: list[str], flags: Mapping[str, JsonFlag]) -> list[str]:
+    """`speculative-graph` where the speculative drafter runs in graph mode: the model is
+    served with graphs and --speculative-config does not set `enforce_eager` true (the
+    drafter-only eager switch the vllm-project/vllm-ascend#10005 thread uses as its
+    workaround)."""
+    if "speculative" not in found or "graph" not in found:
+        return []
+    if at_path(json_value(flags, "--speculative-config"), "enforce_eager") is True:
+        return []
+    return ["speculative-graph"]
 
 
 def kv_cache(args: tuple[str, ...]) -> list[str]:
