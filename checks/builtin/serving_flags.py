@@ -34,7 +34,8 @@ CHECK_ID = "serving.flags"
 
 
 def _rules() -> dict[str, str]:
-    rules = {"no-engine": "skip", "environment-unreadable": "skip", "json-unreadable": "warn"}
+    rules = {"no-engine": "skip", "environment-unreadable": "skip", "json-unreadable": "warn",
+             "mindie-config-unreadable": "warn"}
     rules.update({row.id: row.status for row in data.load("flags", FlagRow)})
     return rules
 
@@ -69,6 +70,10 @@ def judge(d: Deployment) -> list[Outcome]:
 
 
 def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
+    if d.mindie_config is None and _reads_mindie(row):
+        if d.engine.name == "mindie" and release_matches(row, d.engine.release):
+            return Outcome(row, not_judged=d.mindie_problem)
+        return Outcome(row)  # not a MindIE deployment (or not this rule's releases)
     facts_of = [(c, d.fact(c.fact)) for c in row.when]
     if not all(_holds(c, v, d.fact(c.other_fact) if c.other_fact else None)
                for c, v in facts_of if not _model_unknown(c, v)):
@@ -91,6 +96,13 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     if row.chips and not d.chip_names:
         return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
     return Outcome(row, fired=chips_match(row, d.chips))
+
+
+def _reads_mindie(row: FlagRow) -> bool:
+    """Does the rule read MindIE's config.json? Without it the rule is not judged, never
+    passed: its conditions would only see absent keys."""
+    return any(name.startswith("mindie.") for c in row.when
+               for name in (c.fact, c.other_fact or ""))
 
 
 def _pointed(facts_of: list[tuple[Condition, Any]]) -> bool:
@@ -169,6 +181,11 @@ def _seen(d: Deployment) -> list[str]:
     for name, found in d.json.items():
         keys = ", ".join(one_line(str(k))[:60] for k in (found.value or {}))
         lines.append(f"{name}: {'keys ' + keys if found.value is not None else found.problem}")
+    if d.mindie_config is not None:  # keys no rule reads are seen, not judged
+        keys = ", ".join(one_line(str(k))[:60] for k in d.mindie_config)
+        lines.append(f"MindIE config.json: keys {keys}")
+    elif d.engine.name == "mindie":
+        lines.append(f"MindIE config.json: {one_line(d.mindie_problem)[:200]}")
     return lines
 
 
@@ -177,7 +194,12 @@ def _finding(d: Deployment, outcomes: list[Outcome]) -> Finding:
     evidence = [f"engine: {d.engine.name or 'unknown'} {d.engine.release}".rstrip(),
                 f"model type: {d.model.model_type or 'unknown'}",
                 f"chips: {d.chip_words or d.chips_problem}", *_seen(d)]
-    evidence += [f"not judged: {o.row.id}: {o.not_judged}" for o in outcomes if o.not_judged]
+    unread = [o.row.id for o in outcomes if o.not_judged and _reads_mindie(o.row)
+              and d.mindie_config is None]
+    if unread:  # one reason for them all: said once
+        evidence.append(f"not judged: {', '.join(unread)}: MindIE's config.json not read")
+    evidence += [f"not judged: {o.row.id}: {o.not_judged}" for o in outcomes
+                 if o.not_judged and o.row.id not in unread]
     evidence += [f"rule {row.id}: {cite(row.sources)}" for row in fired]
     unreadable = [f for f in d.json.values() if f.problem]
     statuses: list[Status] = ["warn" if row.status == "warn" else "fail" for row in fired]
@@ -189,6 +211,12 @@ def _finding(d: Deployment, outcomes: list[Outcome]) -> Finding:
         texts.append(f"{found.name} not read: {found.problem}")
         rules.append("json-unreadable")
         remedies.append(f"Give {found.name} a JSON object, as vLLM expects.")
+    if d.mindie_server and d.mindie_config is None:
+        statuses.append("warn")
+        texts.append(f"MindIE's config.json not read, its rules not judged: {d.mindie_problem}")
+        rules.append("mindie-config-unreadable")
+        remedies.append("Give MindIE a readable config.json (a JSON object, under 1 MiB) at "
+                        "$MIES_CONFIG_JSON_PATH, else $MINDIE_LLM_HOME_PATH/conf/config.json.")
     if not statuses:
         return Finding("pass", "no rule of checks/data/flags.yaml fired on the command line "
                        "and environment", tuple(evidence))

@@ -20,7 +20,8 @@ kv-connector:<name>, kv-pool, pd-disaggregation, pooling, lora, prefix-caching, 
 A flag rule reads them as facts (`Deployment.fact`): `feature.NAME` is "true" when the feature
 is on and absent otherwise; `model.multimodal` says whether config.json describes a model with a
 vision or audio tower, `model.moe` whether it routes to experts; `parallel.tensor_parallel_size`
-(and data_/pipeline_) is the size the command line gives, else vLLM's default of 1.
+(and data_/pipeline_) is the size the command line gives, else vLLM's default of 1;
+`mindie.PATH` is a value of MindIE's config.json (probes.target.serving.config_at).
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ class Deployment:
     json: Mapping[str, JsonFlag] = field(default_factory=dict)
     features: tuple[str, ...] = ()
     transformers: str = ""  # the judged interpreter's transformers version ("" when absent)
+    # MindIE's config.json (the `mindie.PATH` facts), or why there is none to read
+    mindie_config: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    mindie_problem: str = ""
+    mindie_server: bool = False  # the target is a MindIE server: its config.json was looked for
 
     @property
     def chip_words(self) -> str:
@@ -103,6 +108,10 @@ class Deployment:
             return "true" if rest in self.features else None
         if kind == "model" and rest in MODEL_FACTS:
             return getattr(self.model, rest)
+        if kind == "mindie":  # a path into MindIE's config.json (probes.target.serving)
+            from probes.target.serving import config_at
+
+            return config_at(self.mindie_config, rest)
         if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
             return None
         from probes.target.argv import at_path, has_switch, value_of
@@ -137,8 +146,22 @@ def read_deployment(ctx: Context) -> Deployment:
     py = facts.python(ctx)
     transformers = "" if py.error else (py.version_of("transformers") or "")
     found = features(args, flags, ctx, model, env)
+    mindie_config, mindie_problem = _mindie_config(ctx)
     return Deployment(engine(ctx), model, families, tuple(names), chips_problem, args,
-                      env, env_problem, flags, found, transformers)
+                      env, env_problem, flags, found, transformers, mindie_config,
+                      mindie_problem, ctx.target.serving.server == "mindie")
+
+
+def _mindie_config(ctx: Context) -> tuple[Mapping[str, Any] | None, str]:
+    """MindIE's config.json as the target probe parsed it (one read, at the edge), or why
+    there is none: it is read from a MindIE server process's environment."""
+    serving = ctx.target.serving
+    if serving.server != "mindie":
+        return None, ("the target is not a MindIE server process (mindieservice_daemon), whose "
+                      "environment names its config.json; run with --pid")
+    if serving.config_doc is None:
+        return None, serving.config_problem or "its config.json was not read in this run"
+    return serving.config_doc, ""
 
 
 def _args(ctx: Context) -> tuple[str, ...]:

@@ -50,6 +50,9 @@ class ServingArgs:
     gpu_memory_utilization: Sourced[float] | None = None  # vLLM: fraction of device memory
     npu_mem_size_gb: Sourced[int] | None = None  # MindIE npuMemSize: KV cache cap per NPU, GB
     config_file: str | None = None  # MindIE's config.json that was read
+    # MindIE's config.json as parsed (serving.flags reads any key of it), or why it was not
+    config_doc: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    config_problem: str = ""
     notes: tuple[str, ...] = ()  # what was seen but not read (a --config file, "auto")
 
 

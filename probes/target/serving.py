@@ -166,14 +166,18 @@ def mindie_args(host: Host, env: Mapping[str, str], cwd: str | None) -> ServingA
     base = ServingArgs(server="mindie")
     try:
         if host.file_size(path) > MAX_CONFIG_BYTES:
-            return replace(base, notes=(f"{path}: over {MAX_CONFIG_BYTES} bytes, not read",))
+            why = f"{path}: over {MAX_CONFIG_BYTES} bytes, not read"
+            return replace(base, notes=(why,), config_problem=why)
         doc = json_limits.loads(host.read_bytes(path, 0, MAX_CONFIG_BYTES + 1), path,
                                 MAX_CONFIG_BYTES)
     except HostError as exc:
-        return replace(base, notes=(f"MindIE config not read: {exc}",))
+        why = f"MindIE config not read: {exc}"
+        return replace(base, notes=(why,), config_problem=why)
     except ValueError as exc:
-        return replace(base, notes=(str(exc),))
-    return _mindie_settings(doc, path)
+        return replace(base, notes=(str(exc),), config_problem=str(exc))
+    if not isinstance(doc, dict):
+        return replace(base, config_problem=f"{path}: not a JSON object")
+    return replace(_mindie_settings(doc, path), config_doc=doc)
 
 
 def _mindie_settings(doc: Any, path: str) -> ServingArgs:
@@ -215,6 +219,30 @@ def _mindie_settings(doc: Any, path: str) -> ServingArgs:
 def _short_int(value: int) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"a {len(text)}-digit number"
+
+
+_STEP = re.compile(r"([^.\[\]#]+)((?:\[[0-9]{1,6}\])*)", re.ASCII)
+_INDEX = re.compile(r"\[([0-9]{1,6})\]", re.ASCII)
+
+
+def config_at(doc: Any, path: str) -> Any:
+    """The value at a dotted path of a JSON document, lists indexed as `[N]`
+    (`BackendConfig.ModelDeployConfig.ModelConfig[0].worldSize`); a path ending in `#count`
+    gives the number of items of the list or object there (`BackendConfig.npuDeviceIds[0]#count`).
+    None when the path leads nowhere. Pure."""
+    path, counted, _ = path.partition("#count")
+    node = doc
+    for part in path.split("."):
+        step = _STEP.fullmatch(part)
+        if step is None:
+            return None
+        node = node.get(step.group(1)) if isinstance(node, dict) else None
+        for index in _INDEX.findall(step.group(2)):
+            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) \
+                else None
+    if counted:
+        return len(node) if isinstance(node, (list, dict)) else None
+    return node
 
 
 def _at(doc: Any, *keys: str) -> Any:
