@@ -6,6 +6,8 @@ Names (a row or rule may name any of them):
 - `data-parallel`, `pipeline-parallel`, `expert-parallel`, `ray`, `pd-disaggregation`.
 - `speculative`, `speculative:<method>`, `mtp`: speculative decoding.
 - `reasoning-parser:<name>`, `pooling`, `lora`, `prefix-caching`.
+- `dtype:<dtype>` from --dtype (`half` read as float16, `float` as float32), `dtype:auto`
+  when --dtype is absent or auto (the checkpoint's own dtype, bfloat16 for most).
 - `graph` (ACL graph: neither --enforce-eager nor cudagraph_mode NONE), `graph:<mode>` for
   --compilation-config's cudagraph_mode in lower case (`graph:piecewise`, `graph:full`,
   `graph:full_decode_only`, `graph:full_and_piecewise`), `graph:full_cuda_graph`,
@@ -47,6 +49,7 @@ def command_features(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
     if value_of(args, "--distributed-executor-backend") == "ray":
         found.append("ray")
     found += switches(args)
+    found.append(model_dtype(args))
     found += graph(args, flags)
     found += kv_cache(args)
     found += context_parallel(args, flags, env)
@@ -73,6 +76,17 @@ def switches(args: tuple[str, ...]) -> list[str]:
     if has_switch(args, "--enable-prefix-caching"):
         found.append("prefix-caching")
     return found
+
+
+# vLLM's --dtype: "half" is FP16, "float" is FP32, auto takes the checkpoint's dtype
+# (https://docs.vllm.ai/en/latest/configuration/engine_args.html, --dtype)
+DTYPE_ALIASES = {"half": "float16", "float": "float32"}
+
+
+def model_dtype(args: tuple[str, ...]) -> str:
+    """`dtype:<dtype>` for the --dtype the command line asks for; `dtype:auto` without one."""
+    dtype = (value_of(args, "--dtype") or "auto").strip().lower()
+    return f"dtype:{DTYPE_ALIASES.get(dtype, dtype)}"
 
 
 def speculative(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:
