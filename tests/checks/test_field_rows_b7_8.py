@@ -82,3 +82,39 @@ def test_an_older_builds_device_type_names_its_family() -> None:
     assert soc_family("A2") == "A2" and soc_family("A3") == "A3"
     assert soc_family("ascend910_9391") == "A3"
     assert soc_family("B9") is None
+
+
+QWEN3_5 = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+           "torch_dtype": "bfloat16"}
+
+
+def flags_with(tmp_path: Path, args: list[str], quant_type: str, chip: str) -> Finding:
+    import json
+
+    from checks.builtin.serving_flags import serving_flags
+
+    with served(tmp_path, args, release="0.23.0rc1", config=QWEN3_5, chip=chip) as ctx:
+        description = {"model_quant_type": quant_type}
+        (tmp_path / "models" / "m" / "quant_model_description.json").write_text(
+            json.dumps(description))
+        return serving_flags(ctx)
+
+
+FP16 = ["-tp", "2", "--quantization", "ascend", "--dtype", "float16"]
+
+
+def test_w8a8_with_float16_on_a2_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#12907 / #12919: no float16 scale for the A2/A3 quant matmul."""
+    for rule, quant_type, spelling in (("w8a8-float16-a2-a3", "W8A8", "float16"),
+                                       ("w8a8-dynamic-float16-a2-a3", "W8A8_DYNAMIC", "half")):
+        args = [*FP16[:-1], spelling]
+        found = flags_with(tmp_path / rule, args, quant_type, "A2")
+        assert rule in found.rules, found.summary
+        assert "takes no float16 scale" in found.summary
+
+
+def test_w8a8_with_bfloat16_or_on_310p_is_quiet(tmp_path: Path) -> None:
+    bf16 = flags_with(tmp_path / "a", [*FP16[:-1], "bfloat16"], "W8A8", "A2")
+    duo = flags_with(tmp_path / "b", FP16, "W8A8", "310P")
+    for found in (bf16, duo):
+        assert "takes no float16 scale" not in found.summary
