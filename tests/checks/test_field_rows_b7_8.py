@@ -8,6 +8,7 @@ from typing import Any
 
 from serving_fixtures import served
 
+from checks.builtin import toolchain
 from checks.builtin.serving_features import model_dtype
 from checks.builtin.serving_support import features_hold, serving_support
 from checks.builtin.toolchain import soc_family
@@ -82,6 +83,10 @@ def test_an_older_builds_device_type_names_its_family() -> None:
     assert soc_family("A2") == "A2" and soc_family("A3") == "A3"
     assert soc_family("ascend910_9391") == "A3"
     assert soc_family("B9") is None
+    build_file = "# Auto-generated file\n__device_type__ = 'A2'\n"
+    found = (toolchain._BUILT_SOC.search(build_file)
+             or toolchain._BUILT_DEVICE_TYPE.search(build_file))
+    assert found is not None and soc_family(found.group(1)) == "A2"
 
 
 QWEN3_5 = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
@@ -111,6 +116,10 @@ def test_w8a8_with_float16_on_a2_warns(tmp_path: Path) -> None:
         found = flags_with(tmp_path / rule, args, quant_type, "A2")
         assert rule in found.rules, found.summary
         assert "takes no float16 scale" in found.summary
+    plain = flags_with(tmp_path / "w8a8", FP16, "W8A8", "A3")
+    dynamic = flags_with(tmp_path / "dyn", FP16, "W8A8_DYNAMIC", "A3")
+    assert "w8a8-float16-a2-a3" in plain.rules
+    assert "w8a8-dynamic-float16-a2-a3" in dynamic.rules
 
 
 def test_w8a8_with_bfloat16_or_on_310p_is_quiet(tmp_path: Path) -> None:
