@@ -6,6 +6,8 @@ Names (a row or rule may name any of them):
 - `data-parallel`, `pipeline-parallel`, `expert-parallel`, `ray`, `pd-disaggregation`.
 - `speculative`, `speculative:<method>`, `mtp`: speculative decoding.
 - `reasoning-parser:<name>`, `pooling`, `lora`, `prefix-caching`.
+- `dtype:<dtype>` from an explicit --dtype other than auto (`half` read as float16, `float`
+  as float32). A known-issue row may name `!FEATURE` for a feature that must be off.
 - `graph` (ACL graph: neither --enforce-eager nor cudagraph_mode NONE), `graph:<mode>` for
   --compilation-config's cudagraph_mode in lower case (`graph:piecewise`, `graph:full`,
   `graph:full_decode_only`, `graph:full_and_piecewise`), `graph:full_cuda_graph`,
@@ -48,6 +50,7 @@ def command_features(args: tuple[str, ...], flags: Mapping[str, JsonFlag],
     if value_of(args, "--distributed-executor-backend") == "ray":
         found.append("ray")
     found += switches(args)
+    found += model_dtype(args)
     found += graph(args, flags)
     found += drafter_graph(found, flags)
     found += kv_cache(args)
@@ -75,6 +78,17 @@ def switches(args: tuple[str, ...]) -> list[str]:
     if has_switch(args, "--enable-prefix-caching"):
         found.append("prefix-caching")
     return found
+
+
+# vLLM's --dtype: "half" is FP16, "float" is FP32, auto takes the checkpoint's dtype
+# (https://docs.vllm.ai/en/latest/configuration/engine_args.html, --dtype)
+DTYPE_ALIASES = {"half": "float16", "float": "float32"}
+
+
+def model_dtype(args: tuple[str, ...]) -> list[str]:
+    """`dtype:<dtype>` for an explicit --dtype; none for auto (the checkpoint's dtype)."""
+    dtype = (value_of(args, "--dtype") or "auto").strip().lower()
+    return [] if dtype == "auto" else [f"dtype:{DTYPE_ALIASES.get(dtype, dtype)}"]
 
 
 def speculative(args: tuple[str, ...], flags: Mapping[str, JsonFlag]) -> list[str]:

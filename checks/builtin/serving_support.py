@@ -209,7 +209,7 @@ def _known_issues(d: Deployment) -> list[Verdict]:
     for row in rows:
         if not applies(row, d.engine.name, d.engine.release, d.model.model_type, d.chips):
             continue
-        if not all(f in d.features for f in row.features):
+        if not features_hold(row.features, d.features):
             continue
         fixed = f" (fixed in {row.fixed_in})" if row.fixed_in else ""
         status: Status = "fail" if row.severity == "fail" else "warn"
@@ -342,3 +342,9 @@ def _backend_ruled_out(d: Deployment) -> str:
         return (f"transformers {d.transformers} does not know model type {d.model.model_type}, "
                 "so the Transformers backend cannot serve it")
     return ""
+
+
+def features_hold(wanted: tuple[str, ...], in_use: list[str] | tuple[str, ...]) -> bool:
+    """Every feature a row names is on, and every `!FEATURE` it names is off (a workaround
+    the sources give, such as an explicit --dtype, spares the deployment)."""
+    return all((f[1:] not in in_use) if f.startswith("!") else (f in in_use) for f in wanted)

@@ -199,12 +199,19 @@ def judge_atb_abi(ctx: Context, python: PythonEnvironment) -> tuple[list[Said], 
 # are in its installation guide (ascend910b1 for Atlas A2, ascend910_9391 for A3, ascend310p1
 # for 300I, ascend950* for 950: docs/source/installation.md @ 01cf4574e483)
 _BUILT_SOC = re.compile(r"__soc_version__\s*=\s*['\"]([^'\"]+)['\"]")
+# Earlier builds (the 0.13.0 / 0.13.0rc1 PyPI wheels) write the family itself instead:
+# `__device_type__ = 'A2'` (vllm-project/vllm-ascend#11160, #6206: the PyPI wheel says A2).
+_BUILT_DEVICE_TYPE = re.compile(r"__device_type__\s*=\s*['\"]([^'\"]+)['\"]")
+_DEVICE_TYPES = ("A2", "A3", "310P")
 _SOC_FAMILIES = (("ascend910b", "A2"), ("ascend910_93", "A3"), ("ascend310p", "310P"),
                  ("ascend950", "A5_950"))
 
 
 def soc_family(soc: str) -> str | None:
-    """The chip family a build SOC_VERSION targets, or None when the data does not say."""
+    """The chip family a build SOC_VERSION (or an older build's device type) targets, or
+    None when the data does not say."""
+    if soc.strip().upper() in _DEVICE_TYPES:
+        return soc.strip().upper()
     low = soc.strip().lower()
     return next((family for prefix, family in _SOC_FAMILIES if low.startswith(prefix)), None)
 
@@ -220,7 +227,7 @@ def built_soc(ctx: Context, python: PythonEnvironment) -> str | None:
                                    0, 64 * 1024).decode("utf-8", "replace")
     except HostError:
         return None
-    match = _BUILT_SOC.search(text)
+    match = _BUILT_SOC.search(text) or _BUILT_DEVICE_TYPE.search(text)
     return match.group(1) if match else None
 
 
