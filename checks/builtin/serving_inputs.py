@@ -159,9 +159,13 @@ def _mindie_config(ctx: Context) -> tuple[Mapping[str, Any] | None, str]:
     if serving.server != "mindie":
         return None, ("the target is not a MindIE server process (mindieservice_daemon), whose "
                       "environment names its config.json; run with --pid")
-    if serving.config_doc is None:
+    if serving.config_doc is not None:
+        return serving.config_doc, ""
+    if serving.config_problem or not serving.config_file:
         return None, serving.config_problem or "its config.json was not read in this run"
-    return serving.config_doc, ""
+    from probes.target.serving import read_mindie_config
+
+    return read_mindie_config(ctx.host, serving.config_file)  # a replay: target.json has none
 
 
 def _args(ctx: Context) -> tuple[str, ...]:

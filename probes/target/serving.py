@@ -163,21 +163,27 @@ def mindie_config_path(env: Mapping[str, str], cwd: str | None) -> str:
 def mindie_args(host: Host, env: Mapping[str, str], cwd: str | None) -> ServingArgs:
     """The settings in MindIE's config.json, read through the target's files."""
     path = mindie_config_path(env, cwd)
-    base = ServingArgs(server="mindie")
+    doc, why = read_mindie_config(host, path)
+    if doc is None:
+        return ServingArgs(server="mindie", notes=(why,), config_problem=why)
+    return replace(_mindie_settings(doc, path), config_doc=doc)
+
+
+def read_mindie_config(host: Host, path: str) -> tuple[dict[str, Any] | None, str]:
+    """MindIE's config.json as a JSON object, bounded; else None and why (one line). A
+    replay reads it again from the recording: a bundle's target.json keeps only settings."""
     try:
         if host.file_size(path) > MAX_CONFIG_BYTES:
-            why = f"{path}: over {MAX_CONFIG_BYTES} bytes, not read"
-            return replace(base, notes=(why,), config_problem=why)
+            return None, f"{path}: over {MAX_CONFIG_BYTES} bytes, not read"
         doc = json_limits.loads(host.read_bytes(path, 0, MAX_CONFIG_BYTES + 1), path,
                                 MAX_CONFIG_BYTES)
     except HostError as exc:
-        why = f"MindIE config not read: {exc}"
-        return replace(base, notes=(why,), config_problem=why)
+        return None, f"MindIE config not read: {exc}"
     except ValueError as exc:
-        return replace(base, notes=(str(exc),), config_problem=str(exc))
+        return None, str(exc)
     if not isinstance(doc, dict):
-        return replace(base, config_problem=f"{path}: not a JSON object")
-    return replace(_mindie_settings(doc, path), config_doc=doc)
+        return None, f"{path}: not a JSON object"
+    return doc, ""
 
 
 def _mindie_settings(doc: Any, path: str) -> ServingArgs:

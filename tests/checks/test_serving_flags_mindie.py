@@ -23,6 +23,7 @@ from checks.inputs import observe
 from checks.model import Finding
 from checks.options import HostOptions
 from checks.policy import load_policy
+from probes.target.model import from_json, to_json
 
 QWEN2_5 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16"}
 QWEN2_5_VL = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
@@ -51,9 +52,11 @@ def sample_config() -> dict[str, Any]:
 
 
 def judged(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
-           model: dict[str, Any] | None = None, text: str | None = None) -> Finding:
+           model: dict[str, Any] | None = None, text: str | None = None,
+           replayed: bool = False) -> Finding:
     """serving.flags on a running mindieservice_daemon; `edit` changes the sample config,
-    `text` replaces the file's content outright."""
+    `text` replaces the file's content outright; `replayed`: the target as a bundle's
+    target.json gives it back (settings only, no parsed config)."""
     weights = write_model(tmp_path / "weights", model or QWEN2_5)
     config = sample_config()
     config["BackendConfig"]["ModelDeployConfig"]["ModelConfig"][0]["modelWeightPath"] = \
@@ -72,8 +75,9 @@ def judged(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
            "MINDIE_LLM_HOME_PATH": str(home)}
     with running([str(script)], env) as pid:
         observed = observe(HostOptions(pid=pid), npu_smi=False)
-        found = observed.target.serving.model_dir
-        ctx = Context(observed.host, load_policy(None), target=observed.target,
+        target = from_json(to_json(observed.target)) if replayed else observed.target
+        found = target.serving.model_dir
+        ctx = Context(observed.host, load_policy(None), target=target,
                       model_dir=Path(found.value) if found else None)
         ctx.know("npu", npu_reading("A2"))
         return serving_flags(ctx)
@@ -214,3 +218,14 @@ def test_the_config_path_reader() -> None:
     assert config_at(config, "BackendConfig.npuDeviceIds[1]#count") is None
     assert config_at(config, "BackendConfig.nothing.here") is None
     assert config_at(None, "BackendConfig") is None
+
+
+def test_a_replayed_target_reads_the_recorded_config_again(tmp_path: Path) -> None:
+    """A bundle's target.json keeps MindIE's settings, not its parsed config: the replay
+    reads the config file again through its host (the recording answers the read the
+    recorded run made), so the rules are judged as they were live."""
+    wrong = _set(*MODEL0, "worldSize", to=8)
+    live = judged(tmp_path / "live", wrong)
+    replay = judged(tmp_path / "replay", wrong, replayed=True)
+    assert live.rules == replay.rules == ("mindie-world-size-above-device-ids",)
+    assert replay.status == live.status == "fail"
