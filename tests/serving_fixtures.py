@@ -29,8 +29,14 @@ NPU_SMI = {  # chip family -> a real npu-smi table of that chip
     "A5_950": "constructed/C05-info-25.7.rc1-Ascend950PR-4cards-NPU-ID-column.txt",
     "A1_910": "003-info-22.0.3.1-910A-atlas800-9010.txt",
 }
-QWEN3_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
-             "torch_dtype": "bfloat16"}
+
+
+def model(model_type: str, architecture: str, dtype: str = "bfloat16") -> dict[str, Any]:
+    """A config.json reduced to what the serving checks read of a model's family."""
+    return {"architectures": [architecture], "model_type": model_type, "torch_dtype": dtype}
+
+
+QWEN3_MOE = model("qwen3_moe", "Qwen3MoeForCausalLM")
 
 
 def npu_reading(family: str | None) -> NpuReading:

@@ -8,16 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import QWEN3_MOE, served
+from serving_fixtures import QWEN3_MOE, model, served
 
 from checks.builtin.serving_flags import serving_flags
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
-
-
-def model(model_type: str, architecture: str) -> dict[str, Any]:
-    return {"architectures": [architecture], "model_type": model_type, "torch_dtype": "bfloat16"}
-
 
 QWEN2 = model("qwen2", "Qwen2ForCausalLM")
 QWEN3 = model("qwen3", "Qwen3ForCausalLM")

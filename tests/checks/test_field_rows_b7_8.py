@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import served
+from serving_fixtures import model, served
 
 from checks.builtin import toolchain
 from checks.builtin.serving_features import model_dtype
@@ -14,9 +14,9 @@ from checks.builtin.serving_support import features_hold, serving_support
 from checks.builtin.toolchain import soc_family
 from checks.model import Finding
 
-QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16"}
-XLMR = {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta", "torch_dtype": "float32"}
-BERT = {"architectures": ["BertModel"], "model_type": "bert", "torch_dtype": "float32"}
+QWEN2 = model("qwen2", "Qwen2ForCausalLM")
+XLMR = model("xlm-roberta", "XLMRobertaModel", "float32")
+BERT = model("bert", "BertModel", "float32")
 TTS = {"architectures": ["Qwen3TTSForConditionalGeneration"], "model_type": "qwen3_tts"}
 LORA = ["--enable-lora", "--lora-modules", "a=/adapters/a", "--max-lora-rank", "64"]
 
@@ -69,8 +69,7 @@ def test_qwen3_tts_on_0_15_0_and_0_22_0_warns_and_on_0_14_1_does_not(tmp_path: P
 
 def test_glm5_ascend_quantized_on_a3_v0_22_1rc1_warns(tmp_path: Path) -> None:
     """vllm-project/vllm-ascend#12851, #12901."""
-    glm = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa",
-           "torch_dtype": "bfloat16"}
+    glm = model("glm_moe_dsa", "GlmMoeDsaForCausalLM")
     args = ["--quantization", "ascend", "-tp", "16"]
     found = support(tmp_path / "a", args, "0.22.1rc1", glm, chip="A3")
     assert "GLM-5.2-w4a8c8 checkpoint fails" in found.summary, found.summary
@@ -89,8 +88,7 @@ def test_an_older_builds_device_type_names_its_family() -> None:
     assert found is not None and soc_family(found.group(1)) == "A2"
 
 
-QWEN3_5 = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
-           "torch_dtype": "bfloat16"}
+QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
 
 
 def flags_with(tmp_path: Path, args: list[str], quant_type: str, chip: str) -> Finding:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import served
+from serving_fixtures import model, served
 
 from checks.builtin.serving_features import command_features
 from checks.builtin.serving_flags import serving_flags
@@ -16,26 +16,17 @@ from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 from probes.target.argv import json_flag
 
-DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-               "torch_dtype": "bfloat16"}
-DEEPSEEK_V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4",
-               "torch_dtype": "bfloat16"}
-QWEN2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "torch_dtype": "bfloat16"}
-QWEN3 = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "torch_dtype": "bfloat16"}
-QWEN3_VL = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
-            "torch_dtype": "bfloat16"}
-QWEN3_5 = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
-           "torch_dtype": "bfloat16"}
-QWEN3_5_MOE = {"architectures": ["Qwen3_5MoeForConditionalGeneration"],
-               "model_type": "qwen3_5_moe", "torch_dtype": "bfloat16"}
-QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next",
-              "torch_dtype": "bfloat16"}
-QWEN2_5_OMNI = {"architectures": ["Qwen2_5OmniModel"], "model_type": "qwen2_5_omni",
-                "torch_dtype": "bfloat16"}
-GLM4_MOE = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe",
-            "torch_dtype": "bfloat16"}
-GEMMA4 = {"architectures": ["Gemma4UnifiedForConditionalGeneration"],
-          "model_type": "gemma4_unified", "torch_dtype": "bfloat16"}
+DEEPSEEK_V3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
+QWEN2 = model("qwen2", "Qwen2ForCausalLM")
+QWEN3 = model("qwen3", "Qwen3ForCausalLM")
+QWEN3_VL = model("qwen3_vl", "Qwen3VLForConditionalGeneration")
+QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
+QWEN3_5_MOE = model("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration")
+QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
+QWEN2_5_OMNI = model("qwen2_5_omni", "Qwen2_5OmniModel")
+GLM4_MOE = model("glm4_moe", "Glm4MoeForCausalLM")
+GEMMA4 = model("gemma4_unified", "Gemma4UnifiedForConditionalGeneration")
 FP8 = {"quantization_config": {"quant_method": "fp8"}}
 MTP = ["--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
 MTP_EAGER = ["--speculative-config",

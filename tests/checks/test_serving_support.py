@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import FakeRoot
-from serving_fixtures import QWEN3_MOE, npu_reading, served, write_model
+from serving_fixtures import QWEN3_MOE, model, npu_reading, served, write_model
 
 from checks.builtin.compat import dev_base
 from checks.builtin.serving_support import serving_support
@@ -464,10 +464,6 @@ def test_a_quantization_type_on_950_before_its_release_fails(tmp_path: Path) -> 
 
 
 # -- the release notes v0.13.0rc2 .. v0.26.0rc1 (issue 25, sixth pass) ---------------------------
-
-
-def model(model_type: str, architecture: str) -> dict[str, Any]:
-    return {"architectures": [architecture], "model_type": model_type, "torch_dtype": "bfloat16"}
 
 
 NEW_MODELS = [  # (config, the last release before the note, the release the note adds it in)
