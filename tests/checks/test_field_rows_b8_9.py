@@ -151,7 +151,9 @@ def test_gemma4_in_graph_mode_on_a2_with_0_23_0_warns(tmp_path: Path) -> None:
     hit = support(tmp_path / "a", ["-tp", "1"], "0.23.0", GEMMA4)
     full = support(tmp_path / "b", ["-tp", "2", *FULL_DECODE_ONLY], "0.23.0", GEMMA4)
     twin = support(tmp_path / "c", ["-tp", "1", "--enforce-eager"], "0.23.0", GEMMA4)
-    assert known(hit, words) and known(full, words)
+    other = support(tmp_path / "d", ["-tp", "2"], "0.23.0",
+                    model("gemma4", "Gemma4ForConditionalGeneration"))
+    assert known(hit, words) and known(full, words) and known(other, words)
     assert words not in twin.summary
 
 
