@@ -37,6 +37,12 @@ def model(model_type: str, architecture: str, dtype: str = "bfloat16") -> dict[s
 
 
 QWEN3_MOE = model("qwen3_moe", "Qwen3MoeForCausalLM")
+QWEN2 = model("qwen2", "Qwen2ForCausalLM")
+QWEN3 = model("qwen3", "Qwen3ForCausalLM")
+QWEN3_VL = model("qwen3_vl", "Qwen3VLForConditionalGeneration")
+QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
+QWEN3_5_MOE = model("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration")
+DEEPSEEK_V3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
 
 
 def npu_reading(family: str | None) -> NpuReading:

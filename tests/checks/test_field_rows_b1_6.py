@@ -8,19 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import QWEN3_MOE, model, served
+from serving_fixtures import QWEN2, QWEN3, QWEN3_5, QWEN3_5_MOE, QWEN3_MOE, QWEN3_VL, model, served
 
 from checks.builtin.serving_flags import serving_flags
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
-QWEN2 = model("qwen2", "Qwen2ForCausalLM")
-QWEN3 = model("qwen3", "Qwen3ForCausalLM")
 LLAMA = model("llama", "LlamaForCausalLM")
-QWEN3_VL = model("qwen3_vl", "Qwen3VLForConditionalGeneration")
 QWEN25_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
-QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
-QWEN3_5_MOE = model("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration")
 EAGLE3 = ["--speculative_config",
           '{"model": "/m/eagle3", "num_speculative_tokens": 2, "method": "eagle3"}']
 LORA = ["--enable-lora", "--lora-modules", "a=/adapters/a"]

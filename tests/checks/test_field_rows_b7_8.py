@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import model, served
+from serving_fixtures import QWEN2, QWEN3_5, model, served
 
 from checks.builtin import toolchain
 from checks.builtin.serving_features import model_dtype
@@ -14,7 +14,6 @@ from checks.builtin.serving_support import features_hold, serving_support
 from checks.builtin.toolchain import soc_family
 from checks.model import Finding
 
-QWEN2 = model("qwen2", "Qwen2ForCausalLM")
 XLMR = model("xlm-roberta", "XLMRobertaModel", "float32")
 BERT = model("bert", "BertModel", "float32")
 TTS = {"architectures": ["Qwen3TTSForConditionalGeneration"], "model_type": "qwen3_tts"}
@@ -88,7 +87,6 @@ def test_an_older_builds_device_type_names_its_family() -> None:
     assert found is not None and soc_family(found.group(1)) == "A2"
 
 
-QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
 
 
 def flags_with(tmp_path: Path, args: list[str], quant_type: str, chip: str) -> Finding:

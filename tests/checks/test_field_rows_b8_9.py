@@ -8,7 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import model, served
+from serving_fixtures import (
+    DEEPSEEK_V3,
+    QWEN2,
+    QWEN3,
+    QWEN3_5,
+    QWEN3_5_MOE,
+    QWEN3_VL,
+    model,
+    served,
+)
 
 from checks.builtin.serving_features import command_features
 from checks.builtin.serving_flags import serving_flags
@@ -16,13 +25,7 @@ from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 from probes.target.argv import json_flag
 
-DEEPSEEK_V3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
 DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
-QWEN2 = model("qwen2", "Qwen2ForCausalLM")
-QWEN3 = model("qwen3", "Qwen3ForCausalLM")
-QWEN3_VL = model("qwen3_vl", "Qwen3VLForConditionalGeneration")
-QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
-QWEN3_5_MOE = model("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration")
 QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
 QWEN2_5_OMNI = model("qwen2_5_omni", "Qwen2_5OmniModel")
 GLM4_MOE = model("glm4_moe", "Glm4MoeForCausalLM")
