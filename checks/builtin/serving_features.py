@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probes.target.argv import JsonFlag, at_path, has_switch, value_of
+from probes.target.argv import JsonFlag, has_switch, value_of
+from probes.target.jsonpath import at_path
 
 # vllm-project/vllm vllm/config/compilation.py @ ee525ce4fc8c (CUDAGraphMode)
 CUDAGRAPH_MODES = ("none", "piecewise", "full", "full_decode_only", "full_and_piecewise")

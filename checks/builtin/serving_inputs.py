@@ -21,7 +21,7 @@ A flag rule reads them as facts (`Deployment.fact`): `feature.NAME` is "true" wh
 is on and absent otherwise; `model.multimodal` says whether config.json describes a model with a
 vision or audio tower, `model.moe` whether it routes to experts; `parallel.tensor_parallel_size`
 (and data_/pipeline_) is the size the command line gives, else vLLM's default of 1;
-`mindie.PATH` is a value of MindIE's config.json (probes.target.serving.config_at).
+`mindie.PATH` is a value of MindIE's config.json (probes.target.jsonpath.at_path).
 """
 
 from __future__ import annotations
@@ -109,12 +109,13 @@ class Deployment:
         if kind == "model" and rest in MODEL_FACTS:
             return getattr(self.model, rest)
         if kind == "mindie":  # a path into MindIE's config.json (probes.target.serving)
-            from probes.target.serving import config_at
+            from probes.target.jsonpath import at_path
 
-            return config_at(self.mindie_config, rest)
+            return at_path(self.mindie_config, rest)
         if not self.args:  # no command line: no flag, no JSON (and no argv reader imported)
             return None
-        from probes.target.argv import at_path, has_switch, value_of
+        from probes.target.argv import has_switch, value_of
+        from probes.target.jsonpath import at_path
 
         if kind == "parallel" and rest in PARALLEL_FLAGS:
             return value_of(self.args, *PARALLEL_FLAGS[rest]) or "1"

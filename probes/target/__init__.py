@@ -10,6 +10,7 @@ parts.py      what only a process target has (ProcessInfo, NpuUse, Candidate, So
 proc.py       reading /proc/PID: environ, cmdline, exe, status, namespaces
 cmdline.py    which known server a command line runs, how it reads, secrets masked
 serving.py    what a vLLM command line (and MindIE's config.json) says it serves
+jsonpath.py   one reader of a dotted path into their JSON (`a.b[0]`, `#count`)
 discovery.py  the processes on the NPUs and the known servers, grouped, first one chosen
 envfile.py    --env-file: systemd EnvironmentFile, `docker inspect` JSON, KEY=VALUE lines
 host.py       TargetHost: the machine as the target sees it (its environment, its files,

@@ -62,10 +62,3 @@ def json_flag(args: Sequence[str], name: str) -> JsonFlag | None:
         return JsonFlag(name, written=written, problem="not a JSON object")
     return JsonFlag(name, value, written)
 
-
-def at_path(document: Mapping[str, Any] | None, path: str) -> Any:
-    """The value at a dotted path of a JSON object (`torchair_graph_config.enabled`), or None."""
-    node: Any = document
-    for key in path.split("."):
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node

@@ -29,6 +29,7 @@ from probes.errors import HostError
 from probes.host import Host
 from probes.numbers import Field, NumberError, parse_float, parse_int
 from probes.target.cmdline import base_name, program_args, server_kind
+from probes.target.jsonpath import at_path
 from probes.target.model import ServingArgs
 from probes.target.parts import Sourced
 from probes.textsafe import cut
@@ -187,7 +188,7 @@ def read_mindie_config(host: Host, path: str) -> tuple[dict[str, Any] | None, st
 
 
 def _mindie_settings(doc: Any, path: str) -> ServingArgs:
-    deploy = _at(doc, "BackendConfig", "ModelDeployConfig")
+    deploy = at_path(doc, "BackendConfig.ModelDeployConfig")
     models = deploy.get("ModelConfig") if isinstance(deploy, dict) else None
     first = models[0] if isinstance(models, list) and models else None
     notes = []
@@ -225,36 +226,6 @@ def _mindie_settings(doc: Any, path: str) -> ServingArgs:
 def _short_int(value: int) -> str:
     text = str(value)
     return text if len(text) <= 24 else f"a {len(text)}-digit number"
-
-
-_STEP = re.compile(r"([^.\[\]#]+)((?:\[[0-9]{1,6}\])*)", re.ASCII)
-_INDEX = re.compile(r"\[([0-9]{1,6})\]", re.ASCII)
-
-
-def config_at(doc: Any, path: str) -> Any:
-    """The value at a dotted path of a JSON document, lists indexed as `[N]`
-    (`BackendConfig.ModelDeployConfig.ModelConfig[0].worldSize`); a path ending in `#count`
-    gives the number of items of the list or object there (`BackendConfig.npuDeviceIds[0]#count`).
-    None when the path leads nowhere. Pure."""
-    path, counted, _ = path.partition("#count")
-    node = doc
-    for part in path.split("."):
-        step = _STEP.fullmatch(part)
-        if step is None:
-            return None
-        node = node.get(step.group(1)) if isinstance(node, dict) else None
-        for index in _INDEX.findall(step.group(2)):
-            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) \
-                else None
-    if counted:
-        return len(node) if isinstance(node, (list, dict)) else None
-    return node
-
-
-def _at(doc: Any, *keys: str) -> Any:
-    for key in keys:
-        doc = doc.get(key) if isinstance(doc, dict) else None
-    return doc
 
 
 # -- the model directory -----------------------------------------------------------------------

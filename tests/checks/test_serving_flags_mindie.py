@@ -208,16 +208,16 @@ def test_a_missing_config_is_named(tmp_path: Path) -> None:
     assert "MindIE's config.json not read, its rules not judged: " in finding.summary
 
 
-def test_the_config_path_reader() -> None:
-    from probes.target.serving import config_at
+def test_the_json_path_reader() -> None:
+    from probes.target.jsonpath import at_path
 
     config = copy.deepcopy(sample_config())
-    assert config_at(config, "BackendConfig.npuDeviceIds[0]#count") == 4
-    assert config_at(config, "BackendConfig.npuDeviceIds[0][3]") == 3
-    assert config_at(config, "BackendConfig.ModelDeployConfig.ModelConfig[0].worldSize") == 4
-    assert config_at(config, "BackendConfig.npuDeviceIds[1]#count") is None
-    assert config_at(config, "BackendConfig.nothing.here") is None
-    assert config_at(None, "BackendConfig") is None
+    assert at_path(config, "BackendConfig.npuDeviceIds[0]#count") == 4
+    assert at_path(config, "BackendConfig.npuDeviceIds[0][3]") == 3
+    assert at_path(config, "BackendConfig.ModelDeployConfig.ModelConfig[0].worldSize") == 4
+    assert at_path(config, "BackendConfig.npuDeviceIds[1]#count") is None
+    assert at_path(config, "BackendConfig.nothing.here") is None
+    assert at_path(None, "BackendConfig") is None
 
 
 def test_a_replayed_target_reads_the_recorded_config_again(tmp_path: Path) -> None:
