@@ -60,14 +60,18 @@ def write_model(where: Path, config: Mapping[str, Any]) -> Path:
 @contextmanager
 def served(tmp_path: Path, args: Sequence[str], *, release: str | None = "0.11.0",
            config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-           chip: str | None = "A2") -> Iterator[Context]:
+           chip: str | None = "A2",
+           files: Mapping[str, Any] | None = None) -> Iterator[Context]:
     """`vllm serve MODEL ARGS...` running with `env`, vllm_ascend `release` installed (None:
-    not installed), the model's config.json `config`, on `chip`; yields the run's Context."""
+    not installed), the model's config.json `config` and JSON `files` beside it (name ->
+    content: quant_model_description.json, ...), on `chip`; yields the run's Context."""
     packages = {"torch": "2.7.1", "vllm": "0.11.0"}
     if release is not None:
         packages["vllm_ascend"] = release
     site = site_packages(tmp_path / "site", packages)
     model = write_model(tmp_path / "models" / "m", config or QWEN3_MOE)
+    for name, content in (files or {}).items():
+        (model / name).write_text(json.dumps(content))
     script = write_script(tmp_path / "bin", "vllm", _python())
     full_env = {"PATH": "/usr/bin:/bin", **(env or {}), "PYTHONPATH": site}
     with running([str(script), "serve", str(model), *args], full_env) as pid:

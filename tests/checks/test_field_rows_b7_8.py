@@ -90,14 +90,11 @@ def test_an_older_builds_device_type_names_its_family() -> None:
 
 
 def flags_with(tmp_path: Path, args: list[str], quant_type: str, chip: str) -> Finding:
-    import json
-
     from checks.builtin.serving_flags import serving_flags
 
-    with served(tmp_path, args, release="0.23.0rc1", config=QWEN3_5, chip=chip) as ctx:
-        description = {"model_quant_type": quant_type}
-        (tmp_path / "models" / "m" / "quant_model_description.json").write_text(
-            json.dumps(description))
+    description = {"quant_model_description.json": {"model_quant_type": quant_type}}
+    with served(tmp_path, args, release="0.23.0rc1", config=QWEN3_5, chip=chip,
+                files=description) as ctx:
         return serving_flags(ctx)
 
 

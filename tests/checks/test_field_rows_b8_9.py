@@ -4,7 +4,6 @@ release or spelling), and stays quiet on the healthy twin the thread names."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,9 @@ FULL_DECODE_ONLY = ["--compilation-config", '{"cudagraph_mode":"FULL_DECODE_ONLY
 
 def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
             chip: str = "A2", quant_type: str = "") -> Finding:
-    if quant_type:  # an msModelSlim description beside config.json (served() writes the rest)
-        where = tmp_path / "models" / "m"
-        where.mkdir(parents=True, exist_ok=True)
-        (where / "quant_model_description.json").write_text(
-            json.dumps({"model_quant_type": quant_type}))
-    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
+    described = {"quant_model_description.json": {"model_quant_type": quant_type}}
+    with served(tmp_path, args, release=release, config=config, chip=chip,
+                files=described if quant_type else None) as ctx:
         return serving_support(ctx)
 
 

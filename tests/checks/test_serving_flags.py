@@ -384,11 +384,7 @@ W8A8SC_ARGS = ["--tensor-parallel-size", "1", "--quantization", "ascend", *MODEL
 
 def flags_with_files(tmp_path: Path, args: list[str], files: dict[str, Any], **kw: Any) -> Finding:
     """`flags`, with more files in the model directory (read when the check runs)."""
-    import json
-
-    with served(tmp_path, args, **kw) as ctx:
-        for name, content in files.items():
-            (tmp_path / "models" / "m" / name).write_text(json.dumps(content))
+    with served(tmp_path, args, files=files, **kw) as ctx:
         return serving_flags(ctx)
 
 

@@ -4,7 +4,6 @@ chip's npu-smi table; each incident beside its healthy twin."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -284,9 +283,8 @@ def support_with(tmp_path: Path, args: list[str], release: str, config: dict[str
                  chip: str = "A2", no_model: bool = False) -> Finding:
     """`support`, with more files in the model directory and more packages in the judged
     interpreter (both read when the check runs, after the process started)."""
-    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
-        for name, content in (files or {}).items():
-            (tmp_path / "models" / "m" / name).write_text(json.dumps(content))
+    with served(tmp_path, args, release=release, config=config, chip=chip,
+                files=files) as ctx:
         for name, version in (packages or {}).items():
             meta = tmp_path / "site" / f"{name}-{version}.dist-info" / "METADATA"
             meta.parent.mkdir(parents=True)
