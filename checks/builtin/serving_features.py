@@ -4,6 +4,7 @@ serving.support's rows and serving.flags' `feature.NAME` facts use. Pure.
 Names (a row or rule may name any of them):
 - `quantization:<method>`, `quantization:ascend:<msModelSlim type>`: the quantization method.
 - `data-parallel`, `pipeline-parallel`, `expert-parallel`, `ray`, `pd-disaggregation`.
+- `tp:<N>`: the tensor-parallel size the command line states (--tensor-parallel-size / -tp).
 - `speculative`, `speculative:<method>`, `mtp`: speculative decoding.
 - `reasoning-parser:<name>`, `pooling`, `lora`, `prefix-caching`.
 - `dtype:<dtype>` from an explicit --dtype other than auto (`half` read as float16, `float`

@@ -325,4 +325,6 @@ def features(args: tuple[str, ...], flags: Mapping[str, JsonFlag], ctx: Context,
         from checks.builtin.serving_features import command_features
 
         found += command_features(args, flags, env)
+    if serving.tensor_parallel_size is not None:  # as stated: vLLM's default of 1 is no feature
+        found.append(f"tp:{serving.tensor_parallel_size.value}")
     return tuple(dict.fromkeys(found))

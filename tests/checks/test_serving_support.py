@@ -48,7 +48,7 @@ def test_qwen3_5_on_a_release_that_supports_it_passes(tmp_path: Path) -> None:
                       config=QWEN3_5_MOE)
     assert finding.status == "pass", finding.summary
     assert "chips: 8 x 910B4 (910B/A2)" in finding.evidence
-    assert "features: quantization:ascend, graph" in finding.evidence
+    assert "features: quantization:ascend, graph, tp:16" in finding.evidence
 
 
 def test_ascend_950_before_its_first_release_fails(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_qwen3_moe_on_a2_passes(tmp_path: Path) -> None:
     finding = support(tmp_path, ["-tp", "2", "--reasoning-parser", "qwen3"], release="0.11.0",
                       config=QWEN3_MOE)
     assert finding.status == "pass", finding.summary
-    assert "features: reasoning-parser:qwen3, graph" in finding.evidence  # shown, not judged
+    assert "features: reasoning-parser:qwen3, graph, tp:2" in finding.evidence  # shown, not judged
 
 
 def test_no_engine_no_model_no_npu_skip_with_the_reason(tmp_path: Path) -> None:
@@ -944,3 +944,12 @@ def test_an_architecture_vllm_dropped_says_the_last_release(tmp_path: Path) -> N
     finding = registered(tmp_path, [], config, vllm=[], release="0.11.0")
     assert "architecture-not-registered" in finding.rules
     assert "vLLM served Phi3SmallForCausalLM until 0.9.2" in finding.summary
+
+
+def test_the_stated_tensor_parallel_size_is_a_feature_in_either_spelling(tmp_path: Path) -> None:
+    long = support(tmp_path / "a", ["--tensor-parallel-size", "8"], config=QWEN3_MOE)
+    short = support(tmp_path / "b", ["-tp", "4"], config=QWEN3_MOE)
+    unstated = support(tmp_path / "c", ["--enforce-eager"], config=QWEN3_MOE)
+    assert any(line.startswith("features:") and line.endswith(", tp:8") for line in long.evidence)
+    assert any(line.startswith("features:") and "tp:4" in line for line in short.evidence)
+    assert "tp:" not in " ".join(unstated.evidence)  # vLLM's default of 1 is not stated
