@@ -48,6 +48,7 @@ from checks.builtin.serving_rows import (
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
 from probes.host import normalise_dist_name
+from probes.versions import try_parse_version
 
 if TYPE_CHECKING:
     from probes.model.vllm_registry import Registrations
@@ -204,21 +205,39 @@ def _subject(d: Deployment, rows: tuple[SupportRow, ...], subject: str, words: s
 
 
 def _known_issues(d: Deployment) -> list[Verdict]:
-    rows = data.load("known_issues", KnownIssueRow)
+    rows = [row for row in data.load("known_issues", KnownIssueRow)
+            if applies(row, d.engine.name, d.engine.release, d.model.model_type, d.chips)
+            and features_hold(row.features, d.features)]
+    remedy = _known_issue_remedy(rows)
     found = []
     for row in rows:
-        if not applies(row, d.engine.name, d.engine.release, d.model.model_type, d.chips):
-            continue
-        if not features_hold(row.features, d.features):
-            continue
         fixed = f" (fixed in {row.fixed_in})" if row.fixed_in else ""
         status: Status = "fail" if row.severity == "fail" else "warn"
         found.append(Verdict(status, f"known issue of {d.engine.name} {d.engine.release}: "
-                             f"{row.symptom}{fixed}", "known-issue",
-                             "Avoid the combination in this release or move to another "
-                             "release (see the source).",
+                             f"{row.symptom}{fixed}", "known-issue", remedy,
                              f"known issue {row.id}: {cite(row.sources)}"))
     return found
+
+
+def _known_issue_remedy(rows: list[KnownIssueRow]) -> str:
+    """One remedy for all the release's known issues: the releases that list their fixes,
+    newest first (the newest carries every listed fix), and the rest to avoid."""
+    fixes = sorted({row.fixed_in for row in rows if row.fixed_in}, key=_release_key, reverse=True)
+    unfixed = any(not row.fixed_in for row in rows)
+    words = []
+    if fixes:
+        words.append(f"Move to {fixes[0]} or later: " + (
+            "its notes list the fix." if len(fixes) == 1 else
+            f"the fixes are listed in {', '.join(reversed(fixes))}."))
+    if unfixed or not fixes:
+        words.append(("For the others, avoid" if fixes else "Avoid") + " the combination in this "
+                     "release or move to another release (see the source).")
+    return " ".join(words)
+
+
+def _release_key(release: str) -> tuple[object, ...]:
+    parsed = try_parse_version(release)
+    return (1, parsed.sort_key) if parsed is not None else (0, release)
 
 
 def _engine_line(d: Deployment) -> str:

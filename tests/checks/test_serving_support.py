@@ -953,3 +953,20 @@ def test_the_stated_tensor_parallel_size_is_a_feature_in_either_spelling(tmp_pat
     assert any(line.startswith("features:") and line.endswith(", tp:8") for line in long.evidence)
     assert any(line.startswith("features:") and "tp:4" in line for line in short.evidence)
     assert "tp:" not in " ".join(unstated.evidence)  # vLLM's default of 1 is not stated
+
+
+def test_one_remedy_names_the_releases_that_list_the_fixes(tmp_path: Path) -> None:
+    """v0.10.2rc1 with Qwen3-Next, MTP, EP and LoRA: the MTP issue is fixed in v0.13.0rc1,
+    LoRA's in v0.11.0rc0, and the EP issue has no listed fix."""
+    qwen3_next = model("qwen3_next", "Qwen3NextForCausalLM")
+    mtp = ["--speculative-config", '{"method":"qwen3_next_mtp","num_speculative_tokens":1}']
+    args = ["-tp", "4", "--enable-expert-parallel", "--enable-lora", *mtp]
+    every = support(tmp_path / "a", args, release="0.10.2rc1", config=qwen3_next)
+    assert every.remedy.endswith("Move to v0.13.0rc1 or later: the fixes are listed in v0.11.0rc0, "
+                            "v0.13.0rc1. For the others, avoid the combination in this release "
+                            "or move to another release (see the source).")
+    lora = support(tmp_path / "b", ["--enable-lora"], release="0.10.2rc1", config=QWEN3_MOE)
+    assert lora.remedy.endswith("Move to v0.11.0rc0 or later: its notes list the fix.")
+    ep = support(tmp_path / "c", ["--enable-expert-parallel"], release="0.10.2rc1",
+                 config=qwen3_next)
+    assert "Avoid the combination in this release" in ep.remedy and "Move to" not in ep.remedy
