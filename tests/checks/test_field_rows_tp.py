@@ -1,0 +1,51 @@
+"""Known issues whose cause is a tensor-parallel size (issue #25): the stated `-tp` is the
+feature `tp:<N>`. Each fires on the incident's shape and a variant and stays quiet on the
+healthy twin the thread names (the smaller tensor-parallel size)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from serving_fixtures import QWEN3_5, model, served
+
+from checks.builtin.serving_support import serving_support
+from checks.model import Finding
+
+QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
+MTP = ["--speculative-config", '{"method":"qwen3_5_mtp","num_speculative_tokens":1}']
+
+
+def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any]) -> Finding:
+    with served(tmp_path, args, release=release, config=config, chip="A2") as ctx:
+        return serving_support(ctx)
+
+
+def known(finding: Finding, words: str) -> bool:
+    return "known-issue" in finding.rules and words in finding.summary
+
+
+def test_qwen3_next_at_tp8_on_0_11_0rc2_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4379: out of memory at TP 8; four cards start."""
+    words = "Qwen3-Next at tensor parallel 8"
+    hit = support(tmp_path / "a", ["--tensor-parallel-size", "8"], "0.11.0rc2", QWEN3_NEXT)
+    short = support(tmp_path / "b", ["-tp", "8", "--max-model-len", "32768"], "0.11.0rc2",
+                    QWEN3_NEXT)
+    twin = support(tmp_path / "c", ["--tensor-parallel-size", "4"], "0.11.0rc2", QWEN3_NEXT)
+    other_release = support(tmp_path / "d", ["-tp", "8"], "0.13.0rc1", QWEN3_NEXT)
+    assert hit.status == "warn" and known(hit, words)
+    assert known(short, words)
+    assert words not in twin.summary and words not in other_release.summary
+
+
+def test_qwen3_5_dense_at_tp8_on_0_17_0rc1_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8071 (TP 8 fails, TP 4 works, 0.18 serves) and #7360 (with MTP;
+    DP 2 x TP 4 starts)."""
+    words = "Qwen3.5 (dense) at tensor parallel 8"
+    hit = support(tmp_path / "a", ["--tensor-parallel-size", "8"], "0.17.0rc1", QWEN3_5)
+    with_mtp = support(tmp_path / "b", ["-tp", "8", *MTP], "0.17.0rc1", QWEN3_5)
+    twin = support(tmp_path / "c", ["-tp", "4", "-dp", "2", *MTP], "0.17.0rc1", QWEN3_5)
+    upgraded = support(tmp_path / "d", ["-tp", "8"], "0.18.0", QWEN3_5)
+    assert hit.status == "warn" and known(hit, words)
+    assert known(with_mtp, words)
+    assert words not in twin.summary and words not in upgraded.summary
