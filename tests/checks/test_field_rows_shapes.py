@@ -1,6 +1,7 @@
-"""Known issues whose cause is a tensor-parallel size (issue #25): the stated `-tp` is the
-feature `tp:<N>`. Each fires on the incident's shape and a variant and stays quiet on the
-healthy twin the thread names (the smaller tensor-parallel size)."""
+"""Known issues of measured misses whose cause earlier rows could not express (issue #25): a
+stated tensor-parallel size (the feature `tp:<N>`) and the default graph mode (graphs on with
+no cudagraph_mode: `graph` with `!graph:<mode>`). Each fires on the incident's shape and a
+variant and stays quiet on the healthy twin the thread names."""
 
 from __future__ import annotations
 
@@ -49,3 +50,23 @@ def test_qwen3_5_dense_at_tp8_on_0_17_0rc1_warns(tmp_path: Path) -> None:
     assert hit.status == "warn" and known(hit, words)
     assert known(with_mtp, words)
     assert words not in twin.summary and words not in upgraded.summary
+
+
+DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
+EP = ["--tensor-parallel-size", "8", "--enable-expert-parallel", "--quantization", "ascend"]
+
+
+def test_deepseek_v4_in_the_default_piecewise_mode_on_0_20_2rc1_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#9785: garbled answers under the default PIECEWISE graphs; eager
+    or FULL_DECODE_ONLY answer correctly. The default mode is graphs without a cudagraph_mode."""
+    words = "garbled text under the default graph mode"
+    default = support(tmp_path / "a", EP, "0.20.2rc1", DEEPSEEK_V4)
+    piecewise = support(tmp_path / "b", [*EP, "--compilation-config",
+                                         '{"cudagraph_mode": "PIECEWISE"}'], "0.20.2rc1",
+                        DEEPSEEK_V4)
+    eager = support(tmp_path / "c", [*EP, "--enforce-eager"], "0.20.2rc1", DEEPSEEK_V4)
+    decode_only = support(tmp_path / "d", [*EP, "--compilation-config",
+                                           '{"cudagraph_mode": "FULL_DECODE_ONLY"}'],
+                          "0.20.2rc1", DEEPSEEK_V4)
+    assert known(default, words) and known(piecewise, words)
+    assert words not in eager.summary and words not in decode_only.summary
