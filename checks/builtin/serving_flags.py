@@ -31,11 +31,12 @@ from checks.model import Finding, Status, skipped, worst
 from probes.textsafe import one_line
 
 CHECK_ID = "serving.flags"
+NO_RELEASE = "no engine release"
 
 
 def _rules() -> dict[str, str]:
     rules = {"no-engine": "skip", "environment-unreadable": "skip", "json-unreadable": "warn",
-             "mindie-config-unreadable": "warn"}
+             "mindie-config-unreadable": "warn", "release-unknown": "warn"}
     rules.update({row.id: row.status for row in data.load("flags", FlagRow)})
     return rules
 
@@ -80,7 +81,7 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
         return Outcome(row)
     if row.engine != "any":
         if not d.engine.name:  # said only where a setting of the deployment points at it
-            why = f"no engine release ({d.engine.why_none})" if _pointed(facts_of) else ""
+            why = f"{NO_RELEASE} ({d.engine.why_none})" if _pointed(facts_of) else ""
             return Outcome(row, not_judged=why)
         if d.engine.name != row.engine or not release_matches(row, d.engine.release):
             return Outcome(row)
@@ -109,7 +110,8 @@ def _pointed(facts_of: list[tuple[Condition, Any]]) -> bool:
     """Does a setting that is there (not merely absent or defaulted) make the rule apply?"""
     return any(c.present is True or (v is not None and (c.equals is not None or
                                                          c.below is not None or
-                                                         c.above is not None))
+                                                         c.above is not None or
+                                                         c.other_fact is not None))
                for c, v in facts_of if not c.fact.startswith("model."))
 
 
@@ -211,6 +213,15 @@ def _finding(d: Deployment, outcomes: list[Outcome]) -> Finding:
         texts.append(f"{found.name} not read: {found.problem}")
         rules.append("json-unreadable")
         remedies.append(f"Give {found.name} a JSON object, as vLLM expects.")
+    unscoped = [o.row.id for o in outcomes if o.not_judged.startswith(NO_RELEASE)]
+    if unscoped:  # the settings match; only the release that scopes the rules is unknown
+        statuses.append("warn")
+        texts.append(f"the settings match {', '.join(unscoped)}, rules of particular engine "
+                     f"releases, but the engine release is unknown ({d.engine.why_none})")
+        rules.append("release-unknown")
+        remedies.append("Run the doctor where it can read the serving engine's release (the "
+                        "interpreter with vllm_ascend, MindIE's version.info), then read each "
+                        "rule's source for the releases it names.")
     if d.mindie_server and d.mindie_config is None:
         statuses.append("warn")
         texts.append(f"MindIE's config.json not read, its rules not judged: {d.mindie_problem}")

@@ -159,8 +159,11 @@ def test_additional_config_that_is_not_json_warns(tmp_path: Path) -> None:
 
 
 def test_a_rule_whose_scope_is_unknown_is_not_judged_and_said(tmp_path: Path) -> None:
+    """The settings match torchair-removed, a rule of v0.12.0rc1 on: with no release read, the
+    rule is not judged and the check warns, never passes."""
     finding = flags(tmp_path, ["--additional-config", TORCHAIR], release=None)
-    assert finding.status == "pass"
+    assert finding.status == "warn" and finding.rules == ("release-unknown",)
+    assert "torchair-removed" in finding.summary
     assert any(e.startswith("not judged: torchair-removed: no engine release")
                for e in finding.evidence)
 

@@ -53,10 +53,11 @@ def sample_config() -> dict[str, Any]:
 
 def judged(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
            model: dict[str, Any] | None = None, text: str | None = None,
-           replayed: bool = False) -> Finding:
+           replayed: bool = False, version_info: str | None = VERSION_INFO) -> Finding:
     """serving.flags on a running mindieservice_daemon; `edit` changes the sample config,
     `text` replaces the file's content outright; `replayed`: the target as a bundle's
-    target.json gives it back (settings only, no parsed config)."""
+    target.json gives it back (settings only, no parsed config); `version_info` None: the
+    install has no version.info, so the release is unknown."""
     weights = write_model(tmp_path / "weights", model or QWEN2_5)
     config = sample_config()
     config["BackendConfig"]["ModelDeployConfig"]["ModelConfig"][0]["modelWeightPath"] = \
@@ -65,7 +66,8 @@ def judged(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
         edit(config)
     home = tmp_path / "mindie" / "latest" / "mindie-service"
     (home / "conf").mkdir(parents=True)
-    (tmp_path / "mindie" / "latest" / "version.info").write_text(VERSION_INFO)
+    if version_info is not None:
+        (tmp_path / "mindie" / "latest" / "version.info").write_text(version_info)
     conf = home / "conf" / "config.json"
     conf.write_text(json.dumps(config) if text is None else text)
     import sys
@@ -229,3 +231,15 @@ def test_a_replayed_target_reads_the_recorded_config_again(tmp_path: Path) -> No
     replay = judged(tmp_path / "replay", wrong, replayed=True)
     assert live.rules == replay.rules == ("mindie-world-size-above-device-ids",)
     assert replay.status == live.status == "fail"
+
+
+def test_a_comparison_rule_without_a_release_is_not_judged_never_silent(tmp_path: Path) -> None:
+    """No version.info: maxPrefillTokens below maxInputTokenLen cannot be scoped to a release,
+    so the rule is listed as not judged, with the reason, instead of being left out."""
+    finding = judged(tmp_path, _set(*SCHEDULE, "maxPrefillTokens", to=1024), version_info=None)
+    assert finding.status == "warn" and finding.rules == ("release-unknown",), finding.summary
+    assert any(e.startswith("not judged: mindie-") and "no engine release" in e
+               for e in finding.evidence), finding.evidence
+    healthy = judged(tmp_path / "twin", version_info=None)
+    assert not any("maxPrefillTokens" in e and e.startswith("not judged")
+                   for e in healthy.evidence)
