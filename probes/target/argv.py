@@ -17,6 +17,10 @@ from probes.target.cmdline import program_args
 from probes.target.serving import flag
 
 MAX_JSON_CHARS = 64 * 1024  # a JSON flag longer than this is not parsed
+# vLLM reads a bare number as the optimization level, not as JSON: "When it is a number
+# (0, 1, 2, 3), it will be interpreted as the optimization level" (vllm-project/vllm
+# vllm/engine/arg_utils.py, `--compilation-config, -O` help, as in the v0.7 line)
+COMPILATION_LEVELS = ("0", "1", "2", "3")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ def json_flag(args: Sequence[str], name: str) -> JsonFlag | None:
     if found is None:
         return None
     text, written = found
+    if name == "--compilation-config" and text.strip() in COMPILATION_LEVELS:
+        return JsonFlag(name, {"level": int(text.strip())}, written)
     if len(text) > MAX_JSON_CHARS:
         return JsonFlag(name, written=written[:80], problem=f"over {MAX_JSON_CHARS} characters")
     try:

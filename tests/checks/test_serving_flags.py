@@ -151,6 +151,15 @@ def test_the_renamed_port_with_its_new_name_is_quiet(tmp_path: Path) -> None:
     assert flags(tmp_path, ["-tp", "2"], release="0.11.0", env=env).status == "pass"
 
 
+def test_a_compilation_level_number_is_read_not_flagged(tmp_path: Path) -> None:
+    """vLLM takes `--compilation-config 0` (0-3) as the optimization level
+    (an old-style serve line seen in the field); any other non-JSON text still warns."""
+    level = flags(tmp_path / "a", ["-tp", "16", "--compilation_config", "0"], release="0.11.0")
+    assert level.status == "pass", level.summary
+    wrong = flags(tmp_path / "b", ["--compilation-config", "7"], release="0.11.0")
+    assert wrong.status == "warn" and wrong.rules == ("json-unreadable",)
+
+
 def test_additional_config_that_is_not_json_warns(tmp_path: Path) -> None:
     finding = flags(tmp_path, ["--additional-config", "{'torchair_graph_config': 1"],
                     release="0.11.0")
