@@ -79,12 +79,10 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
     if not all(_holds(c, v, d.fact(c.other_fact) if c.other_fact else None)
                for c, v in facts_of if not _model_unknown(c, v)):
         return Outcome(row)
-    if row.engine != "any":
-        if not d.engine.name:  # said only where a setting of the deployment points at it
-            why = f"{NO_RELEASE} ({d.engine.why_none})" if _pointed(facts_of) else ""
-            return Outcome(row, not_judged=why)
-        if d.engine.name != row.engine or not release_matches(row, d.engine.release):
-            return Outcome(row)
+    engine_unknown = row.engine != "any" and not d.engine.name
+    if row.engine != "any" and not engine_unknown and (
+            d.engine.name != row.engine or not release_matches(row, d.engine.release)):
+        return Outcome(row)
     model_needed = row.model_types or row.except_models or \
         any(_model_unknown(c, v) for c, v in facts_of)
     if model_needed and d.model.model_type is None:
@@ -96,6 +94,9 @@ def _judge_row(d: Deployment, row: FlagRow) -> Outcome:
         return Outcome(row, not_judged=f"config.json gives no {', '.join(absent)}")
     if row.chips and not d.chip_names:
         return Outcome(row, not_judged=f"chips unknown ({d.chips_problem})")
+    if engine_unknown:  # said only where a setting of the deployment points at the rule
+        why = f"{NO_RELEASE} ({d.engine.why_none})" if _pointed(facts_of) else ""
+        return Outcome(row, not_judged=why if chips_match(row, d.chips) else "")
     return Outcome(row, fired=chips_match(row, d.chips))
 
 

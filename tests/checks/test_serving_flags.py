@@ -603,3 +603,16 @@ def test_parallel_sizes_default_to_one_and_moe_is_read_from_the_experts(tmp_path
         d = deployment(ctx)
         assert d.fact("parallel.tensor_parallel_size") == "8" and d.fact("model.moe") is False
 
+
+
+def test_release_unknown_names_only_rules_for_this_model(tmp_path: Path) -> None:
+    """Expert parallel with HCCL_BUFFSIZE unset and no release read: the Qwen3-Next rule of
+    v0.11.0rc1 is named for a Qwen3-Next deployment, not for a DeepSeek one."""
+    from serving_fixtures import DEEPSEEK_V3
+
+    args = ["-tp", "16", "--enable-expert-parallel"]
+    qwen3_next = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next"}
+    named = flags(tmp_path / "a", args, release=None, config=qwen3_next)
+    other = flags(tmp_path / "b", args, release=None, config=DEEPSEEK_V3)
+    assert named.status == "warn" and "hccl-buffsize-qwen3-next-ep" in named.summary
+    assert "hccl-buffsize-qwen3-next-ep" not in " ".join(other.evidence)
