@@ -115,7 +115,7 @@ CASES = [
          (Serve(["--data-parallel-size", "2", "-tp", "4"], "0.11.0rc3", QWEN2_5_VL),
           Serve(["-tp", "4"], "0.11.0rc2", QWEN2_5_VL),
           Serve(["--data-parallel-size", "2"], "0.11.0rc2", QWEN3_MOE))),
-    Case("qwen3-vl-accuracy-fix-0110", "Qwen3-VL answers with an accuracy bug",
+    Case("qwen3-vl-accuracy-fix-0110", "Qwen3-VL has an accuracy bug in this release",
          Serve(["-tp", "2", "--max-model-len", "16384"], "0.11.0rc3", QWEN3_VL),
          Serve(["--tensor-parallel-size", "4", "--enforce-eager"], "0.11.0rc3", QWEN3_VL),
          (Serve(["-tp", "2"], "0.11.0", QWEN3_VL),)),
