@@ -70,3 +70,29 @@ def test_deepseek_v4_in_the_default_piecewise_mode_on_0_20_2rc1_warns(tmp_path: 
                           "0.20.2rc1", DEEPSEEK_V4)
     assert known(default, words) and known(piecewise, words)
     assert words not in eager.summary and words not in decode_only.summary
+
+
+# -- batch 12, measured once (0 / 5 by cause), then learnt from --------------------------------
+
+QWEN3_6_DENSE = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
+MTP3 = ["--speculative-config", '{"method":"qwen3_5_mtp","num_speculative_tokens":3}']
+
+
+def test_mtp_in_graph_mode_on_310p_fails_on_0_23_0rc1(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#12983: no free-mask operator in the 310P image; without MTP the
+    service starts."""
+    words = "MTP speculative decoding in graph mode fails"
+    decode_only = ["--compilation-config", '{"cudagraph_mode":"FULL_DECODE_ONLY"}']
+
+    def on_310p(path: Path, args: list[str], release: str = "0.23.0rc1") -> Finding:
+        with served(path, ["-tp", "8", *args], release=release, config=QWEN3_6_DENSE,
+                    chip="310P") as ctx:
+            return serving_support(ctx)
+
+    hit = on_310p(tmp_path / "a", [*MTP3, *decode_only])
+    default_graphs = on_310p(tmp_path / "b", MTP3)
+    twin = on_310p(tmp_path / "c", decode_only)
+    eager = on_310p(tmp_path / "d", [*MTP3, "--enforce-eager"])
+    assert hit.status == "fail" and known(hit, words)
+    assert known(default_graphs, words)
+    assert words not in twin.summary and words not in eager.summary

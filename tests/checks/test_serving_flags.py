@@ -616,3 +616,21 @@ def test_release_unknown_names_only_rules_for_this_model(tmp_path: Path) -> None
     other = flags(tmp_path / "b", args, release=None, config=DEEPSEEK_V3)
     assert named.status == "warn" and "hccl-buffsize-qwen3-next-ep" in named.summary
     assert "hccl-buffsize-qwen3-next-ep" not in " ".join(other.evidence)
+
+
+def test_expert_tensor_parallel_size_above_one_warns(tmp_path: Path) -> None:
+    """expert_tensor_parallel_size 16 or 4 (wrong answers reported; the maintainers say ETP is
+    no longer supported); 1, or EP from --enable-expert-parallel alone, is quiet. The release
+    does not scope the rule, so it is judged without one."""
+    from serving_fixtures import DEEPSEEK_V3
+
+    base = ["-tp", "16", "--enable-expert-parallel", "--additional-config"]
+    etp16 = flags(tmp_path / "a", [*base, '{"expert_tensor_parallel_size":16}'], release=None,
+                  config=DEEPSEEK_V3)
+    etp4 = flags(tmp_path / "b", [*base, '{"expert_tensor_parallel_size":4}'],
+                 config=DEEPSEEK_V3)
+    etp1 = flags(tmp_path / "c", [*base, '{"expert_tensor_parallel_size":1}'], release=None,
+                 config=DEEPSEEK_V3)
+    assert etp16.status == "warn" and etp16.rules == ("expert-tensor-parallel-size",)
+    assert "expert-tensor-parallel-size" in etp4.rules
+    assert etp1.status == "pass", etp1.summary
