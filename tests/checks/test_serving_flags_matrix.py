@@ -1,0 +1,60 @@
+"""serving.flags rules from vLLM-Ascend's feature x feature table (docs/source/user_guide/
+support_matrix/feature_matrix.md @ 0a1d5fd733e0): each pair the table marks "no compatibility"
+warns, and each half alone stays quiet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from serving_fixtures import QWEN3_5_MOE, QWEN3_MOE, QWEN3_VL, served
+
+from checks.builtin.serving_flags import serving_flags
+from checks.model import Finding
+
+POOL = ["--kv-transfer-config", json.dumps({"kv_connector": "AscendStoreConnector",
+                                             "kv_role": "kv_both"})]
+W4A8 = {"quant_model_description.json": {"model_quant_type": "W4A8_DYNAMIC"}}
+W8A8 = {"quant_model_description.json": {"model_quant_type": "W8A8_DYNAMIC"}}
+EPLB = ["--additional-config", '{"eplb_config": {"dynamic_eplb": true}}']
+FLASHCOMM1 = {"VLLM_ASCEND_ENABLE_FLASHCOMM1": "1"}
+
+
+def flags(tmp_path: Path, args: list[str], config: dict[str, Any],
+          files: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Finding:
+    with served(tmp_path, ["-tp", "8", *args], release="0.18.0", config=config, env=env,
+                files=files, chip="A3") as ctx:
+        return serving_flags(ctx)
+
+
+def test_the_kv_pool_with_a_multimodal_model_warns(tmp_path: Path) -> None:
+    vl = flags(tmp_path / "a", POOL, QWEN3_VL)
+    text = flags(tmp_path / "b", POOL, QWEN3_MOE)
+    unpooled = flags(tmp_path / "c", [], QWEN3_VL)
+    assert vl.status == "warn" and "kv-pool-multimodal" in vl.rules
+    assert "kv-pool-multimodal" not in text.rules + unpooled.rules
+
+
+def test_eplb_with_a_w4a8_checkpoint_warns(tmp_path: Path) -> None:
+    args = ["--enable-expert-parallel", "--quantization", "ascend"]
+    w4a8 = flags(tmp_path / "a", [*args, *EPLB], QWEN3_MOE, files=W4A8)
+    vllm_switch = flags(tmp_path / "b", [*args, "--enable-eplb"], QWEN3_5_MOE, files=W4A8)
+    w8a8 = flags(tmp_path / "c", [*args, *EPLB], QWEN3_MOE, files=W8A8)
+    no_eplb = flags(tmp_path / "d", args, QWEN3_MOE, files=W4A8)
+    assert w4a8.status == "warn" and "eplb-w4a8" in w4a8.rules
+    assert "eplb-w4a8" in vllm_switch.rules
+    assert "eplb-w4a8" not in w8a8.rules + no_eplb.rules
+
+
+def test_flashcomm1_with_lm_head_tensor_parallel_warns(tmp_path: Path) -> None:
+    def lm_head(size: int) -> list[str]:
+        tp = {"finegrained_tp_config": {"lmhead_tensor_parallel_size": size}}
+        return ["--additional-config", json.dumps(tp)]
+
+    lmhead, off = lm_head(8), lm_head(0)
+    both = flags(tmp_path / "a", lmhead, QWEN3_MOE, env=FLASHCOMM1)
+    lmhead_only = flags(tmp_path / "b", lmhead, QWEN3_MOE)
+    zero = flags(tmp_path / "c", off, QWEN3_MOE, env=FLASHCOMM1)
+    assert both.status == "warn" and "flashcomm1-lmhead-tp" in both.rules
+    assert "flashcomm1-lmhead-tp" not in lmhead_only.rules + zero.rules
