@@ -1,6 +1,7 @@
 """serving.flags rules from vLLM-Ascend's feature x feature table (docs/source/user_guide/
 support_matrix/feature_matrix.md @ 0a1d5fd733e0): each pair the table marks "no compatibility"
-warns, and each half alone stays quiet."""
+warns, and each half alone stays quiet; and the rules learnt from held-out batch 13 (the
+maintainers' stated causes), each with the thread's healthy twin."""
 
 from __future__ import annotations
 
@@ -58,3 +59,41 @@ def test_flashcomm1_with_lm_head_tensor_parallel_warns(tmp_path: Path) -> None:
     zero = flags(tmp_path / "c", off, QWEN3_MOE, env=FLASHCOMM1)
     assert both.status == "warn" and "flashcomm1-lmhead-tp" in both.rules
     assert "flashcomm1-lmhead-tp" not in lmhead_only.rules + zero.rules
+
+
+# -- learnt from held-out batch 13 after its measure ---------------------------------------------
+
+DEEPSEEK_V4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4"}
+
+
+def test_mooncake_without_use_ascend_direct_on_0_11_0rc2_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#4866: the v0.11.0rc2 connector needs use_ascend_direct."""
+    from serving_fixtures import DEEPSEEK_V3
+
+    def pd(path: Path, extra: dict[str, Any], release: str = "0.11.0rc2") -> Finding:
+        config = {"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_producer",
+                  "kv_connector_extra_config": {"prefill": {"dp_size": 2, "tp_size": 8},
+                                                **extra}}
+        args = ["-tp", "8", "-dp", "2", "--kv-transfer-config", json.dumps(config)]
+        with served(path, args, release=release, config=DEEPSEEK_V3, chip="A2") as ctx:
+            return serving_flags(ctx)
+
+    missing = pd(tmp_path / "a", {})
+    direct = pd(tmp_path / "b", {"use_ascend_direct": True})
+    later = pd(tmp_path / "c", {}, release="0.11.0")
+    assert missing.status == "warn" and "mooncake-use-ascend-direct-0110rc2" in missing.rules
+    assert "mooncake-use-ascend-direct-0110rc2" not in direct.rules + later.rules
+
+
+def test_deepseek_v4_prefix_caching_at_block_size_128_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#10710: 16k-token shortest cacheable prefix at block size 128."""
+    def v4(path: Path, block: str, *more: str) -> Finding:
+        args = ["-dp", "2", "-tp", "4", "--enable-expert-parallel", "--block-size", block, *more]
+        with served(path, args, release="0.20.2rc1", config=DEEPSEEK_V4, chip="A3") as ctx:
+            return serving_flags(ctx)
+
+    hit = v4(tmp_path / "a", "128", "--enable-prefix-caching")
+    twin = v4(tmp_path / "b", "32", "--enable-prefix-caching")
+    uncached = v4(tmp_path / "c", "128")
+    assert hit.status == "warn" and "dsv4-prefix-cache-block-128" in hit.rules
+    assert "dsv4-prefix-cache-block-128" not in twin.rules + uncached.rules
