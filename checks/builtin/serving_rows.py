@@ -88,6 +88,7 @@ class FlagRow:
     sources: tuple[str, ...]
     since: str = ""
     until: str = ""
+    releases: tuple[str, ...] = ()  # instead of since/until: exactly these releases
     model_types: tuple[str, ...] = ()
     except_models: tuple[str, ...] = ()
     chips: tuple[str, ...] = ()

@@ -80,9 +80,9 @@ def test_mooncake_without_use_ascend_direct_on_0_11_0rc2_warns(tmp_path: Path) -
 
     missing = pd(tmp_path / "a", {})
     direct = pd(tmp_path / "b", {"use_ascend_direct": True})
-    later = pd(tmp_path / "c", {}, release="0.11.0")
-    assert missing.status == "warn" and "mooncake-use-ascend-direct-0110rc2" in missing.rules
-    assert "mooncake-use-ascend-direct-0110rc2" not in direct.rules + later.rules
+    earlier = pd(tmp_path / "c", {}, release="0.11.0rc1")
+    assert missing.status == "warn" and "mooncake-use-ascend-direct-0110" in missing.rules
+    assert "mooncake-use-ascend-direct-0110" not in direct.rules + earlier.rules
 
 
 def test_deepseek_v4_prefix_caching_at_block_size_128_warns(tmp_path: Path) -> None:
