@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import QWEN3_5, model, served
+from serving_fixtures import QWEN2, QWEN3_5, model, served
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
@@ -96,3 +96,48 @@ def test_mtp_in_graph_mode_on_310p_fails_on_0_23_0rc1(tmp_path: Path) -> None:
     assert hit.status == "fail" and known(hit, words)
     assert known(default_graphs, words)
     assert words not in twin.summary and words not in eager.summary
+
+
+# -- batch 14, measured once (2 / 9 by cause), then learnt from --------------------------------
+
+DEEPSEEK_V3_W8A8 = {"quant_model_description.json": {"model_quant_type": "W8A8"}}
+
+
+def test_deepseek_w8a8_on_0_7_3rc1_warns_until_rc2(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#420: AscendQuantConfig without packed_modules_mapping; #391."""
+    from serving_fixtures import DEEPSEEK_V3
+
+    words = "'AscendQuantConfig' object has no attribute"
+
+    def served_w8a8(path: Path, args: list[str], release: str) -> Finding:
+        with served(path, args, release=release, config=DEEPSEEK_V3, chip="A2",
+                    files=DEEPSEEK_V3_W8A8) as ctx:
+            return serving_support(ctx)
+
+    hit = served_w8a8(tmp_path / "a", ["-tp", "16"], "0.7.3rc1")
+    flagged = served_w8a8(tmp_path / "b", ["-tp", "16", "--quantization", "ascend"], "0.7.3rc1")
+    twin = served_w8a8(tmp_path / "c", ["-tp", "16"], "0.7.3rc2")
+    assert known(hit, words) and known(flagged, words)
+    assert words not in twin.summary
+
+
+def test_qwen3_next_graph_capture_on_the_0_11_0_line_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#5005, #5401, #3868: no aclgraph_support in the GDN builder."""
+    words = "failing at graph capture on the v0.11.0 line"
+    rc3 = support(tmp_path / "a", ["-tp", "8"], "0.11.0rc3", QWEN3_NEXT)
+    final = support(tmp_path / "b", ["-tp", "8"], "0.11.0", QWEN3_NEXT)
+    eager = support(tmp_path / "c", ["-tp", "8", "--enforce-eager"], "0.11.0rc3", QWEN3_NEXT)
+    assert known(rc3, words) and known(final, words)
+    assert words not in eager.summary
+
+
+def test_pipeline_parallel_first_token_on_0_20_2rc1_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#12060: PP 2 x TP 2 with chunked prefill; v0.22.1rc1 serves it."""
+    words = "pipeline parallel with chunked prefill can return a wrong first token"
+    args = ["--pipeline-parallel-size", "2", "-tp", "2"]
+    hit = support(tmp_path / "a", args, "0.20.2rc1", QWEN2)
+    short = support(tmp_path / "b", ["-pp", "2", "-tp", "2"], "0.20.2rc1", QWEN3_5)
+    no_pp = support(tmp_path / "c", ["-tp", "4"], "0.20.2rc1", QWEN2)
+    upgraded = support(tmp_path / "d", args, "0.22.1rc1", QWEN2)
+    assert known(hit, words) and known(short, words)
+    assert words not in no_pp.summary and words not in upgraded.summary

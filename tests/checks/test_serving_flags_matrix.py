@@ -97,3 +97,23 @@ def test_deepseek_v4_prefix_caching_at_block_size_128_warns(tmp_path: Path) -> N
     uncached = v4(tmp_path / "c", "128")
     assert hit.status == "warn" and "dsv4-prefix-cache-block-128" in hit.rules
     assert "dsv4-prefix-cache-block-128" not in twin.rules + uncached.rules
+
+
+GLM5 = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa"}
+
+
+def test_sparse_sfa_c8_in_pd_disaggregation_on_0_23_0_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#14378: the project's advisory for GLM-5.2 W4A8C8 in P/D."""
+    def glm(path: Path, extra: dict[str, Any], pd: bool = True, release: str = "0.23.0") -> Finding:
+        kv = {"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_producer"}
+        args = ["-tp", "16", "--quantization", "ascend", "--additional-config", json.dumps(extra),
+                *(["--kv-transfer-config", json.dumps(kv)] if pd else [])]
+        with served(path, args, release=release, config=GLM5, chip="A3") as ctx:
+            return serving_flags(ctx)
+
+    hit = glm(tmp_path / "a", {"enable_sparse_sfa_c8": True})
+    twin = glm(tmp_path / "b", {})
+    mixed = glm(tmp_path / "c", {"enable_sparse_sfa_c8": True}, pd=False)
+    earlier = glm(tmp_path / "d", {"enable_sparse_sfa_c8": True}, release="0.22.1rc1")
+    assert hit.status == "warn" and "sparse-sfa-c8-pd-0230" in hit.rules
+    assert "sparse-sfa-c8-pd-0230" not in twin.rules + mixed.rules + earlier.rules
