@@ -135,7 +135,9 @@ def test_a_known_issue_of_the_release_fails_its_combination(tmp_path: Path) -> N
 
 
 def test_the_same_model_without_the_feature_is_quiet(tmp_path: Path) -> None:
-    finding = support(tmp_path, ["-tp", "4"], release="0.11.0", config=QWEN3_NEXT)
+    # eager: the v0.11.0 line also has a graph-capture issue with Qwen3-Next (#5005)
+    finding = support(tmp_path, ["-tp", "4", "--enforce-eager"], release="0.11.0",
+                      config=QWEN3_NEXT)
     assert finding.status == "pass", finding.summary
     assert any("experimental" in e for e in finding.evidence)
 
