@@ -117,3 +117,23 @@ def test_sparse_sfa_c8_in_pd_disaggregation_on_0_23_0_warns(tmp_path: Path) -> N
     earlier = glm(tmp_path / "d", {"enable_sparse_sfa_c8": True}, release="0.22.1rc1")
     assert hit.status == "warn" and "sparse-sfa-c8-pd-0230" in hit.rules
     assert "sparse-sfa-c8-pd-0230" not in twin.rules + mixed.rules + earlier.rules
+
+
+def test_mooncake_decode_node_in_full_decode_only_on_0_19_1rc1_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#8992: the reporter's A/B, PIECEWISE or eager avoids the crash."""
+    def decode(path: Path, role: str, *graph: str) -> Finding:
+        kv = {"kv_connector": "MooncakeConnectorV1", "kv_role": role,
+              "kv_connector_extra_config": {"use_ascend_direct": True}}
+        args = ["-tp", "16", "--kv-transfer-config", json.dumps(kv), *graph]
+        with served(path, args, release="0.19.1rc1", config=GLM5, chip="A3") as ctx:
+            return serving_flags(ctx)
+
+    full = ["--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}']
+    piecewise = ["--compilation-config", '{"cudagraph_mode": "PIECEWISE"}']
+    hit = decode(tmp_path / "a", "kv_consumer", *full)
+    twin = decode(tmp_path / "b", "kv_consumer", *piecewise)
+    eager = decode(tmp_path / "c", "kv_consumer", "--enforce-eager")
+    prefill = decode(tmp_path / "d", "kv_producer", *full)
+    assert hit.status == "warn" and "mooncake-decode-full-decode-only-0191rc1" in hit.rules
+    quiet = twin.rules + eager.rules + prefill.rules
+    assert "mooncake-decode-full-decode-only-0191rc1" not in quiet
