@@ -17,6 +17,7 @@ from target_fixtures import running, write_script
 
 from checks.context import Context
 from checks.inputs import observe
+from checks.model import Finding
 from checks.options import HostOptions
 from checks.policy import load_policy
 from probes.host import CommandResult
@@ -43,6 +44,11 @@ QWEN3_VL = model("qwen3_vl", "Qwen3VLForConditionalGeneration")
 QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
 QWEN3_5_MOE = model("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration")
 DEEPSEEK_V3 = model("deepseek_v3", "DeepseekV3ForCausalLM")
+DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
+QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
+QWEN2_5_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
+GLM4_MOE = model("glm4_moe", "Glm4MoeForCausalLM")
+GLM5 = model("glm_moe_dsa", "GlmMoeDsaForCausalLM")
 
 
 def npu_reading(family: str | None) -> NpuReading:
@@ -81,6 +87,35 @@ def served(tmp_path: Path, args: Sequence[str], *, release: str | None = "0.11.0
                       model_dir=Path(model_dir.value) if model_dir else None)
         ctx.know("npu", npu_reading(chip))
         yield ctx
+
+
+def support_finding(tmp_path: Path, args: Sequence[str], release: str | None,
+                    config: Mapping[str, Any], chip: str | None = "A2",
+                    env: Mapping[str, str] | None = None,
+                    files: Mapping[str, Any] | None = None) -> Finding:
+    """serving.support on `served(...)`."""
+    from checks.builtin.serving_support import serving_support
+
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip,
+                files=files) as ctx:
+        return serving_support(ctx)
+
+
+def flags_finding(tmp_path: Path, args: Sequence[str], release: str | None,
+                  config: Mapping[str, Any], chip: str | None = "A2",
+                  env: Mapping[str, str] | None = None,
+                  files: Mapping[str, Any] | None = None) -> Finding:
+    """serving.flags on `served(...)`."""
+    from checks.builtin.serving_flags import serving_flags
+
+    with served(tmp_path, args, release=release, config=config, env=env, chip=chip,
+                files=files) as ctx:
+        return serving_flags(ctx)
+
+
+def known(finding: Finding, words: str) -> bool:
+    """serving.support names a known issue whose symptom holds `words`."""
+    return "known-issue" in finding.rules and words in finding.summary
 
 
 def _python() -> str:

@@ -8,14 +8,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import QWEN2, QWEN3, QWEN3_5, QWEN3_5_MOE, QWEN3_MOE, QWEN3_VL, model, served
+from serving_fixtures import (
+    QWEN2,
+    QWEN2_5_VL,
+    QWEN3,
+    QWEN3_5,
+    QWEN3_5_MOE,
+    QWEN3_MOE,
+    QWEN3_VL,
+    model,
+    served,
+)
 
 from checks.builtin.serving_flags import serving_flags
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 LLAMA = model("llama", "LlamaForCausalLM")
-QWEN25_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
 EAGLE3 = ["--speculative_config",
           '{"model": "/m/eagle3", "num_speculative_tokens": 2, "method": "eagle3"}']
 LORA = ["--enable-lora", "--lora-modules", "a=/adapters/a"]
@@ -41,9 +50,9 @@ def flags(tmp_path: Path, shape: Shape, env: dict[str, str]) -> Finding:
 REFUSED: list[tuple[Shape, Shape, str]] = [
     # #1963: Mllama refused by v0.9.2rc1's V1 engine; variant: graph mode; twin: a VL it serves
     (("0.9.2rc1", model("mllama", "MllamaForConditionalGeneration"), ["--enforce-eager"], "A2"),
-     ("0.9.2rc1", QWEN25_VL, ["--enforce-eager"], "A2"), "mllama-0092rc1-no"),
+     ("0.9.2rc1", QWEN2_5_VL, ["--enforce-eager"], "A2"), "mllama-0092rc1-no"),
     (("0.9.2rc1", model("mllama", "MllamaForConditionalGeneration"), ["-tp", "2"], "A2"),
-     ("0.9.2rc1", QWEN25_VL, ["-tp", "2"], "A2"), "mllama-0092rc1-no"),
+     ("0.9.2rc1", QWEN2_5_VL, ["-tp", "2"], "A2"), "mllama-0092rc1-no"),
     # #2262: Whisper refused in eager and graph mode
     (("0.9.2rc1", model("whisper", "WhisperForConditionalGeneration"), ["--enforce-eager"], "A2"),
      ("0.9.2rc1", QWEN2, ["--enforce-eager"], "A2"), "whisper-0092rc1-no"),
@@ -117,7 +126,7 @@ KNOWN: list[tuple[Shape, Shape, str]] = [
      "qwen2-vl-lora-profile-0191rc1"),
     (("0.19.1rc1", model("qwen2_vl", "Qwen2VLForConditionalGeneration"),
       ["--enable-lora", "-tp", "2"], "A3"),
-     ("0.19.1rc1", QWEN25_VL, ["--enable-lora", "-tp", "2"], "A3"),
+     ("0.19.1rc1", QWEN2_5_VL, ["--enable-lora", "-tp", "2"], "A3"),
      "qwen2-vl-lora-profile-0191rc1"),
 ]
 
@@ -133,7 +142,7 @@ def test_a_known_issue_fires_on_its_shape_and_not_on_its_twin(
     assert not any(e.startswith(f"known issue {row}") for e in quiet.evidence)
 
 
-@pytest.mark.parametrize("config", [QWEN3_VL, QWEN25_VL], ids=["qwen3_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("config", [QWEN3_VL, QWEN2_5_VL], ids=["qwen3_vl", "qwen2_5_vl"])
 def test_flashcomm1_on_a_vl_model_fails_on_v0_15_0rc1(tmp_path: Path,
                                                        config: dict[str, Any]) -> None:
     """vllm-project/vllm-ascend#6950: v0.15.0rc1 asserts that Flash Comm V1 is not for VL

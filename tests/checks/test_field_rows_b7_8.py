@@ -4,13 +4,20 @@ incident's shape and on a variant, and stays quiet on the healthy twin."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from serving_fixtures import QWEN2, QWEN3_5, model, served
+from serving_fixtures import (
+    QWEN2,
+    QWEN3_5,
+    model,
+    served,
+)
+from serving_fixtures import (
+    support_finding as support,
+)
 
 from checks.builtin import toolchain
 from checks.builtin.serving_features import model_dtype
-from checks.builtin.serving_support import features_hold, serving_support
+from checks.builtin.serving_support import features_hold
 from checks.builtin.toolchain import soc_family
 from checks.model import Finding
 
@@ -18,12 +25,6 @@ XLMR = model("xlm-roberta", "XLMRobertaModel", "float32")
 BERT = model("bert", "BertModel", "float32")
 TTS = {"architectures": ["Qwen3TTSForConditionalGeneration"], "model_type": "qwen3_tts"}
 LORA = ["--enable-lora", "--lora-modules", "a=/adapters/a", "--max-lora-rank", "64"]
-
-
-def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
-            chip: str = "A2") -> Finding:
-    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
-        return serving_support(ctx)
 
 
 def test_lora_with_the_default_dtype_on_v0_11_0rc0_warns(tmp_path: Path) -> None:

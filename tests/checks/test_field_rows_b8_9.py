@@ -9,11 +9,15 @@ from typing import Any
 
 from serving_fixtures import (
     DEEPSEEK_V3,
+    DEEPSEEK_V4,
+    GLM4_MOE,
     QWEN2,
     QWEN3,
     QWEN3_5,
     QWEN3_5_MOE,
+    QWEN3_NEXT,
     QWEN3_VL,
+    known,
     model,
     served,
 )
@@ -24,10 +28,7 @@ from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 from probes.target.argv import json_flag
 
-DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
-QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
 QWEN2_5_OMNI = model("qwen2_5_omni", "Qwen2_5OmniModel")
-GLM4_MOE = model("glm4_moe", "Glm4MoeForCausalLM")
 GEMMA4 = model("gemma4_unified", "Gemma4UnifiedForConditionalGeneration")
 FP8 = {"quantization_config": {"quant_method": "fp8"}}
 MTP = ["--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
@@ -48,10 +49,6 @@ def flags(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
           chip: str = "A3") -> Finding:
     with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
         return serving_flags(ctx)
-
-
-def known(finding: Finding, words: str) -> bool:
-    return "known-issue" in finding.rules and words in finding.summary
 
 
 # -- serving.support: known-issue rows ---------------------------------------------------------

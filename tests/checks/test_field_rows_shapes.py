@@ -6,24 +6,24 @@ variant and stays quiet on the healthy twin the thread names."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from serving_fixtures import QWEN2, QWEN3_5, model, served
+from serving_fixtures import (
+    DEEPSEEK_V4,
+    QWEN2,
+    QWEN3_5,
+    QWEN3_NEXT,
+    known,
+    model,
+    served,
+)
+from serving_fixtures import (
+    support_finding as support,
+)
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
-QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
 MTP = ["--speculative-config", '{"method":"qwen3_5_mtp","num_speculative_tokens":1}']
-
-
-def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any]) -> Finding:
-    with served(tmp_path, args, release=release, config=config, chip="A2") as ctx:
-        return serving_support(ctx)
-
-
-def known(finding: Finding, words: str) -> bool:
-    return "known-issue" in finding.rules and words in finding.summary
 
 
 def test_qwen3_next_at_tp8_on_0_11_0rc2_warns(tmp_path: Path) -> None:
@@ -52,7 +52,6 @@ def test_qwen3_5_dense_at_tp8_on_0_17_0rc1_warns(tmp_path: Path) -> None:
     assert words not in twin.summary and words not in upgraded.summary
 
 
-DEEPSEEK_V4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
 EP = ["--tensor-parallel-size", "8", "--enable-expert-parallel", "--quantization", "ascend"]
 
 

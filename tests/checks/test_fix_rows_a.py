@@ -11,13 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import DEEPSEEK_V3, QWEN2, QWEN3, QWEN3_MOE, model, served
+from serving_fixtures import (
+    DEEPSEEK_V3,
+    GLM4_MOE,
+    QWEN2,
+    QWEN3,
+    QWEN3_MOE,
+    model,
+    served,
+)
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 DEEPSEEK_V2 = model("deepseek_v2", "DeepseekV2ForCausalLM")
-GLM4_MOE = model("glm4_moe", "Glm4MoeForCausalLM")
 GEMMA3 = model("gemma3", "Gemma3ForConditionalGeneration")
 GEMMA3_TEXT = model("gemma3_text", "Gemma3ForCausalLM")
 QWEN2_AUDIO = model("qwen2_audio", "Qwen2AudioForConditionalGeneration")

@@ -11,16 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import DEEPSEEK_V3, QWEN3, QWEN3_MOE, QWEN3_VL, model, served
+from serving_fixtures import (
+    DEEPSEEK_V3,
+    QWEN2_5_VL,
+    QWEN3,
+    QWEN3_MOE,
+    QWEN3_NEXT,
+    QWEN3_VL,
+    model,
+    served,
+)
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
-QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
 KIMI_K2 = model("kimi_k2", "DeepseekV3ForCausalLM")
 DEEPSEEK_V32 = model("deepseek_v32", "DeepseekV32ForCausalLM")
 QWEN2_VL = model("qwen2_vl", "Qwen2VLForConditionalGeneration")
-QWEN2_5_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
 QWEN3_VL_MOE = model("qwen3_vl_moe", "Qwen3VLMoeForConditionalGeneration")
 
 FULL_DECODE_ONLY = ["--compilation-config", '{"cudagraph_mode":"FULL_DECODE_ONLY"}']

@@ -12,15 +12,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import DEEPSEEK_V3, QWEN2, QWEN3, QWEN3_5, QWEN3_MOE, QWEN3_VL, model, served
+from serving_fixtures import (
+    DEEPSEEK_V3,
+    GLM5,
+    QWEN2,
+    QWEN2_5_VL,
+    QWEN3,
+    QWEN3_5,
+    QWEN3_MOE,
+    QWEN3_NEXT,
+    QWEN3_VL,
+    model,
+    served,
+)
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
-QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
-QWEN25_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
 GLM46V = model("glm4v_moe", "Glm4vMoeForConditionalGeneration")
-GLM5 = model("glm_moe_dsa", "GlmMoeDsaForCausalLM")
 
 
 def spec(method: str) -> list[str]:
@@ -156,9 +165,9 @@ ROWS: dict[str, tuple[str, Shape, Shape, Shape]] = {
         Shape(["-tp", "16", *MTP], "0.15.0rc1", DEEPSEEK_V3, "A3")),
     "qwen25-vl-accuracy-fix-0160rc1": (
         "Qwen2.5-VL has an accuracy issue",
-        Shape(["--max-model-len", "32768"], "0.15.0rc1", QWEN25_VL),
-        Shape(["-tp", "4"], "0.15.0rc1", QWEN25_VL, "A3"),
-        Shape(["--max-model-len", "32768"], "0.16.0rc1", QWEN25_VL)),
+        Shape(["--max-model-len", "32768"], "0.15.0rc1", QWEN2_5_VL),
+        Shape(["-tp", "4"], "0.15.0rc1", QWEN2_5_VL, "A3"),
+        Shape(["--max-model-len", "32768"], "0.16.0rc1", QWEN2_5_VL)),
     "unquant-nd2nz-310p-fix-0160rc1": (
         "an unquantized model's weights hit an ND-to-NZ conversion error",
         Shape(["--enforce-eager", "-tp", "2"], "0.15.0rc1", QWEN3, "310P"),

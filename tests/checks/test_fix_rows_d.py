@@ -11,12 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serving_fixtures import QWEN3, QWEN3_5, QWEN3_5_MOE, QWEN3_MOE, model, served
+from serving_fixtures import (
+    QWEN3,
+    QWEN3_5,
+    QWEN3_5_MOE,
+    QWEN3_MOE,
+    QWEN3_NEXT,
+    known,
+    model,
+    served,
+)
 
 from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
-QWEN3_NEXT = model("qwen3_next", "Qwen3NextForCausalLM")
 QWEN3_OMNI = model("qwen3_omni_moe", "Qwen3OmniMoeForConditionalGeneration")
 MINIMAX_M2 = model("minimax_m2", "MiniMaxM2ForCausalLM")
 
@@ -47,10 +55,6 @@ def support(tmp_path: Path, d: Deployment) -> Finding:
     with served(tmp_path, d.args, release=d.release, config=d.config, chip=d.chip,
                 files=described if d.quant_type else None) as ctx:
         return serving_support(ctx)
-
-
-def known(finding: Finding, words: str) -> bool:
-    return "known-issue" in finding.rules and words in finding.summary
 
 
 # (words of the symptom, affected deployment, a variant also affected, healthy twins)

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 from conftest import FakeRoot
-from serving_fixtures import QWEN3_MOE, model, npu_reading, served, write_model
+from serving_fixtures import (
+    GLM5,
+    QWEN3_MOE,
+    model,
+    npu_reading,
+    served,
+    write_model,
+)
 
 from checks.builtin.compat import dev_base
 from checks.builtin.serving_support import serving_support
@@ -584,7 +591,6 @@ def test_a_known_issue_row_fires_on_its_shape_and_not_on_its_twin(
 
 FULL_DECODE = ["--compilation-config", '{"cudagraph_mode": "FULL_DECODE_ONLY"}']
 PIECEWISE = ["--compilation-config", '{"cudagraph_mode": "PIECEWISE"}']
-GLM5 = model("glm_moe_dsa", "GlmMoeDsaForCausalLM")
 DSV4 = model("deepseek_v4", "DeepseekV4ForCausalLM")
 EP16 = ["-tp", "16", "--enable-expert-parallel"]
 Shape = tuple[str, dict[str, Any], list[str], str]  # release, config.json, command line, chip

@@ -6,32 +6,21 @@ names."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from serving_fixtures import QWEN2, model, served
+from serving_fixtures import (
+    QWEN2,
+    QWEN2_5_VL,
+    known,
+    model,
+)
+from serving_fixtures import (
+    flags_finding as flags,
+)
+from serving_fixtures import (
+    support_finding as support,
+)
 
-from checks.builtin.serving_flags import serving_flags
-from checks.builtin.serving_support import serving_support
-from checks.model import Finding
-
-QWEN2_5_VL = model("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
 INTERNVL3 = model("internvl_chat", "InternVLChatModel")
-
-
-def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
-            chip: str = "A2") -> Finding:
-    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
-        return serving_support(ctx)
-
-
-def flags(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
-          chip: str = "A2", env: dict[str, str] | None = None) -> Finding:
-    with served(tmp_path, args, release=release, config=config, chip=chip, env=env) as ctx:
-        return serving_flags(ctx)
-
-
-def known(finding: Finding, words: str) -> bool:
-    return "known-issue" in finding.rules and words in finding.summary
 
 
 # -- serving.support: known-issue rows ---------------------------------------------------------

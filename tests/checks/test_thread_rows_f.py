@@ -8,18 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from serving_fixtures import DEEPSEEK_V3, QWEN3_MOE, served
+from serving_fixtures import (
+    DEEPSEEK_V3,
+    QWEN3_MOE,
+)
+from serving_fixtures import (
+    flags_finding as flags,
+)
 
-from checks.builtin.serving_flags import serving_flags
 from checks.model import Finding
 
 MTP = ["--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
-
-
-def flags(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
-          chip: str = "A2") -> Finding:
-    with served(tmp_path, args, release=release, config=config, chip=chip) as ctx:
-        return serving_flags(ctx)
 
 
 def test_mooncake_without_use_ascend_direct_on_0_11_0_warns(tmp_path: Path) -> None:
