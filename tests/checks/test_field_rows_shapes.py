@@ -140,3 +140,28 @@ def test_pipeline_parallel_first_token_on_0_20_2rc1_warns(tmp_path: Path) -> Non
     upgraded = support(tmp_path / "d", args, "0.22.1rc1", QWEN2)
     assert known(hit, words) and known(short, words)
     assert words not in no_pp.summary and words not in upgraded.summary
+
+
+# -- batch 16, measured once (0 / 2 by cause), then learnt from --------------------------------
+
+KIMI_K3 = model("kimi_k3", "KimiK3ForConditionalGeneration")
+
+
+def test_kimi_k3_before_the_0_26_0rc1_line_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#15086, #12950, #14766: Kimi-K3 first adapted for v0.26.0rc1."""
+    args = ["--quantization", "ascend", "--trust-remote-code"]
+    old = support(tmp_path / "a", args, "0.23.0", KIMI_K3, chip="A3")
+    new = support(tmp_path / "b", args, "0.26.0rc1", KIMI_K3, chip="A3")
+    assert old.status == "fail" and "unsupported" in old.rules
+    assert "Kimi-K3" in old.summary
+    assert "unsupported" not in new.rules and "model-restricted" not in new.summary
+
+
+def test_dflash_on_0_19_1rc1_fails(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#9009 and #8819: the v0.19.1rc1 image has no DFlash."""
+    dflash = ["--speculative-config",
+              '{"num_speculative_tokens": 8, "method": "dflash", "model": "/d"}']
+    hit = support(tmp_path / "a", ["-tp", "8", *dflash], "0.19.1rc1", QWEN3_5)
+    twin = support(tmp_path / "b", ["-tp", "8"], "0.19.1rc1", QWEN3_5)
+    assert hit.status == "fail" and "unsupported" in hit.rules and "DFlash" in hit.summary
+    assert "DFlash" not in twin.summary
