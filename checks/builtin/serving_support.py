@@ -66,9 +66,10 @@ CHECK_RULES: dict[str, dict[str, str]] = {
     },
 }
 # Features always judged ("not in our data" without a row); any other (pooling, LoRA, a
-# speculative method, a reasoning parser) only where a row for the deployment names it.
+# reasoning parser) only where a row for the deployment names it. A speculative method is
+# judged too, except the MTP ones, whose verdict `mtp` carries.
 JUDGED_FEATURES = ("quantization:", "expert-parallel", "data-parallel", "mtp",
-                   "graph:full_decode_only")
+                   "graph:full_decode_only", "speculative:")
 REMEDY_UNKNOWN = ("Check the engine's release notes and supported-models page for this "
                   "combination before serving; the doctor's data says nothing of it.")
 
@@ -139,6 +140,8 @@ def _judged(feature: str, named: set[str]) -> bool:
     otherwise."""
     if feature in named:
         return True
+    if feature.startswith("speculative:") and "mtp" in feature:
+        return False
     return feature.startswith(JUDGED_FEATURES) and feature.count(":") < 2
 
 
