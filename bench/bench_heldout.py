@@ -320,12 +320,13 @@ def observe(deployment: Deployment, python: str) -> dict[str, Verdict]:
 def flags_cause(verdict: Verdict | None, rules: Sequence[str],
                 unrelated: Sequence[str] = ()) -> bool:
     """The check warns or fails for the incident's reason: one of its rules (any, if none),
-    and one clause of its summary that a review did not read as another cause."""
+    and one clause of its summary that names a reason ("not in our data" names none) and that
+    a review did not read as another cause."""
     if verdict is None or verdict.status not in FLAGGED:
         return False
     if rules and not set(rules) & set(verdict.rules):
         return False
-    return not unrelated or bool(_own_clauses(verdict, unrelated))
+    return bool(_own_clauses(verdict, unrelated))
 
 
 def _own_clauses(verdict: Verdict, unrelated: Sequence[str]) -> set[str]:

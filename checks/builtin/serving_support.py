@@ -258,13 +258,26 @@ def _finding(d: Deployment, verdicts: list[Verdict], notes: list[str]) -> Findin
     evidence += [f"{'ok' if v.status == 'pass' else v.status}: {v.text}" for v in verdicts]
     evidence += [v.evidence for v in verdicts if v.evidence] + notes
     if not problems:
-        summary = (f"{d.engine.name} {d.engine.release} supports {d.model.model_type} on "
-                   f"{d.chip_words} with the features in use")
-        return Finding("pass", summary, tuple(evidence))
+        return Finding("pass", _supported(d), tuple(evidence))
     summary = "; ".join(v.text for v in problems)
     remedy = " ".join(dict.fromkeys(v.remedy for v in problems if v.remedy))
     rules = tuple(dict.fromkeys(v.rule for v in problems))
     return Finding(status, summary, tuple(evidence), remedy, rules)
+
+
+def _supported(d: Deployment) -> str:
+    """The pass summary: what was judged supported, and the features no row speaks of (listed,
+    not claimed)."""
+    named = {r.feature for r in _matching(d, data.load("support", SupportRow)) if r.feature}
+    shown = [f for f in d.features if not f.startswith("tp:")]
+    judged = [f for f in shown if _judged(f, named)]
+    unjudged = [f for f in shown if f not in judged]
+    words = f"{d.engine.name} {d.engine.release} supports {d.model.model_type} on {d.chip_words}"
+    if judged:
+        words += f" with {', '.join(judged)}"
+    if unjudged:
+        words += f"; not judged (no row speaks of them): {', '.join(unjudged)}"
+    return words
 
 
 # -- the architectures the engine registers ------------------------------------------------------

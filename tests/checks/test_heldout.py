@@ -96,11 +96,21 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_field(tmp_path: Path) ->
 
 
 def test_a_cause_is_flagged_only_by_its_own_rules() -> None:
-    assert flags_cause(Verdict("fail", ("unsupported",), ""), ("unsupported",))
-    assert not flags_cause(Verdict("warn", ("not-in-our-data",), ""), ("unsupported",))
+    refused = "vllm-ascend 0.11.0 does not support model type x"
+    unknown = "feature mtp on vllm-ascend 0.11.0: not in our data"
+    assert flags_cause(Verdict("fail", ("unsupported",), refused), ("unsupported",))
+    assert not flags_cause(Verdict("warn", ("not-in-our-data",), unknown), ("unsupported",))
     assert not flags_cause(Verdict("pass", (), ""), ())
-    assert flags_cause(Verdict("warn", ("anything",), ""), ())  # no rule named: any flag
+    assert flags_cause(Verdict("warn", ("anything",), refused), ())  # no rule named: any flag
     assert not flags_cause(None, ())
+
+
+def test_not_in_our_data_names_no_cause_even_when_any_rule_counts() -> None:
+    """A file with `rules: []` counts any flag, but "not in our data" is no reason."""
+    unknown = "feature mtp on vllm-ascend 0.11.0: not in our data"
+    assert not flags_cause(Verdict("warn", ("not-in-our-data",), unknown), ())
+    assert flags_cause(Verdict("warn", ("not-in-our-data", "known-issue"),
+                               f"{unknown}; {START}"), ())
 
 
 LEAK = "known issue of vllm-ascend 0.11.0rc1: memory may leak after long serving"

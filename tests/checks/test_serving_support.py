@@ -445,17 +445,18 @@ def test_eagle3_on_the_v0_9_1_final_release_fails(tmp_path: Path) -> None:
     final = support(tmp_path / "a", spec, release="0.9.1", config=QWEN3)
     back = support(tmp_path / "b", spec, release="0.11.0", config=QWEN3)
     assert final.status == "fail" and "feature speculative:eagle3" in final.summary
-    assert "speculative:eagle3" not in back.summary
+    assert "feature speculative:eagle3" not in back.summary
 
 
 def test_the_pooling_runner_on_310p_in_v0_14_0rc1_fails(tmp_path: Path) -> None:
     """vllm-project/vllm-ascend#6471: v0.14.0rc1 on 310P refuses runner_type 'pooling'; the
-    same command on an A2 is not judged for pooling (no row speaks of it there)."""
+    same command on an A2 is not judged for pooling (no row speaks of it there: listed as not
+    judged)."""
     args = ["--runner", "pooling", "--enforce-eager"]
     on_310p = support(tmp_path / "a", args, release="0.14.0rc1", config=QWEN3, chip="310P")
     on_a2 = support(tmp_path / "b", args, release="0.14.0rc1", config=QWEN3)
     assert on_310p.status == "fail" and "feature pooling" in on_310p.summary
-    assert "unsupported" not in on_a2.rules and "pooling" not in on_a2.summary
+    assert "unsupported" not in on_a2.rules and "feature pooling" not in on_a2.summary
 
 
 W8A8_DYNAMIC = {"quant_model_description.json": {"model_quant_type": "W8A8_DYNAMIC"}}
@@ -468,7 +469,7 @@ def test_a_quantization_type_on_950_before_its_release_fails(tmp_path: Path) -> 
     on_a2 = support_with(tmp_path / "c", [], "0.18.0", QWEN3, W8A8_DYNAMIC)
     assert before.status == "fail"
     assert "feature quantization:ascend:W8A8_DYNAMIC" in before.summary
-    assert "W8A8_DYNAMIC" not in after.summary and "W8A8_DYNAMIC" not in on_a2.summary
+    assert "feature quantization:ascend:W8A8_DYNAMIC" not in after.summary + on_a2.summary
 
 
 # -- the release notes v0.13.0rc2 .. v0.26.0rc1 (issue 25, sixth pass) ---------------------------
@@ -529,7 +530,7 @@ def test_torchair_graph_after_its_removal_fails_and_before_it_is_not_judged(
     removed = support(tmp_path / "a", TORCHAIR, release="0.13.0", config=DEEPSEEK_V3)
     before = support(tmp_path / "b", TORCHAIR, release="0.11.0", config=DEEPSEEK_V3)
     assert removed.status == "fail" and "feature graph:torchair" in removed.summary
-    assert "graph:torchair" not in before.summary
+    assert "feature graph:torchair" not in before.summary
 
 
 QWEN3_5 = model("qwen3_5", "Qwen3_5ForConditionalGeneration")
@@ -993,3 +994,13 @@ def test_a_speculative_method_no_row_speaks_of_is_not_in_our_data(tmp_path: Path
     judged_once = support(tmp_path / "b", ["-tp", "2", *mtp], release="0.21.0rc1",
                           config=QWEN3_MOE)
     assert "speculative:qwen3_next_mtp" not in judged_once.summary
+
+
+def test_a_pass_names_what_it_judged_and_lists_what_it_did_not(tmp_path: Path) -> None:
+    """The pass summary claims support only for the judged features; the others are listed."""
+    found = support(tmp_path, ["-tp", "2", "--enable-expert-parallel", "--reasoning-parser",
+                               "qwen3"], release="0.11.0", config=QWEN3_MOE)
+    assert found.status == "pass", found.summary
+    assert "with expert-parallel;" in found.summary
+    assert "not judged (no row speaks of them): reasoning-parser:qwen3, graph" in found.summary
+    assert "tp:2" not in found.summary
