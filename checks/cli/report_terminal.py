@@ -1,5 +1,6 @@
 """The terminal report of a doctor run, as short as `flutter doctor`: one line per check
-(status, id, summary; a skip reason said once, later skips for it point back), then each
+(status, id, summary, a long one cut after a whole clause; a skip reason said once, later skips
+for it point back), then each
 distinct fix once with the checks it is for. `--verbose` adds the evidence and the rules, and
 repeats every skip reason."""
 
@@ -27,6 +28,9 @@ _VERDICT = {0: ("no problems found", "green"), 1: ("usable, with warnings", "yel
 _PROBLEMS = ("warn", "fail", "error")
 _ID_WIDTH = 22
 _DETAIL_INDENT = 8
+# A summary longer than this is cut after a whole clause in the report (never in --verbose or
+# --json), so a check with many reasons still leaves the report one screen at 80 x 24.
+BRIEF_CHARS = 320
 # (status, singular, plural) of the summary line's counts
 _COUNT_WORDS: tuple[tuple[Status, str, str], ...] = (
     ("pass", "passed", "passed"), ("warn", "warning", "warnings"), ("fail", "failed", "failed"),
@@ -71,7 +75,7 @@ def result_lines(results: Sequence[Result]) -> Iterator[tuple[Span, ...]]:
         if said_by is None:
             if result.status == "skip":
                 first_for[result.summary] = result.id
-            yield _status_line(result.status, result.id, result.summary)
+            yield _status_line(result.status, result.id, brief(result.summary))
         else:
             label, style = _LABEL["skip"]
             yield (("  ", ""), (f"{label:<5}", style), (f" {result.id:<{_ID_WIDTH}} ", "bold"),
@@ -122,6 +126,21 @@ def _local_port(url: str) -> tuple[bool, int | None]:
     except ValueError:
         return False, None
     return parts.hostname in ("127.0.0.1", "localhost", "::1"), port
+
+
+def brief(summary: str) -> str:
+    """`summary` cut after the last whole clause ("; ") that fits BRIEF_CHARS, saying that the
+    rest is in --verbose; the first clause is always kept whole."""
+    if len(summary) <= BRIEF_CHARS:
+        return summary
+    clauses = summary.split("; ")
+    kept = clauses[:1]
+    for clause in clauses[1:]:
+        if len("; ".join([*kept, clause])) > BRIEF_CHARS:
+            break
+        kept.append(clause)
+    rest = len(clauses) - len(kept)
+    return summary if rest == 0 else "; ".join(kept) + "; … (more: --verbose)"
 
 
 def _status_line(status: Status, what: str, summary: str) -> tuple[Span, ...]:

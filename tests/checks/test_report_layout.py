@@ -31,3 +31,37 @@ def test_a_replay_does_not_advise_options_a_replay_refuses(
     # the advice it replaced is refused in a replay
     assert main(["--from", recording, "--pid", "1"]) == 3
     assert "leave out --pid and --env-file" in capsys.readouterr().err
+
+
+def test_a_long_summary_is_cut_after_a_whole_clause_and_points_to_verbose() -> None:
+    """Five known issues make a summary of 700 characters: the report keeps the clauses that fit
+    and says --verbose shows the rest; a short one is untouched."""
+    from checks.cli.report_terminal import BRIEF_CHARS, brief
+
+    clauses = [f"known issue {n}: " + "x" * 130 for n in range(5)]
+    long = "; ".join(clauses)
+    cut = brief(long)
+    assert len(cut) <= BRIEF_CHARS + 30 and cut.endswith("(more: --verbose)")
+    assert cut.startswith(f"{clauses[0]}; {clauses[1]}; …")
+    assert brief("driver 24.1.rc2; firmware 7.5") == "driver 24.1.rc2; firmware 7.5"
+    one = "y" * (BRIEF_CHARS + 50)
+    assert brief(one) == one  # a single clause is never cut mid-way
+
+
+def test_the_verbose_report_keeps_the_whole_summary() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from checks.cli.ansi import Writer
+    from checks.cli.report_terminal import _verbose_result, result_lines
+    from checks.model import Finding, Result
+
+    long = "; ".join(f"reason{n} " + "z" * 120 for n in range(6))
+    check = SimpleNamespace(id="serving.support", title="t", category="c",
+                            playbook_id="serving.support")
+    result = Result.of(check, Finding("warn", long), 1.0)  # type: ignore[arg-type]
+    line = next(result_lines([result]))
+    assert line[-1][0].endswith("(more: --verbose)")
+    stream = io.StringIO()
+    _verbose_result(result, Writer(stream, False, 2000))
+    assert "reason5" in stream.getvalue()
