@@ -1,8 +1,7 @@
 """The terminal report of a doctor run, as short as `flutter doctor`: one line per check
 (status, id, summary, a long one cut after a whole clause; a skip reason said once, later skips
-for it point back), then each
-distinct fix once with the checks it is for. `--verbose` adds the evidence and the rules, and
-repeats every skip reason."""
+for it point back), then each distinct fix once with the checks it is for. `--verbose` adds the
+evidence and the rules, keeps every summary whole, and repeats every skip reason."""
 
 from __future__ import annotations
 
