@@ -165,3 +165,11 @@ def test_dflash_on_0_19_1rc1_fails(tmp_path: Path) -> None:
     twin = support(tmp_path / "b", ["-tp", "8"], "0.19.1rc1", QWEN3_5)
     assert hit.status == "fail" and "unsupported" in hit.rules and "DFlash" in hit.summary
     assert "DFlash" not in twin.summary
+
+
+def test_dflash_from_the_0_20_2rc1_line_is_experimental(tmp_path: Path) -> None:
+    """v0.20.2rc1's notes: merged graph support for DFlash workloads (#9074)."""
+    dflash = ["--speculative-config", '{"num_speculative_tokens": 8, "method": "dflash"}']
+    later = support(tmp_path, ["-tp", "2", *dflash], "0.20.2rc1", QWEN3_5)
+    assert "unsupported" not in later.rules and "not-in-our-data" not in later.rules
+    assert any("experimental" in e and "DFlash" in e for e in later.evidence)

@@ -983,14 +983,14 @@ def test_one_remedy_names_the_releases_that_list_the_fixes(tmp_path: Path) -> No
 
 
 def test_a_speculative_method_no_row_speaks_of_is_not_in_our_data(tmp_path: Path) -> None:
-    """DFlash on a release no row speaks of warns instead of passing; an MTP method is judged
-    once, as `mtp`."""
-    dflash = ["--speculative-config", '{"method": "dflash", "num_speculative_tokens": 8}']
+    """EAGLE (the first one) on a release no row speaks of warns instead of passing; an MTP
+    method is judged once, as `mtp`."""
+    eagle = ["--speculative-config", '{"method": "eagle", "num_speculative_tokens": 2}']
     mtp = ["--speculative-config", '{"method": "qwen3_next_mtp", "num_speculative_tokens": 1}']
-    unknown = support(tmp_path / "a", ["-tp", "2", *dflash], release="0.21.0rc1",
+    unknown = support(tmp_path / "a", ["-tp", "2", *eagle], release="0.21.0rc1",
                       config=QWEN3_MOE)
     assert unknown.status == "warn" and "not-in-our-data" in unknown.rules
-    assert "feature speculative:dflash" in unknown.summary
+    assert "feature speculative:eagle on" in unknown.summary
     judged_once = support(tmp_path / "b", ["-tp", "2", *mtp], release="0.21.0rc1",
                           config=QWEN3_MOE)
     assert "speculative:qwen3_next_mtp" not in judged_once.summary
