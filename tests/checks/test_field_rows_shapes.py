@@ -173,3 +173,20 @@ def test_dflash_from_the_0_20_2rc1_line_is_experimental(tmp_path: Path) -> None:
     later = support(tmp_path, ["-tp", "2", *dflash], "0.20.2rc1", QWEN3_5)
     assert "unsupported" not in later.rules and "not-in-our-data" not in later.rules
     assert any("experimental" in e and "DFlash" in e for e in later.evidence)
+
+
+# -- batch 17, measured once (1 / 2 by cause), then learnt from --------------------------------
+
+MINIMAX_M2 = model("minimax_m2", "MiniMaxM2ForCausalLM")
+
+
+def test_minimax_m2_with_expert_parallel_on_0_14_0rc1_warns(tmp_path: Path) -> None:
+    """vllm-project/vllm-ascend#6710, vllm-project/vllm#35179: the MoE output reduced twice."""
+    words = "reduced twice"
+    ep = ["--tensor-parallel-size", "16", "--enable-expert-parallel"]
+    hit = support(tmp_path / "a", ep, "0.14.0rc1", MINIMAX_M2, chip="A3")
+    twin = support(tmp_path / "b", ["--tensor-parallel-size", "16"], "0.14.0rc1", MINIMAX_M2,
+                   chip="A3")
+    variant = support(tmp_path / "c", ["-tp", "8", "--enable-expert-parallel"], "0.14.0rc1",
+                      MINIMAX_M2)
+    assert known(hit, words) and known(variant, words) and words not in twin.summary
