@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from probes.errors import HostError, NotRecorded, ParseError, PathMissing
 from probes.host import Host
-from probes.versions import try_parse_version
+from probes.versions import order_key
 
 if TYPE_CHECKING:
     from probes.version_files import (
@@ -240,11 +240,7 @@ def _cann_versioned_dirs(host: Host, prefix: str) -> tuple[list[str], bool]:
     listing = _list(host, prefix)
     names = [n for n in listing.names if n.startswith("cann-")]
 
-    def newest_first(name: str) -> tuple[int, object]:
-        parsed = try_parse_version(name[len("cann-"):])
-        return (0, parsed.sort_key) if parsed else (-1, name)
-
-    names.sort(key=newest_first, reverse=True)
+    names.sort(key=lambda name: order_key(name[len("cann-"):]), reverse=True)
     return [posixpath.join(prefix, n) for n in names], listing.not_recorded
 
 

@@ -185,6 +185,13 @@ def try_parse_version(text: str | None) -> AscendVersion | None:
         return None
 
 
+def order_key(text: str) -> tuple[object, ...]:
+    """A sort key for a version text: versions in version order, after any text that does not
+    parse as one."""
+    parsed = try_parse_version(text)
+    return (1, parsed.sort_key) if parsed is not None else (0, text)
+
+
 def same_release(a: AscendVersion, b: AscendVersion) -> bool:
     """Same release, build number ignored: 8.2.RC2 and 8.2.RC2.B030 are the same.
 

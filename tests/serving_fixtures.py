@@ -6,7 +6,7 @@ replayed from the corpus."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -96,9 +96,7 @@ def support_finding(tmp_path: Path, args: Sequence[str], release: str | None,
     """serving.support on `served(...)`."""
     from checks.builtin.serving_support import serving_support
 
-    with served(tmp_path, args, release=release, config=config, env=env, chip=chip,
-                files=files) as ctx:
-        return serving_support(ctx)
+    return _judged(serving_support, tmp_path, args, release, config, chip, env, files)
 
 
 def flags_finding(tmp_path: Path, args: Sequence[str], release: str | None,
@@ -108,9 +106,22 @@ def flags_finding(tmp_path: Path, args: Sequence[str], release: str | None,
     """serving.flags on `served(...)`."""
     from checks.builtin.serving_flags import serving_flags
 
+    return _judged(serving_flags, tmp_path, args, release, config, chip, env, files)
+
+
+def _judged(check: Callable[[Context], Finding], tmp_path: Path, args: Sequence[str],
+            release: str | None, config: Mapping[str, Any], chip: str | None,
+            env: Mapping[str, str] | None, files: Mapping[str, Any] | None) -> Finding:
     with served(tmp_path, args, release=release, config=config, env=env, chip=chip,
                 files=files) as ctx:
-        return serving_flags(ctx)
+        return check(ctx)
+
+
+def described(quant_type: str) -> dict[str, Any] | None:
+    """The msModelSlim quant_model_description.json beside config.json for `quant_type` (as
+    `served(files=...)` takes it); None for an unquantized checkpoint ("")."""
+    return {"quant_model_description.json": {"model_quant_type": quant_type}} if quant_type \
+        else None
 
 
 def known(finding: Finding, words: str) -> bool:

@@ -132,6 +132,12 @@ def chips_match(row: SupportRow | KnownIssueRow | FlagRow, chips: tuple[str, ...
     return not row.chips or any(chip in row.chips for chip in chips)
 
 
+def features_hold(wanted: tuple[str, ...], in_use: list[str] | tuple[str, ...]) -> bool:
+    """Every feature a row names is on, and every `!FEATURE` it names is off (a workaround
+    the sources give, such as an explicit --dtype, spares the deployment)."""
+    return all((f[1:] not in in_use) if f.startswith("!") else (f in in_use) for f in wanted)
+
+
 def applies(row: SupportRow | KnownIssueRow | FlagRow, engine: str, release: str,
             model_type: str | None, chips: tuple[str, ...]) -> bool:
     """Does the row hold for this deployment?"""

@@ -43,12 +43,13 @@ from checks.builtin.serving_rows import (
     SupportRow,
     applies,
     cite,
+    features_hold,
     release_matches,
 )
 from checks.context import Context
 from checks.model import Finding, Status, skipped, worst
 from probes.host import normalise_dist_name
-from probes.versions import try_parse_version
+from probes.versions import order_key
 
 if TYPE_CHECKING:
     from probes.model.vllm_registry import Registrations
@@ -125,12 +126,16 @@ def judge(d: Deployment) -> list[Verdict]:
                                     REMEDY_UNKNOWN))
             continue
         verdicts.append(_subject(d, rows, f"chip:{chip}", f"chip family {words}"))
-    named = {r.feature for r in _matching(d, rows) if r.feature}
-    for feature in d.features:
-        if _judged(feature, named):
-            verdicts.append(_subject(d, rows, f"feature:{feature}", f"feature {feature}"))
+    for feature in _judged_features(d, rows):
+        verdicts.append(_subject(d, rows, f"feature:{feature}", f"feature {feature}"))
     verdicts += _known_issues(d)
     return verdicts
+
+
+def _judged_features(d: Deployment, rows: tuple[SupportRow, ...]) -> list[str]:
+    """The deployment's features a verdict speaks of, in their order."""
+    named = {r.feature for r in _matching(d, rows) if r.feature}
+    return [feature for feature in d.features if _judged(feature, named)]
 
 
 def _judged(feature: str, named: set[str]) -> bool:
@@ -225,7 +230,7 @@ def _known_issues(d: Deployment) -> list[Verdict]:
 def _known_issue_remedy(rows: list[KnownIssueRow]) -> str:
     """One remedy for all the release's known issues: the releases that list their fixes,
     newest first (the newest carries every listed fix), and the rest to avoid."""
-    fixes = sorted({row.fixed_in for row in rows if row.fixed_in}, key=_release_key, reverse=True)
+    fixes = sorted({row.fixed_in for row in rows if row.fixed_in}, key=order_key, reverse=True)
     unfixed = any(not row.fixed_in for row in rows)
     words = []
     if fixes:
@@ -236,11 +241,6 @@ def _known_issue_remedy(rows: list[KnownIssueRow]) -> str:
         words.append(("For the others, avoid" if fixes else "Avoid") + " the combination in this "
                      "release or move to another release (see the source).")
     return " ".join(words)
-
-
-def _release_key(release: str) -> tuple[object, ...]:
-    parsed = try_parse_version(release)
-    return (1, parsed.sort_key) if parsed is not None else (0, release)
 
 
 def _engine_line(d: Deployment) -> str:
@@ -268,10 +268,8 @@ def _finding(d: Deployment, verdicts: list[Verdict], notes: list[str]) -> Findin
 def _supported(d: Deployment) -> str:
     """The pass summary: what was judged supported, and the features no row speaks of (listed,
     not claimed)."""
-    named = {r.feature for r in _matching(d, data.load("support", SupportRow)) if r.feature}
-    shown = [f for f in d.features if not f.startswith("tp:")]
-    judged = [f for f in shown if _judged(f, named)]
-    unjudged = [f for f in shown if f not in judged]
+    judged = _judged_features(d, data.load("support", SupportRow))
+    unjudged = [f for f in d.features if f not in judged and not f.startswith("tp:")]
     words = f"{d.engine.name} {d.engine.release} supports {d.model.model_type} on {d.chip_words}"
     if judged:
         words += f" with {', '.join(judged)}"
@@ -377,9 +375,3 @@ def _backend_ruled_out(d: Deployment) -> str:
         return (f"transformers {d.transformers} does not know model type {d.model.model_type}, "
                 "so the Transformers backend cannot serve it")
     return ""
-
-
-def features_hold(wanted: tuple[str, ...], in_use: list[str] | tuple[str, ...]) -> bool:
-    """Every feature a row names is on, and every `!FEATURE` it names is off (a workaround
-    the sources give, such as an explicit --dtype, spares the deployment)."""
-    return all((f[1:] not in in_use) if f.startswith("!") else (f in in_use) for f in wanted)

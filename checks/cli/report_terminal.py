@@ -138,8 +138,7 @@ def brief(summary: str) -> str:
         if len("; ".join([*kept, clause])) > BRIEF_CHARS:
             break
         kept.append(clause)
-    rest = len(clauses) - len(kept)
-    return summary if rest == 0 else "; ".join(kept) + "; … (more: --verbose)"
+    return summary if len(kept) == len(clauses) else "; ".join(kept) + "; … (more: --verbose)"
 
 
 def _status_line(status: Status, what: str, summary: str) -> tuple[Span, ...]:

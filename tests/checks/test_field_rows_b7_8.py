@@ -17,7 +17,7 @@ from serving_fixtures import (
 
 from checks.builtin import toolchain
 from checks.builtin.serving_features import model_dtype
-from checks.builtin.serving_support import features_hold
+from checks.builtin.serving_rows import features_hold
 from checks.builtin.toolchain import soc_family
 from checks.model import Finding
 

@@ -17,14 +17,15 @@ from serving_fixtures import (
     QWEN3_5_MOE,
     QWEN3_NEXT,
     QWEN3_VL,
+    described,
     known,
     model,
     served,
+    support_finding,
 )
 
 from checks.builtin.serving_features import command_features
 from checks.builtin.serving_flags import serving_flags
-from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 from probes.target.argv import json_flag
 
@@ -39,10 +40,7 @@ FULL_DECODE_ONLY = ["--compilation-config", '{"cudagraph_mode":"FULL_DECODE_ONLY
 
 def support(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],
             chip: str = "A2", quant_type: str = "") -> Finding:
-    described = {"quant_model_description.json": {"model_quant_type": quant_type}}
-    with served(tmp_path, args, release=release, config=config, chip=chip,
-                files=described if quant_type else None) as ctx:
-        return serving_support(ctx)
+    return support_finding(tmp_path, args, release, config, chip, files=described(quant_type))
 
 
 def flags(tmp_path: Path, args: list[str], release: str, config: dict[str, Any],

@@ -17,11 +17,11 @@ from serving_fixtures import (
     QWEN2,
     QWEN3,
     QWEN3_MOE,
+    described,
     model,
-    served,
+    support_finding,
 )
 
-from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 DEEPSEEK_V2 = model("deepseek_v2", "DeepseekV2ForCausalLM")
@@ -80,10 +80,8 @@ class Case:
 
 
 def judge(tmp_path: Path, d: Deploy) -> Finding:
-    described = {"quant_model_description.json": {"model_quant_type": d.quant_type}}
-    with served(tmp_path, d.args, release=d.release, config=d.config, chip=d.chip,
-                env=d.env or None, files=described if d.quant_type else None) as ctx:
-        return serving_support(ctx)
+    return support_finding(tmp_path, d.args, d.release, d.config, d.chip, d.env or None,
+                           described(d.quant_type))
 
 
 CASES = [

@@ -18,11 +18,11 @@ from serving_fixtures import (
     QWEN3_MOE,
     QWEN3_NEXT,
     QWEN3_VL,
+    described,
     model,
-    served,
+    support_finding,
 )
 
-from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 KIMI_K2 = model("kimi_k2", "DeepseekV3ForCausalLM")
@@ -60,11 +60,8 @@ class Serve:
 
 
 def support(tmp_path: Path, deployment: Serve) -> Finding:
-    described = {"quant_model_description.json": {"model_quant_type": deployment.quant_type}}
-    with served(tmp_path, deployment.args, release=deployment.release,
-                config=deployment.config, env=deployment.env,
-                files=described if deployment.quant_type else None) as ctx:
-        return serving_support(ctx)
+    return support_finding(tmp_path, deployment.args, deployment.release, deployment.config,
+                           env=deployment.env, files=described(deployment.quant_type))
 
 
 @dataclass(frozen=True)

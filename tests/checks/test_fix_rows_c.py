@@ -22,11 +22,11 @@ from serving_fixtures import (
     QWEN3_MOE,
     QWEN3_NEXT,
     QWEN3_VL,
+    described,
     model,
-    served,
+    support_finding,
 )
 
-from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 GLM46V = model("glm4v_moe", "Glm4vMoeForConditionalGeneration")
@@ -69,11 +69,8 @@ class Shape:
 
 
 def support(tmp_path: Path, shape: Shape) -> Finding:
-    described = {"quant_model_description.json": {"model_quant_type": shape.quant_type}}
-    with served(tmp_path, shape.args, release=shape.release, config=shape.config,
-                chip=shape.chip, env=shape.env,
-                files=described if shape.quant_type else None) as ctx:
-        return serving_support(ctx)
+    return support_finding(tmp_path, shape.args, shape.release, shape.config, shape.chip,
+                           shape.env, described(shape.quant_type))
 
 
 # row id -> (words of its symptom, affected shape, variant, healthy twin)

@@ -17,12 +17,12 @@ from serving_fixtures import (
     QWEN3_5_MOE,
     QWEN3_MOE,
     QWEN3_NEXT,
+    described,
     known,
     model,
-    served,
+    support_finding,
 )
 
-from checks.builtin.serving_support import serving_support
 from checks.model import Finding
 
 QWEN3_OMNI = model("qwen3_omni_moe", "Qwen3OmniMoeForConditionalGeneration")
@@ -51,10 +51,8 @@ class Deployment:
 
 
 def support(tmp_path: Path, d: Deployment) -> Finding:
-    described = {"quant_model_description.json": {"model_quant_type": d.quant_type}}
-    with served(tmp_path, d.args, release=d.release, config=d.config, chip=d.chip,
-                files=described if d.quant_type else None) as ctx:
-        return serving_support(ctx)
+    return support_finding(tmp_path, d.args, d.release, d.config, d.chip,
+                           files=described(d.quant_type))
 
 
 # (words of the symptom, affected deployment, a variant also affected, healthy twins)
