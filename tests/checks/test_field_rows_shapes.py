@@ -11,6 +11,7 @@ from serving_fixtures import (
     DEEPSEEK_V4,
     QWEN2,
     QWEN3_5,
+    QWEN3_MOE,
     QWEN3_NEXT,
     known,
     model,
@@ -190,3 +191,12 @@ def test_minimax_m2_with_expert_parallel_on_0_14_0rc1_warns(tmp_path: Path) -> N
     variant = support(tmp_path / "c", ["-tp", "8", "--enable-expert-parallel"], "0.14.0rc1",
                       MINIMAX_M2)
     assert known(hit, words) and known(variant, words) and words not in twin.summary
+
+
+def test_the_batch_16_rows_fire_on_a_variant_too(tmp_path: Path) -> None:
+    """Kimi-K3 on an earlier release and another chip; DFlash with another model."""
+    kimi = support(tmp_path / "a", ["-tp", "16"], "0.22.1rc1", KIMI_K3)
+    dflash = ["--speculative-config", '{"num_speculative_tokens": 4, "method": "dflash"}']
+    qwen3 = support(tmp_path / "b", ["-tp", "2", *dflash], "0.19.1rc1", QWEN3_MOE)
+    assert "unsupported" in kimi.rules and "Kimi-K3" in kimi.summary
+    assert "unsupported" in qwen3.rules and "DFlash" in qwen3.summary

@@ -137,3 +137,24 @@ def test_mooncake_decode_node_in_full_decode_only_on_0_19_1rc1_warns(tmp_path: P
     assert hit.status == "warn" and "mooncake-decode-full-decode-only-0191rc1" in hit.rules
     quiet = twin.rules + eager.rules + prefill.rules
     assert "mooncake-decode-full-decode-only-0191rc1" not in quiet
+
+
+def test_the_batch_13_to_15_rules_fire_on_a_variant_too(tmp_path: Path) -> None:
+    """A variant in each rule's scope: DeepSeek-V4 at block size 128 on a later release, sfa_c8
+    on a decode node, and a Qwen3-MoE decode node (the rule names no model)."""
+    v4_args = ["-tp", "8", "--block-size", "128", "--enable-prefix-caching"]
+    with served(tmp_path / "a", v4_args, release="0.23.0", config=DEEPSEEK_V4,
+                chip="A3") as ctx:
+        later_v4 = serving_flags(ctx)
+    decode_kv = {"kv_connector": "MooncakeConnectorV1", "kv_role": "kv_consumer"}
+    sfa = ["-tp", "16", "--additional-config", '{"enable_sparse_sfa_c8": true}',
+           "--kv-transfer-config", json.dumps(decode_kv)]
+    with served(tmp_path / "b", sfa, release="0.23.0", config=GLM5, chip="A3") as ctx:
+        sfa_decode = serving_flags(ctx)
+    full = ["--kv-transfer-config", json.dumps(decode_kv), "--compilation-config",
+            '{"cudagraph_mode": "FULL_DECODE_ONLY"}']
+    with served(tmp_path / "c", full, release="0.19.1rc1", config=QWEN3_MOE, chip="A2") as ctx:
+        other_model = serving_flags(ctx)
+    assert "dsv4-prefix-cache-block-128" in later_v4.rules
+    assert "sparse-sfa-c8-pd-0230" in sfa_decode.rules
+    assert "mooncake-decode-full-decode-only-0191rc1" in other_model.rules
